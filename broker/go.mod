@@ -1,0 +1,3 @@
+module github.com/spoolmq/spool/broker
+
+go 1.26.8

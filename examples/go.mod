@@ -1,0 +1,3 @@
+module github.com/spoolmq/spool/examples
+
+go 1.26.8

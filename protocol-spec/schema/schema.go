@@ -131,6 +131,7 @@ type Field struct {
 	Tagged    Range  // tagged versions (None when not tagged)
 	FlexNone  bool   // classic encoding even in flexible versions
 	Ignorable bool
+	ZeroCopy  bool // records the sender may splice in from elsewhere (a file, with sendfile)
 	Doc       string
 	Line      int
 }
@@ -506,9 +507,17 @@ func (p *parser) field(l line, flexible Range) (*Field, error) {
 			f.FlexNone = true
 		case "ignorable":
 			f.Ignorable = true
+		case "zerocopy":
+			if f.Type.Kind != Primitive || f.Type.Name != "records" {
+				return nil, p.errf(l, "zerocopy applies to records fields only")
+			}
+			f.ZeroCopy = true
 		default:
 			return nil, p.errf(l, "unknown attribute %q", w)
 		}
+	}
+	if f.ZeroCopy && f.Tag >= 0 {
+		return nil, p.errf(l, "a zerocopy field cannot be tagged")
 	}
 	if f.Tag >= 0 && f.Tagged.Empty() {
 		f.Tagged = f.Versions
@@ -525,6 +534,16 @@ func (p *parser) field(l line, flexible Range) (*Field, error) {
 		return nil, p.errf(l, "unterminated string default (defaults cannot hold spaces)")
 	}
 	return f, nil
+}
+
+// HasZeroCopy reports whether s or a struct nested in it has a zerocopy field.
+func (s *Struct) HasZeroCopy() bool {
+	for _, f := range s.Fields {
+		if f.ZeroCopy || (f.Type.Struct != nil && f.Type.Struct.HasZeroCopy()) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkStructNames makes sure every nested struct name in a message is unique, since each

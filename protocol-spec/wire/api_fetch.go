@@ -459,7 +459,11 @@ func (*FetchResponse) minSize(v int16) int {
 
 // AppendTo appends the encoding of s at version v to b. Fields that version v lacks are
 // not written. The caller checks that v is a valid version.
-func (s *FetchResponse) AppendTo(b []byte, v int16) []byte {
+func (s *FetchResponse) AppendTo(b []byte, v int16) []byte { return s.AppendToSpliced(b, v, nil) }
+
+// AppendToSpliced is AppendTo leaving out the bytes of zero-copy records fields: sp gives
+// their lengths in encoding order and receives where in b each belongs (see Splices).
+func (s *FetchResponse) AppendToSpliced(b []byte, v int16, sp *Splices) []byte {
 	flex := v >= 12
 	b = AppendInt32(b, s.ThrottleTimeMs)
 	if v >= 7 {
@@ -470,7 +474,7 @@ func (s *FetchResponse) AppendTo(b []byte, v int16) []byte {
 	}
 	b = AppendArrayLen(b, len(s.Responses), flex)
 	for i := range s.Responses {
-		b = s.Responses[i].appendTo(b, v)
+		b = s.Responses[i].appendTo(b, v, sp)
 	}
 	if flex {
 		b = AppendTagSection(b, nil, s.UnknownTags)
@@ -539,12 +543,12 @@ func (*FetchResponseFetchableTopicResponse) minSize(v int16) int {
 	return n
 }
 
-func (s *FetchResponseFetchableTopicResponse) appendTo(b []byte, v int16) []byte {
+func (s *FetchResponseFetchableTopicResponse) appendTo(b []byte, v int16, sp *Splices) []byte {
 	flex := v >= 12
 	b = AppendString(b, s.Topic, flex)
 	b = AppendArrayLen(b, len(s.Partitions), flex)
 	for i := range s.Partitions {
-		b = s.Partitions[i].appendTo(b, v)
+		b = s.Partitions[i].appendTo(b, v, sp)
 	}
 	if flex {
 		b = AppendTagSection(b, nil, s.UnknownTags)
@@ -587,7 +591,8 @@ type FetchResponsePartitionData struct {
 	SnapshotId           FetchResponseSnapshotId           // versions 12, tag 2
 	AbortedTransactions  []FetchResponseAbortedTransaction // versions 4-12, nullable 4-12
 	PreferredReadReplica int32                             // versions 11-12, default -1
-	Records              []byte                            // versions 4-12, nullable 4-12
+	// the broker splices these in from segment files
+	Records []byte // versions 4-12, nullable 4-12
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -639,7 +644,7 @@ func (*FetchResponsePartitionData) minSize(v int16) int {
 	return n
 }
 
-func (s *FetchResponsePartitionData) appendTo(b []byte, v int16) []byte {
+func (s *FetchResponsePartitionData) appendTo(b []byte, v int16, sp *Splices) []byte {
 	flex := v >= 12
 	b = AppendInt32(b, s.PartitionIndex)
 	b = AppendInt16(b, s.ErrorCode)
@@ -659,7 +664,11 @@ func (s *FetchResponsePartitionData) appendTo(b []byte, v int16) []byte {
 	if v >= 11 {
 		b = AppendInt32(b, s.PreferredReadReplica)
 	}
-	b = AppendNullableBytes(b, s.Records, flex)
+	if sp != nil {
+		b = sp.placeholder(b, flex)
+	} else {
+		b = AppendNullableBytes(b, s.Records, flex)
+	}
 	if flex {
 		var known [3]TagField
 		k := known[:0]

@@ -5,10 +5,391 @@ package wire
 
 // The protocol's error codes. Code 0 (NONE) has no value: ErrorForCode(0) is nil.
 var (
-	// ErrUnknownServerError is code -1: x
-	ErrUnknownServerError = &Error{Code: -1, Name: "UNKNOWN_SERVER_ERROR", Retriable: false, Description: "x"}
+	// ErrUnknownServerError is code -1: The broker hit an unexpected internal error while handling the request.
+	ErrUnknownServerError = &Error{Code: -1, Name: "UNKNOWN_SERVER_ERROR", Retriable: false, Description: "The broker hit an unexpected internal error while handling the request."}
+	// ErrOffsetOutOfRange is code 1: The requested offset lies outside the range the partition's log currently holds.
+	ErrOffsetOutOfRange = &Error{Code: 1, Name: "OFFSET_OUT_OF_RANGE", Retriable: false, Description: "The requested offset lies outside the range the partition's log currently holds."}
+	// ErrCorruptMessage is code 2: A record batch failed its CRC, has inconsistent lengths, or is otherwise malformed.
+	ErrCorruptMessage = &Error{Code: 2, Name: "CORRUPT_MESSAGE", Retriable: true, Description: "A record batch failed its CRC, has inconsistent lengths, or is otherwise malformed."}
+	// ErrUnknownTopicOrPartition is code 3: The broker does not know this topic or partition.
+	ErrUnknownTopicOrPartition = &Error{Code: 3, Name: "UNKNOWN_TOPIC_OR_PARTITION", Retriable: true, Description: "The broker does not know this topic or partition."}
+	// ErrInvalidFetchSize is code 4: The fetch size in the request is not valid.
+	ErrInvalidFetchSize = &Error{Code: 4, Name: "INVALID_FETCH_SIZE", Retriable: false, Description: "The fetch size in the request is not valid."}
+	// ErrLeaderNotAvailable is code 5: The partition has no leader at the moment, for example during a leader election.
+	ErrLeaderNotAvailable = &Error{Code: 5, Name: "LEADER_NOT_AVAILABLE", Retriable: true, Description: "The partition has no leader at the moment, for example during a leader election."}
+	// ErrNotLeaderOrFollower is code 6: This broker is not the partition's leader (or, for requests any replica may serve, not one of its replicas).
+	ErrNotLeaderOrFollower = &Error{Code: 6, Name: "NOT_LEADER_OR_FOLLOWER", Retriable: true, Description: "This broker is not the partition's leader (or, for requests any replica may serve, not one of its replicas)."}
+	// ErrRequestTimedOut is code 7: The request did not complete within its timeout.
+	ErrRequestTimedOut = &Error{Code: 7, Name: "REQUEST_TIMED_OUT", Retriable: true, Description: "The request did not complete within its timeout."}
+	// ErrBrokerNotAvailable is code 8: The broker is not available.
+	ErrBrokerNotAvailable = &Error{Code: 8, Name: "BROKER_NOT_AVAILABLE", Retriable: false, Description: "The broker is not available."}
+	// ErrReplicaNotAvailable is code 9: A replica of the partition is not available.
+	ErrReplicaNotAvailable = &Error{Code: 9, Name: "REPLICA_NOT_AVAILABLE", Retriable: true, Description: "A replica of the partition is not available."}
+	// ErrMessageTooLarge is code 10: A record batch is larger than the broker or topic accepts.
+	ErrMessageTooLarge = &Error{Code: 10, Name: "MESSAGE_TOO_LARGE", Retriable: false, Description: "A record batch is larger than the broker or topic accepts."}
+	// ErrStaleControllerEpoch is code 11: The request came from a controller whose epoch is no longer current.
+	ErrStaleControllerEpoch = &Error{Code: 11, Name: "STALE_CONTROLLER_EPOCH", Retriable: false, Description: "The request came from a controller whose epoch is no longer current."}
+	// ErrOffsetMetadataTooLarge is code 12: The metadata string of an offset commit is longer than the broker allows.
+	ErrOffsetMetadataTooLarge = &Error{Code: 12, Name: "OFFSET_METADATA_TOO_LARGE", Retriable: false, Description: "The metadata string of an offset commit is longer than the broker allows."}
+	// ErrNetworkException is code 13: The connection closed before a response arrived.
+	ErrNetworkException = &Error{Code: 13, Name: "NETWORK_EXCEPTION", Retriable: true, Description: "The connection closed before a response arrived."}
+	// ErrCoordinatorLoadInProgress is code 14: The coordinator is still loading its state and cannot serve requests yet.
+	ErrCoordinatorLoadInProgress = &Error{Code: 14, Name: "COORDINATOR_LOAD_IN_PROGRESS", Retriable: true, Description: "The coordinator is still loading its state and cannot serve requests yet."}
+	// ErrCoordinatorNotAvailable is code 15: The coordinator is not available.
+	ErrCoordinatorNotAvailable = &Error{Code: 15, Name: "COORDINATOR_NOT_AVAILABLE", Retriable: true, Description: "The coordinator is not available."}
+	// ErrNotCoordinator is code 16: This broker is not the coordinator for the group or transactional id.
+	ErrNotCoordinator = &Error{Code: 16, Name: "NOT_COORDINATOR", Retriable: true, Description: "This broker is not the coordinator for the group or transactional id."}
+	// ErrInvalidTopicException is code 17: The topic name is invalid or the operation is not allowed on this topic.
+	ErrInvalidTopicException = &Error{Code: 17, Name: "INVALID_TOPIC_EXCEPTION", Retriable: false, Description: "The topic name is invalid or the operation is not allowed on this topic."}
+	// ErrRecordListTooLarge is code 18: A record batch is larger than the configured log segment size.
+	ErrRecordListTooLarge = &Error{Code: 18, Name: "RECORD_LIST_TOO_LARGE", Retriable: false, Description: "A record batch is larger than the configured log segment size."}
+	// ErrNotEnoughReplicas is code 19: The write was refused because fewer replicas are in sync than the topic requires.
+	ErrNotEnoughReplicas = &Error{Code: 19, Name: "NOT_ENOUGH_REPLICAS", Retriable: true, Description: "The write was refused because fewer replicas are in sync than the topic requires."}
+	// ErrNotEnoughReplicasAfterAppend is code 20: The write was appended but reached fewer in-sync replicas than the topic requires.
+	ErrNotEnoughReplicasAfterAppend = &Error{Code: 20, Name: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", Retriable: true, Description: "The write was appended but reached fewer in-sync replicas than the topic requires."}
+	// ErrInvalidRequiredAcks is code 21: The acks value of a produce request is not 0, 1 or -1.
+	ErrInvalidRequiredAcks = &Error{Code: 21, Name: "INVALID_REQUIRED_ACKS", Retriable: false, Description: "The acks value of a produce request is not 0, 1 or -1."}
+	// ErrIllegalGeneration is code 22: The group generation id in the request is not the current one.
+	ErrIllegalGeneration = &Error{Code: 22, Name: "ILLEGAL_GENERATION", Retriable: false, Description: "The group generation id in the request is not the current one."}
+	// ErrInconsistentGroupProtocol is code 23: The member's protocol type or protocol list does not fit the group's, or is empty.
+	ErrInconsistentGroupProtocol = &Error{Code: 23, Name: "INCONSISTENT_GROUP_PROTOCOL", Retriable: false, Description: "The member's protocol type or protocol list does not fit the group's, or is empty."}
+	// ErrInvalidGroupId is code 24: The group id is empty or otherwise not valid.
+	ErrInvalidGroupId = &Error{Code: 24, Name: "INVALID_GROUP_ID", Retriable: false, Description: "The group id is empty or otherwise not valid."}
+	// ErrUnknownMemberId is code 25: The coordinator does not know this member id.
+	ErrUnknownMemberId = &Error{Code: 25, Name: "UNKNOWN_MEMBER_ID", Retriable: false, Description: "The coordinator does not know this member id."}
+	// ErrInvalidSessionTimeout is code 26: The session timeout lies outside the range the broker allows.
+	ErrInvalidSessionTimeout = &Error{Code: 26, Name: "INVALID_SESSION_TIMEOUT", Retriable: false, Description: "The session timeout lies outside the range the broker allows."}
+	// ErrRebalanceInProgress is code 27: The group is rebalancing, so the member has to rejoin.
+	ErrRebalanceInProgress = &Error{Code: 27, Name: "REBALANCE_IN_PROGRESS", Retriable: false, Description: "The group is rebalancing, so the member has to rejoin."}
+	// ErrInvalidCommitOffsetSize is code 28: The offset commit has an invalid size.
+	ErrInvalidCommitOffsetSize = &Error{Code: 28, Name: "INVALID_COMMIT_OFFSET_SIZE", Retriable: false, Description: "The offset commit has an invalid size."}
+	// ErrTopicAuthorizationFailed is code 29: The principal is not authorized for this topic.
+	ErrTopicAuthorizationFailed = &Error{Code: 29, Name: "TOPIC_AUTHORIZATION_FAILED", Retriable: false, Description: "The principal is not authorized for this topic."}
+	// ErrGroupAuthorizationFailed is code 30: The principal is not authorized for this group.
+	ErrGroupAuthorizationFailed = &Error{Code: 30, Name: "GROUP_AUTHORIZATION_FAILED", Retriable: false, Description: "The principal is not authorized for this group."}
+	// ErrClusterAuthorizationFailed is code 31: The principal is not authorized for this cluster operation.
+	ErrClusterAuthorizationFailed = &Error{Code: 31, Name: "CLUSTER_AUTHORIZATION_FAILED", Retriable: false, Description: "The principal is not authorized for this cluster operation."}
+	// ErrInvalidTimestamp is code 32: A record timestamp lies outside the range the topic accepts.
+	ErrInvalidTimestamp = &Error{Code: 32, Name: "INVALID_TIMESTAMP", Retriable: false, Description: "A record timestamp lies outside the range the topic accepts."}
+	// ErrUnsupportedSaslMechanism is code 33: The broker does not offer the requested SASL mechanism.
+	ErrUnsupportedSaslMechanism = &Error{Code: 33, Name: "UNSUPPORTED_SASL_MECHANISM", Retriable: false, Description: "The broker does not offer the requested SASL mechanism."}
+	// ErrIllegalSaslState is code 34: The request is not allowed in the current state of the SASL exchange.
+	ErrIllegalSaslState = &Error{Code: 34, Name: "ILLEGAL_SASL_STATE", Retriable: false, Description: "The request is not allowed in the current state of the SASL exchange."}
+	// ErrUnsupportedVersion is code 35: The broker does not support this version of the API.
+	ErrUnsupportedVersion = &Error{Code: 35, Name: "UNSUPPORTED_VERSION", Retriable: false, Description: "The broker does not support this version of the API."}
+	// ErrTopicAlreadyExists is code 36: A topic with this name already exists.
+	ErrTopicAlreadyExists = &Error{Code: 36, Name: "TOPIC_ALREADY_EXISTS", Retriable: false, Description: "A topic with this name already exists."}
+	// ErrInvalidPartitions is code 37: The requested partition count is not valid.
+	ErrInvalidPartitions = &Error{Code: 37, Name: "INVALID_PARTITIONS", Retriable: false, Description: "The requested partition count is not valid."}
+	// ErrInvalidReplicationFactor is code 38: The replication factor is below 1 or above the number of available brokers.
+	ErrInvalidReplicationFactor = &Error{Code: 38, Name: "INVALID_REPLICATION_FACTOR", Retriable: false, Description: "The replication factor is below 1 or above the number of available brokers."}
+	// ErrInvalidReplicaAssignment is code 39: The explicit replica assignment is not valid.
+	ErrInvalidReplicaAssignment = &Error{Code: 39, Name: "INVALID_REPLICA_ASSIGNMENT", Retriable: false, Description: "The explicit replica assignment is not valid."}
+	// ErrInvalidConfig is code 40: A configuration name or value is not valid.
+	ErrInvalidConfig = &Error{Code: 40, Name: "INVALID_CONFIG", Retriable: false, Description: "A configuration name or value is not valid."}
+	// ErrNotController is code 41: This broker is not the active controller.
+	ErrNotController = &Error{Code: 41, Name: "NOT_CONTROLLER", Retriable: true, Description: "This broker is not the active controller."}
+	// ErrInvalidRequest is code 42: The request is malformed or not valid for this broker; the broker log has the details.
+	ErrInvalidRequest = &Error{Code: 42, Name: "INVALID_REQUEST", Retriable: false, Description: "The request is malformed or not valid for this broker; the broker log has the details."}
+	// ErrUnsupportedForMessageFormat is code 43: The request needs a newer message format than the topic uses.
+	ErrUnsupportedForMessageFormat = &Error{Code: 43, Name: "UNSUPPORTED_FOR_MESSAGE_FORMAT", Retriable: false, Description: "The request needs a newer message format than the topic uses."}
+	// ErrPolicyViolation is code 44: The request violates a policy configured on the broker.
+	ErrPolicyViolation = &Error{Code: 44, Name: "POLICY_VIOLATION", Retriable: false, Description: "The request violates a policy configured on the broker."}
+	// ErrOutOfOrderSequenceNumber is code 45: An idempotent batch carries a sequence number other than the one the broker expects next.
+	ErrOutOfOrderSequenceNumber = &Error{Code: 45, Name: "OUT_OF_ORDER_SEQUENCE_NUMBER", Retriable: false, Description: "An idempotent batch carries a sequence number other than the one the broker expects next."}
+	// ErrDuplicateSequenceNumber is code 46: An idempotent batch repeats a sequence number that was already written.
+	ErrDuplicateSequenceNumber = &Error{Code: 46, Name: "DUPLICATE_SEQUENCE_NUMBER", Retriable: false, Description: "An idempotent batch repeats a sequence number that was already written."}
+	// ErrInvalidProducerEpoch is code 47: The producer epoch is older than the one the broker holds.
+	ErrInvalidProducerEpoch = &Error{Code: 47, Name: "INVALID_PRODUCER_EPOCH", Retriable: false, Description: "The producer epoch is older than the one the broker holds."}
+	// ErrInvalidTxnState is code 48: The transactional operation is not valid in the transaction's current state.
+	ErrInvalidTxnState = &Error{Code: 48, Name: "INVALID_TXN_STATE", Retriable: false, Description: "The transactional operation is not valid in the transaction's current state."}
+	// ErrInvalidProducerIdMapping is code 49: The producer id is not the one currently assigned to this transactional id.
+	ErrInvalidProducerIdMapping = &Error{Code: 49, Name: "INVALID_PRODUCER_ID_MAPPING", Retriable: false, Description: "The producer id is not the one currently assigned to this transactional id."}
+	// ErrInvalidTransactionTimeout is code 50: The transaction timeout is larger than the broker's maximum.
+	ErrInvalidTransactionTimeout = &Error{Code: 50, Name: "INVALID_TRANSACTION_TIMEOUT", Retriable: false, Description: "The transaction timeout is larger than the broker's maximum."}
+	// ErrConcurrentTransactions is code 51: Another operation on the same transaction is still in progress.
+	ErrConcurrentTransactions = &Error{Code: 51, Name: "CONCURRENT_TRANSACTIONS", Retriable: true, Description: "Another operation on the same transaction is still in progress."}
+	// ErrTransactionCoordinatorFenced is code 52: The transaction coordinator that sent the markers is no longer the current one.
+	ErrTransactionCoordinatorFenced = &Error{Code: 52, Name: "TRANSACTION_COORDINATOR_FENCED", Retriable: false, Description: "The transaction coordinator that sent the markers is no longer the current one."}
+	// ErrTransactionalIdAuthorizationFailed is code 53: The principal is not authorized for this transactional id.
+	ErrTransactionalIdAuthorizationFailed = &Error{Code: 53, Name: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", Retriable: false, Description: "The principal is not authorized for this transactional id."}
+	// ErrSecurityDisabled is code 54: The request needs security features that are turned off.
+	ErrSecurityDisabled = &Error{Code: 54, Name: "SECURITY_DISABLED", Retriable: false, Description: "The request needs security features that are turned off."}
+	// ErrOperationNotAttempted is code 55: The broker skipped this operation because another operation in the same batch failed.
+	ErrOperationNotAttempted = &Error{Code: 55, Name: "OPERATION_NOT_ATTEMPTED", Retriable: false, Description: "The broker skipped this operation because another operation in the same batch failed."}
+	// ErrKafkaStorageError is code 56: The broker hit a disk error while accessing the log.
+	ErrKafkaStorageError = &Error{Code: 56, Name: "KAFKA_STORAGE_ERROR", Retriable: true, Description: "The broker hit a disk error while accessing the log."}
+	// ErrLogDirNotFound is code 57: The log directory named in the request is not configured on the broker.
+	ErrLogDirNotFound = &Error{Code: 57, Name: "LOG_DIR_NOT_FOUND", Retriable: false, Description: "The log directory named in the request is not configured on the broker."}
+	// ErrSaslAuthenticationFailed is code 58: SASL authentication failed.
+	ErrSaslAuthenticationFailed = &Error{Code: 58, Name: "SASL_AUTHENTICATION_FAILED", Retriable: false, Description: "SASL authentication failed."}
+	// ErrUnknownProducerId is code 59: The broker holds no state for this producer id, for example after retention removed its records.
+	ErrUnknownProducerId = &Error{Code: 59, Name: "UNKNOWN_PRODUCER_ID", Retriable: false, Description: "The broker holds no state for this producer id, for example after retention removed its records."}
+	// ErrReassignmentInProgress is code 60: A partition reassignment is already in progress.
+	ErrReassignmentInProgress = &Error{Code: 60, Name: "REASSIGNMENT_IN_PROGRESS", Retriable: false, Description: "A partition reassignment is already in progress."}
+	// ErrDelegationTokenAuthDisabled is code 61: Delegation tokens are not enabled.
+	ErrDelegationTokenAuthDisabled = &Error{Code: 61, Name: "DELEGATION_TOKEN_AUTH_DISABLED", Retriable: false, Description: "Delegation tokens are not enabled."}
+	// ErrDelegationTokenNotFound is code 62: The delegation token does not exist.
+	ErrDelegationTokenNotFound = &Error{Code: 62, Name: "DELEGATION_TOKEN_NOT_FOUND", Retriable: false, Description: "The delegation token does not exist."}
+	// ErrDelegationTokenOwnerMismatch is code 63: The principal is neither the owner nor a renewer of the delegation token.
+	ErrDelegationTokenOwnerMismatch = &Error{Code: 63, Name: "DELEGATION_TOKEN_OWNER_MISMATCH", Retriable: false, Description: "The principal is neither the owner nor a renewer of the delegation token."}
+	// ErrDelegationTokenRequestNotAllowed is code 64: Delegation token requests are refused on this kind of channel or authentication.
+	ErrDelegationTokenRequestNotAllowed = &Error{Code: 64, Name: "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", Retriable: false, Description: "Delegation token requests are refused on this kind of channel or authentication."}
+	// ErrDelegationTokenAuthorizationFailed is code 65: The principal is not authorized for this delegation token operation.
+	ErrDelegationTokenAuthorizationFailed = &Error{Code: 65, Name: "DELEGATION_TOKEN_AUTHORIZATION_FAILED", Retriable: false, Description: "The principal is not authorized for this delegation token operation."}
+	// ErrDelegationTokenExpired is code 66: The delegation token has expired.
+	ErrDelegationTokenExpired = &Error{Code: 66, Name: "DELEGATION_TOKEN_EXPIRED", Retriable: false, Description: "The delegation token has expired."}
+	// ErrInvalidPrincipalType is code 67: The principal type is not supported.
+	ErrInvalidPrincipalType = &Error{Code: 67, Name: "INVALID_PRINCIPAL_TYPE", Retriable: false, Description: "The principal type is not supported."}
+	// ErrNonEmptyGroup is code 68: The group still has members.
+	ErrNonEmptyGroup = &Error{Code: 68, Name: "NON_EMPTY_GROUP", Retriable: false, Description: "The group still has members."}
+	// ErrGroupIdNotFound is code 69: No group with this id exists.
+	ErrGroupIdNotFound = &Error{Code: 69, Name: "GROUP_ID_NOT_FOUND", Retriable: false, Description: "No group with this id exists."}
+	// ErrFetchSessionIdNotFound is code 70: The broker has no fetch session with this id.
+	ErrFetchSessionIdNotFound = &Error{Code: 70, Name: "FETCH_SESSION_ID_NOT_FOUND", Retriable: true, Description: "The broker has no fetch session with this id."}
+	// ErrInvalidFetchSessionEpoch is code 71: The fetch session epoch is not the one the broker expects.
+	ErrInvalidFetchSessionEpoch = &Error{Code: 71, Name: "INVALID_FETCH_SESSION_EPOCH", Retriable: true, Description: "The fetch session epoch is not the one the broker expects."}
+	// ErrListenerNotFound is code 72: The leader has no listener matching the one the request arrived on.
+	ErrListenerNotFound = &Error{Code: 72, Name: "LISTENER_NOT_FOUND", Retriable: true, Description: "The leader has no listener matching the one the request arrived on."}
+	// ErrTopicDeletionDisabled is code 73: Topic deletion is turned off.
+	ErrTopicDeletionDisabled = &Error{Code: 73, Name: "TOPIC_DELETION_DISABLED", Retriable: false, Description: "Topic deletion is turned off."}
+	// ErrFencedLeaderEpoch is code 74: The leader epoch in the request is older than the broker's.
+	ErrFencedLeaderEpoch = &Error{Code: 74, Name: "FENCED_LEADER_EPOCH", Retriable: true, Description: "The leader epoch in the request is older than the broker's."}
+	// ErrUnknownLeaderEpoch is code 75: The leader epoch in the request is newer than the broker's.
+	ErrUnknownLeaderEpoch = &Error{Code: 75, Name: "UNKNOWN_LEADER_EPOCH", Retriable: true, Description: "The leader epoch in the request is newer than the broker's."}
+	// ErrUnsupportedCompressionType is code 76: The compression type cannot be used with this request version or client.
+	ErrUnsupportedCompressionType = &Error{Code: 76, Name: "UNSUPPORTED_COMPRESSION_TYPE", Retriable: false, Description: "The compression type cannot be used with this request version or client."}
+	// ErrStaleBrokerEpoch is code 77: The broker epoch in the request is no longer current.
+	ErrStaleBrokerEpoch = &Error{Code: 77, Name: "STALE_BROKER_EPOCH", Retriable: false, Description: "The broker epoch in the request is no longer current."}
+	// ErrOffsetNotAvailable is code 78: The new leader's high watermark has not caught up yet, so offsets cannot be served safely.
+	ErrOffsetNotAvailable = &Error{Code: 78, Name: "OFFSET_NOT_AVAILABLE", Retriable: true, Description: "The new leader's high watermark has not caught up yet, so offsets cannot be served safely."}
+	// ErrMemberIdRequired is code 79: The member must join again using the member id the coordinator has just assigned.
+	ErrMemberIdRequired = &Error{Code: 79, Name: "MEMBER_ID_REQUIRED", Retriable: false, Description: "The member must join again using the member id the coordinator has just assigned."}
+	// ErrPreferredLeaderNotAvailable is code 80: The preferred replica could not become the leader.
+	ErrPreferredLeaderNotAvailable = &Error{Code: 80, Name: "PREFERRED_LEADER_NOT_AVAILABLE", Retriable: true, Description: "The preferred replica could not become the leader."}
+	// ErrGroupMaxSizeReached is code 81: The group already has the maximum number of members.
+	ErrGroupMaxSizeReached = &Error{Code: 81, Name: "GROUP_MAX_SIZE_REACHED", Retriable: false, Description: "The group already has the maximum number of members."}
+	// ErrFencedInstanceId is code 82: Another member has registered with this static group instance id.
+	ErrFencedInstanceId = &Error{Code: 82, Name: "FENCED_INSTANCE_ID", Retriable: false, Description: "Another member has registered with this static group instance id."}
+	// ErrEligibleLeadersNotAvailable is code 83: No replica eligible to lead the partition is available.
+	ErrEligibleLeadersNotAvailable = &Error{Code: 83, Name: "ELIGIBLE_LEADERS_NOT_AVAILABLE", Retriable: true, Description: "No replica eligible to lead the partition is available."}
+	// ErrElectionNotNeeded is code 84: The partition already has the desired leader.
+	ErrElectionNotNeeded = &Error{Code: 84, Name: "ELECTION_NOT_NEEDED", Retriable: true, Description: "The partition already has the desired leader."}
+	// ErrNoReassignmentInProgress is code 85: No partition reassignment is in progress.
+	ErrNoReassignmentInProgress = &Error{Code: 85, Name: "NO_REASSIGNMENT_IN_PROGRESS", Retriable: false, Description: "No partition reassignment is in progress."}
+	// ErrGroupSubscribedToTopic is code 86: Offsets of a topic cannot be deleted while the group is subscribed to it.
+	ErrGroupSubscribedToTopic = &Error{Code: 86, Name: "GROUP_SUBSCRIBED_TO_TOPIC", Retriable: false, Description: "Offsets of a topic cannot be deleted while the group is subscribed to it."}
+	// ErrInvalidRecord is code 87: A record or batch failed the broker's validation.
+	ErrInvalidRecord = &Error{Code: 87, Name: "INVALID_RECORD", Retriable: false, Description: "A record or batch failed the broker's validation."}
+	// ErrUnstableOffsetCommit is code 88: Pending transactional offset commits must complete before offsets can be fetched.
+	ErrUnstableOffsetCommit = &Error{Code: 88, Name: "UNSTABLE_OFFSET_COMMIT", Retriable: true, Description: "Pending transactional offset commits must complete before offsets can be fetched."}
+	// ErrThrottlingQuotaExceeded is code 89: The request exceeded a throttling quota.
+	ErrThrottlingQuotaExceeded = &Error{Code: 89, Name: "THROTTLING_QUOTA_EXCEEDED", Retriable: true, Description: "The request exceeded a throttling quota."}
+	// ErrProducerFenced is code 90: A newer producer with the same transactional id has fenced this one.
+	ErrProducerFenced = &Error{Code: 90, Name: "PRODUCER_FENCED", Retriable: false, Description: "A newer producer with the same transactional id has fenced this one."}
+	// ErrResourceNotFound is code 91: The request refers to a resource that does not exist.
+	ErrResourceNotFound = &Error{Code: 91, Name: "RESOURCE_NOT_FOUND", Retriable: false, Description: "The request refers to a resource that does not exist."}
+	// ErrDuplicateResource is code 92: The request names the same resource more than once.
+	ErrDuplicateResource = &Error{Code: 92, Name: "DUPLICATE_RESOURCE", Retriable: false, Description: "The request names the same resource more than once."}
+	// ErrUnacceptableCredential is code 93: The requested credential does not meet the acceptance criteria.
+	ErrUnacceptableCredential = &Error{Code: 93, Name: "UNACCEPTABLE_CREDENTIAL", Retriable: false, Description: "The requested credential does not meet the acceptance criteria."}
+	// ErrInconsistentVoterSet is code 94: The sender or receiver of a voter request is not one of the expected voters.
+	ErrInconsistentVoterSet = &Error{Code: 94, Name: "INCONSISTENT_VOTER_SET", Retriable: false, Description: "The sender or receiver of a voter request is not one of the expected voters."}
+	// ErrInvalidUpdateVersion is code 95: The feature update version is not valid.
+	ErrInvalidUpdateVersion = &Error{Code: 95, Name: "INVALID_UPDATE_VERSION", Retriable: false, Description: "The feature update version is not valid."}
+	// ErrFeatureUpdateFailed is code 96: An unexpected server error prevented the finalized feature update.
+	ErrFeatureUpdateFailed = &Error{Code: 96, Name: "FEATURE_UPDATE_FAILED", Retriable: false, Description: "An unexpected server error prevented the finalized feature update."}
+	// ErrPrincipalDeserializationFailure is code 97: The principal of a forwarded request could not be deserialized.
+	ErrPrincipalDeserializationFailure = &Error{Code: 97, Name: "PRINCIPAL_DESERIALIZATION_FAILURE", Retriable: false, Description: "The principal of a forwarded request could not be deserialized."}
+	// ErrSnapshotNotFound is code 98: The requested metadata snapshot does not exist.
+	ErrSnapshotNotFound = &Error{Code: 98, Name: "SNAPSHOT_NOT_FOUND", Retriable: false, Description: "The requested metadata snapshot does not exist."}
+	// ErrPositionOutOfRange is code 99: The requested snapshot position is negative or beyond the snapshot's end.
+	ErrPositionOutOfRange = &Error{Code: 99, Name: "POSITION_OUT_OF_RANGE", Retriable: false, Description: "The requested snapshot position is negative or beyond the snapshot's end."}
+	// ErrUnknownTopicId is code 100: The broker does not know this topic id.
+	ErrUnknownTopicId = &Error{Code: 100, Name: "UNKNOWN_TOPIC_ID", Retriable: true, Description: "The broker does not know this topic id."}
+	// ErrDuplicateBrokerRegistration is code 101: Another broker has already registered this broker id.
+	ErrDuplicateBrokerRegistration = &Error{Code: 101, Name: "DUPLICATE_BROKER_REGISTRATION", Retriable: false, Description: "Another broker has already registered this broker id."}
+	// ErrBrokerIdNotRegistered is code 102: The broker id is not registered.
+	ErrBrokerIdNotRegistered = &Error{Code: 102, Name: "BROKER_ID_NOT_REGISTERED", Retriable: false, Description: "The broker id is not registered."}
+	// ErrInconsistentTopicId is code 103: The topic id in the request differs from the one stored with the log.
+	ErrInconsistentTopicId = &Error{Code: 103, Name: "INCONSISTENT_TOPIC_ID", Retriable: true, Description: "The topic id in the request differs from the one stored with the log."}
+	// ErrInconsistentClusterId is code 104: The cluster id in the request differs from the server's.
+	ErrInconsistentClusterId = &Error{Code: 104, Name: "INCONSISTENT_CLUSTER_ID", Retriable: false, Description: "The cluster id in the request differs from the server's."}
+	// ErrTransactionalIdNotFound is code 105: No transaction with this transactional id exists.
+	ErrTransactionalIdNotFound = &Error{Code: 105, Name: "TRANSACTIONAL_ID_NOT_FOUND", Retriable: false, Description: "No transaction with this transactional id exists."}
+	// ErrFetchSessionTopicIdError is code 106: The fetch session used topic ids inconsistently.
+	ErrFetchSessionTopicIdError = &Error{Code: 106, Name: "FETCH_SESSION_TOPIC_ID_ERROR", Retriable: true, Description: "The fetch session used topic ids inconsistently."}
+	// ErrIneligibleReplica is code 107: The proposed ISR contains a replica that is not eligible.
+	ErrIneligibleReplica = &Error{Code: 107, Name: "INELIGIBLE_REPLICA", Retriable: false, Description: "The proposed ISR contains a replica that is not eligible."}
+	// ErrNewLeaderElected is code 108: The partition state was updated, but a new leader has been elected since.
+	ErrNewLeaderElected = &Error{Code: 108, Name: "NEW_LEADER_ELECTED", Retriable: false, Description: "The partition state was updated, but a new leader has been elected since."}
+	// ErrOffsetMovedToTieredStorage is code 109: The requested offset is only available in tiered storage.
+	ErrOffsetMovedToTieredStorage = &Error{Code: 109, Name: "OFFSET_MOVED_TO_TIERED_STORAGE", Retriable: false, Description: "The requested offset is only available in tiered storage."}
+	// ErrFencedMemberEpoch is code 110: The member epoch is fenced; the member must give up its partitions and join again.
+	ErrFencedMemberEpoch = &Error{Code: 110, Name: "FENCED_MEMBER_EPOCH", Retriable: false, Description: "The member epoch is fenced; the member must give up its partitions and join again."}
+	// ErrUnreleasedInstanceId is code 111: Another member still holds this instance id and has to leave first.
+	ErrUnreleasedInstanceId = &Error{Code: 111, Name: "UNRELEASED_INSTANCE_ID", Retriable: false, Description: "Another member still holds this instance id and has to leave first."}
+	// ErrUnsupportedAssignor is code 112: The group does not support the assignor or its version range.
+	ErrUnsupportedAssignor = &Error{Code: 112, Name: "UNSUPPORTED_ASSIGNOR", Retriable: false, Description: "The group does not support the assignor or its version range."}
+	// ErrStaleMemberEpoch is code 113: The member epoch is stale; the member must learn its current epoch from a heartbeat.
+	ErrStaleMemberEpoch = &Error{Code: 113, Name: "STALE_MEMBER_EPOCH", Retriable: false, Description: "The member epoch is stale; the member must learn its current epoch from a heartbeat."}
+	// ErrMismatchedEndpointType is code 114: The request was sent to an endpoint of the wrong type.
+	ErrMismatchedEndpointType = &Error{Code: 114, Name: "MISMATCHED_ENDPOINT_TYPE", Retriable: false, Description: "The request was sent to an endpoint of the wrong type."}
+	// ErrUnsupportedEndpointType is code 115: This endpoint type is not supported yet.
+	ErrUnsupportedEndpointType = &Error{Code: 115, Name: "UNSUPPORTED_ENDPOINT_TYPE", Retriable: false, Description: "This endpoint type is not supported yet."}
+	// ErrUnknownControllerId is code 116: The controller id is not known.
+	ErrUnknownControllerId = &Error{Code: 116, Name: "UNKNOWN_CONTROLLER_ID", Retriable: false, Description: "The controller id is not known."}
+	// ErrUnknownSubscriptionId is code 117: The telemetry subscription id is unknown or outdated.
+	ErrUnknownSubscriptionId = &Error{Code: 117, Name: "UNKNOWN_SUBSCRIPTION_ID", Retriable: false, Description: "The telemetry subscription id is unknown or outdated."}
+	// ErrTelemetryTooLarge is code 118: The telemetry push is larger than the broker accepts.
+	ErrTelemetryTooLarge = &Error{Code: 118, Name: "TELEMETRY_TOO_LARGE", Retriable: false, Description: "The telemetry push is larger than the broker accepts."}
+	// ErrInvalidRegistration is code 119: The controller considers the broker registration invalid.
+	ErrInvalidRegistration = &Error{Code: 119, Name: "INVALID_REGISTRATION", Retriable: false, Description: "The controller considers the broker registration invalid."}
+	// ErrTransactionAbortable is code 120: The transaction hit an error; aborting it makes the transactional id usable again.
+	ErrTransactionAbortable = &Error{Code: 120, Name: "TRANSACTION_ABORTABLE", Retriable: false, Description: "The transaction hit an error; aborting it makes the transactional id usable again."}
+	// ErrInvalidRecordState is code 121: The record's state does not allow this delivery acknowledgement.
+	ErrInvalidRecordState = &Error{Code: 121, Name: "INVALID_RECORD_STATE", Retriable: false, Description: "The record's state does not allow this delivery acknowledgement."}
+	// ErrShareSessionNotFound is code 122: The broker has no share session with this id.
+	ErrShareSessionNotFound = &Error{Code: 122, Name: "SHARE_SESSION_NOT_FOUND", Retriable: true, Description: "The broker has no share session with this id."}
+	// ErrInvalidShareSessionEpoch is code 123: The share session epoch is not the one the broker expects.
+	ErrInvalidShareSessionEpoch = &Error{Code: 123, Name: "INVALID_SHARE_SESSION_EPOCH", Retriable: true, Description: "The share session epoch is not the one the broker expects."}
+	// ErrFencedStateEpoch is code 124: The share-group state epoch does not match the share coordinator's.
+	ErrFencedStateEpoch = &Error{Code: 124, Name: "FENCED_STATE_EPOCH", Retriable: false, Description: "The share-group state epoch does not match the share coordinator's."}
+	// ErrInvalidVoterKey is code 125: The voter key does not match the receiving replica's key.
+	ErrInvalidVoterKey = &Error{Code: 125, Name: "INVALID_VOTER_KEY", Retriable: false, Description: "The voter key does not match the receiving replica's key."}
+	// ErrDuplicateVoter is code 126: The voter is already in the voter set.
+	ErrDuplicateVoter = &Error{Code: 126, Name: "DUPLICATE_VOTER", Retriable: false, Description: "The voter is already in the voter set."}
+	// ErrVoterNotFound is code 127: The voter is not in the voter set.
+	ErrVoterNotFound = &Error{Code: 127, Name: "VOTER_NOT_FOUND", Retriable: false, Description: "The voter is not in the voter set."}
 )
 
 var errorsByCode = map[int16]*Error{
-	-1: ErrUnknownServerError,
+	-1:  ErrUnknownServerError,
+	1:   ErrOffsetOutOfRange,
+	2:   ErrCorruptMessage,
+	3:   ErrUnknownTopicOrPartition,
+	4:   ErrInvalidFetchSize,
+	5:   ErrLeaderNotAvailable,
+	6:   ErrNotLeaderOrFollower,
+	7:   ErrRequestTimedOut,
+	8:   ErrBrokerNotAvailable,
+	9:   ErrReplicaNotAvailable,
+	10:  ErrMessageTooLarge,
+	11:  ErrStaleControllerEpoch,
+	12:  ErrOffsetMetadataTooLarge,
+	13:  ErrNetworkException,
+	14:  ErrCoordinatorLoadInProgress,
+	15:  ErrCoordinatorNotAvailable,
+	16:  ErrNotCoordinator,
+	17:  ErrInvalidTopicException,
+	18:  ErrRecordListTooLarge,
+	19:  ErrNotEnoughReplicas,
+	20:  ErrNotEnoughReplicasAfterAppend,
+	21:  ErrInvalidRequiredAcks,
+	22:  ErrIllegalGeneration,
+	23:  ErrInconsistentGroupProtocol,
+	24:  ErrInvalidGroupId,
+	25:  ErrUnknownMemberId,
+	26:  ErrInvalidSessionTimeout,
+	27:  ErrRebalanceInProgress,
+	28:  ErrInvalidCommitOffsetSize,
+	29:  ErrTopicAuthorizationFailed,
+	30:  ErrGroupAuthorizationFailed,
+	31:  ErrClusterAuthorizationFailed,
+	32:  ErrInvalidTimestamp,
+	33:  ErrUnsupportedSaslMechanism,
+	34:  ErrIllegalSaslState,
+	35:  ErrUnsupportedVersion,
+	36:  ErrTopicAlreadyExists,
+	37:  ErrInvalidPartitions,
+	38:  ErrInvalidReplicationFactor,
+	39:  ErrInvalidReplicaAssignment,
+	40:  ErrInvalidConfig,
+	41:  ErrNotController,
+	42:  ErrInvalidRequest,
+	43:  ErrUnsupportedForMessageFormat,
+	44:  ErrPolicyViolation,
+	45:  ErrOutOfOrderSequenceNumber,
+	46:  ErrDuplicateSequenceNumber,
+	47:  ErrInvalidProducerEpoch,
+	48:  ErrInvalidTxnState,
+	49:  ErrInvalidProducerIdMapping,
+	50:  ErrInvalidTransactionTimeout,
+	51:  ErrConcurrentTransactions,
+	52:  ErrTransactionCoordinatorFenced,
+	53:  ErrTransactionalIdAuthorizationFailed,
+	54:  ErrSecurityDisabled,
+	55:  ErrOperationNotAttempted,
+	56:  ErrKafkaStorageError,
+	57:  ErrLogDirNotFound,
+	58:  ErrSaslAuthenticationFailed,
+	59:  ErrUnknownProducerId,
+	60:  ErrReassignmentInProgress,
+	61:  ErrDelegationTokenAuthDisabled,
+	62:  ErrDelegationTokenNotFound,
+	63:  ErrDelegationTokenOwnerMismatch,
+	64:  ErrDelegationTokenRequestNotAllowed,
+	65:  ErrDelegationTokenAuthorizationFailed,
+	66:  ErrDelegationTokenExpired,
+	67:  ErrInvalidPrincipalType,
+	68:  ErrNonEmptyGroup,
+	69:  ErrGroupIdNotFound,
+	70:  ErrFetchSessionIdNotFound,
+	71:  ErrInvalidFetchSessionEpoch,
+	72:  ErrListenerNotFound,
+	73:  ErrTopicDeletionDisabled,
+	74:  ErrFencedLeaderEpoch,
+	75:  ErrUnknownLeaderEpoch,
+	76:  ErrUnsupportedCompressionType,
+	77:  ErrStaleBrokerEpoch,
+	78:  ErrOffsetNotAvailable,
+	79:  ErrMemberIdRequired,
+	80:  ErrPreferredLeaderNotAvailable,
+	81:  ErrGroupMaxSizeReached,
+	82:  ErrFencedInstanceId,
+	83:  ErrEligibleLeadersNotAvailable,
+	84:  ErrElectionNotNeeded,
+	85:  ErrNoReassignmentInProgress,
+	86:  ErrGroupSubscribedToTopic,
+	87:  ErrInvalidRecord,
+	88:  ErrUnstableOffsetCommit,
+	89:  ErrThrottlingQuotaExceeded,
+	90:  ErrProducerFenced,
+	91:  ErrResourceNotFound,
+	92:  ErrDuplicateResource,
+	93:  ErrUnacceptableCredential,
+	94:  ErrInconsistentVoterSet,
+	95:  ErrInvalidUpdateVersion,
+	96:  ErrFeatureUpdateFailed,
+	97:  ErrPrincipalDeserializationFailure,
+	98:  ErrSnapshotNotFound,
+	99:  ErrPositionOutOfRange,
+	100: ErrUnknownTopicId,
+	101: ErrDuplicateBrokerRegistration,
+	102: ErrBrokerIdNotRegistered,
+	103: ErrInconsistentTopicId,
+	104: ErrInconsistentClusterId,
+	105: ErrTransactionalIdNotFound,
+	106: ErrFetchSessionTopicIdError,
+	107: ErrIneligibleReplica,
+	108: ErrNewLeaderElected,
+	109: ErrOffsetMovedToTieredStorage,
+	110: ErrFencedMemberEpoch,
+	111: ErrUnreleasedInstanceId,
+	112: ErrUnsupportedAssignor,
+	113: ErrStaleMemberEpoch,
+	114: ErrMismatchedEndpointType,
+	115: ErrUnsupportedEndpointType,
+	116: ErrUnknownControllerId,
+	117: ErrUnknownSubscriptionId,
+	118: ErrTelemetryTooLarge,
+	119: ErrInvalidRegistration,
+	120: ErrTransactionAbortable,
+	121: ErrInvalidRecordState,
+	122: ErrShareSessionNotFound,
+	123: ErrInvalidShareSessionEpoch,
+	124: ErrFencedStateEpoch,
+	125: ErrInvalidVoterKey,
+	126: ErrDuplicateVoter,
+	127: ErrVoterNotFound,
 }

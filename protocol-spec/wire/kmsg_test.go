@@ -11,7 +11,6 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-
 // kmsgCodec is the part of kmsg's message interface the cross-check uses.
 type kmsgCodec interface {
 	SetVersion(int16)

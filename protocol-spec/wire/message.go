@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -32,9 +31,6 @@ type API struct {
 	NewRequest          func() Message
 	NewResponse         func() Message
 }
-
-// ErrUnsupportedVersion is wrapped by errors about versions outside an API's range.
-var ErrUnsupportedVersion = errors.New("unsupported version")
 
 // HasVersion reports whether v is in the API's range.
 func (a *API) HasVersion(v int16) bool { return v >= a.MinVersion && v <= a.MaxVersion }
@@ -138,3 +134,29 @@ func deref(s *string) string {
 
 func ptr[T any](v T) *T { return &v }
 
+// Splices lets a sender supply the bytes of zero-copy records fields itself, for example
+// straight from segment files with sendfile. AppendToSpliced writes each such field's length
+// prefix from Lens (in encoding order; -1 is null) without its bytes, and appends to At the
+// offset in the output where those bytes belong. The sender then writes out[:At[0]], the first
+// field's bytes, out[At[0]:At[1]], and so on.
+type Splices struct {
+	Lens []int
+	At   []int
+	next int
+}
+
+// Reset empties sp for reuse, keeping its storage.
+func (sp *Splices) Reset() {
+	sp.Lens, sp.At, sp.next = sp.Lens[:0], sp.At[:0], 0
+}
+
+func (sp *Splices) placeholder(b []byte, compact bool) []byte {
+	n := -1
+	if sp.next < len(sp.Lens) {
+		n = sp.Lens[sp.next]
+	}
+	sp.next++
+	b = appendLen(b, n, compact, false)
+	sp.At = append(sp.At, len(b))
+	return b
+}

@@ -164,9 +164,17 @@ func (sc scope) appendField(w *goWriter, dst, expr string, f *schema.Field, comp
 	nc := sc.nullCond(f)
 	switch f.Type.Kind {
 	case schema.Primitive:
+		if f.ZeroCopy {
+			w.p("if sp != nil {")
+			w.p("%s = sp.placeholder(%s, %s)", dst, dst, compact)
+			w.p("} else {")
+			sc.appendPrim(w, dst, f.Type.Name, expr, false, nc, compact)
+			w.p("}")
+			return
+		}
 		sc.appendPrim(w, dst, f.Type.Name, expr, sc.goType(f) == "*string", nc, compact)
 	case schema.StructValue:
-		w.p("%s = %s.appendTo(%s, v)", dst, expr, dst)
+		w.p("%s = %s.appendTo(%s, v%s)", dst, expr, dst, spArg(f.Type.Struct))
 	default:
 		lenLine := fmt.Sprintf("%s = AppendArrayLen(%s, len(%s), %s)", dst, dst, expr, compact)
 		if nc == "false" {
@@ -179,7 +187,7 @@ func (sc scope) appendField(w *goWriter, dst, expr string, f *schema.Field, comp
 		}
 		w.p("for i := range %s {", expr)
 		if f.Type.Kind == schema.StructArray {
-			w.p("%s = %s[i].appendTo(%s, v)", dst, expr, dst)
+			w.p("%s = %s[i].appendTo(%s, v%s)", dst, expr, dst, spArg(f.Type.Struct))
 		} else {
 			sc.appendPrim(w, dst, f.Type.Name, expr+"[i]", false, "false", compact)
 		}
@@ -188,6 +196,14 @@ func (sc scope) appendField(w *goWriter, dst, expr string, f *schema.Field, comp
 			w.p("}")
 		}
 	}
+}
+
+// spArg is the extra argument passed to the encoder of a struct that holds zero-copy fields.
+func spArg(s *schema.Struct) string {
+	if s.HasZeroCopy() {
+		return ", sp"
+	}
+	return ""
 }
 
 // minSize is the least number of bytes one value of a primitive takes.
@@ -486,7 +502,18 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 		w.p("// AppendTo appends the encoding of s at version v to b. Fields that version v lacks are")
 		w.p("// not written. The caller checks that v is a valid version.")
 	}
-	w.p("func (s *%s) %s(b []byte, v int16) []byte {", goName, appendName)
+	if s.HasZeroCopy() {
+		if top {
+			w.p("func (s *%s) AppendTo(b []byte, v int16) []byte { return s.AppendToSpliced(b, v, nil) }", goName)
+			w.p("")
+			w.p("// AppendToSpliced is AppendTo leaving out the bytes of zero-copy records fields: sp gives")
+			w.p("// their lengths in encoding order and receives where in b each belongs (see Splices).")
+			appendName = "AppendToSpliced"
+		}
+		w.p("func (s *%s) %s(b []byte, v int16, sp *Splices) []byte {", goName, appendName)
+	} else {
+		w.p("func (s *%s) %s(b []byte, v int16) []byte {", goName, appendName)
+	}
 	if !sc.flexible.Empty() {
 		w.p("flex := %s", sc.cond(sc.flexible))
 	}

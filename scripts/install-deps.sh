@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# install-deps.sh: install what the tests need when it is missing. Debian packages are
+# installed with apt-get when running as root; otherwise a missing one is reported (and under
+# CI=true that is a failure, never a silent skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests use, as "command-or-path:package".
+NEEDS=(
+)
+
+missing=()
+for need in "${NEEDS[@]}"; do
+  probe=${need%%:*} pkg=${need#*:}
+  if [[ $probe == /* ]]; then [ -e "$probe" ] && continue; else command -v "$probe" >/dev/null 2>&1 && continue; fi
+  missing+=("$pkg")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "install-deps: apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "install-deps: missing Debian packages: ${missing[*]} (run as root to install them)" >&2
+    [ "${CI:-}" = true ] && exit 1
+  fi
+fi
+
+# Go modules for every module of the workspace.
+for m in protocol-spec broker sdk-go sdk-cgo conformance examples; do
+  (cd "$m" && go mod download)
+done

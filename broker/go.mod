@@ -1,3 +1,15 @@
 module github.com/spoolmq/spool/broker
 
 go 1.26.8
+
+require github.com/spoolmq/spool/protocol-spec v0.0.0
+
+require (
+	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	github.com/twmb/franz-go v1.22.3 // indirect
+	github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
+)
+
+replace github.com/spoolmq/spool/protocol-spec => ../protocol-spec

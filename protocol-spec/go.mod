@@ -3,8 +3,8 @@ module github.com/spoolmq/spool/protocol-spec
 go 1.26.8
 
 require (
-	github.com/golang/snappy v1.0.0 // indirect
-	github.com/klauspost/compress v1.20.4 // indirect
-	github.com/pierrec/lz4/v4 v4.1.33 // indirect
-	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
+	github.com/golang/snappy v1.0.0
+	github.com/klauspost/compress v1.20.4
+	github.com/pierrec/lz4/v4 v4.1.33
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 )

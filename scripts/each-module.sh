@@ -21,7 +21,7 @@ case $action in
       for target in $($GO test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
         echo "[$mod] fuzz $pkg $target for ${FUZZTIME:-3s}"
         log=$(mktemp)
-        if ! $GO test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-3s}" >"$log" 2>&1; then
+        if ! $GO test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-3s}" -fuzzminimizetime 1s >"$log" 2>&1; then
           cat "$log"; rm -f "$log"; exit 1
         fi
         rm -f "$log"

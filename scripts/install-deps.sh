@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests use, as "command-or-path:package".
 NEEDS=(
+  kcat:kcat
+  /usr/lib/python3/dist-packages/kafka:python3-kafka
+  /usr/lib/python3/dist-packages/confluent_kafka:python3-confluent-kafka
+  /usr/lib/python3/dist-packages/snappy:python3-snappy
+  /usr/lib/python3/dist-packages/lz4:python3-lz4
+  /usr/lib/python3/dist-packages/zstandard:python3-zstandard
 )
 
 missing=()

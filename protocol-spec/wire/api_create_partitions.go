@@ -5,9 +5,9 @@ package wire
 
 // CreatePartitionsRequest is the request of CreatePartitions (API key 37), versions 0-3, flexible 2+.
 type CreatePartitionsRequest struct {
-	Topics       []CreatePartitionsRequestCreatePartitionsTopic // versions 0-3
-	TimeoutMs    int32                                          // versions 0-3
-	ValidateOnly bool                                           // versions 0-3
+	Topics       []CreatePartitionsRequestTopic // versions 0-3
+	TimeoutMs    int32                          // versions 0-3
+	ValidateOnly bool                           // versions 0-3
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -57,8 +57,8 @@ func (s *CreatePartitionsRequest) AppendTo(b []byte, v int16) []byte {
 func (s *CreatePartitionsRequest) ReadFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 2
-	if n := r.ArrayLen(flex, false, (*CreatePartitionsRequestCreatePartitionsTopic).minSize(nil, v)); n >= 0 {
-		a := make([]CreatePartitionsRequestCreatePartitionsTopic, n)
+	if n := r.ArrayLen(flex, false, (*CreatePartitionsRequestTopic).minSize(nil, v)); n >= 0 {
+		a := make([]CreatePartitionsRequestTopic, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -79,27 +79,27 @@ func (s *CreatePartitionsRequest) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type CreatePartitionsRequestCreatePartitionsTopic struct {
-	Name        string                                              // versions 0-3
-	Count       int32                                               // versions 0-3
-	Assignments []CreatePartitionsRequestCreatePartitionsAssignment // versions 0-3, nullable 0-3
+type CreatePartitionsRequestTopic struct {
+	Name        string                              // versions 0-3
+	Count       int32                               // versions 0-3
+	Assignments []CreatePartitionsRequestAssignment // versions 0-3, nullable 0-3
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *CreatePartitionsRequestCreatePartitionsTopic) Default() {
-	*s = CreatePartitionsRequestCreatePartitionsTopic{}
+func (s *CreatePartitionsRequestTopic) Default() {
+	*s = CreatePartitionsRequestTopic{}
 }
 
-func (s *CreatePartitionsRequestCreatePartitionsTopic) isDefault() bool {
+func (s *CreatePartitionsRequestTopic) isDefault() bool {
 	return !(s.Name != "" ||
 		s.Count != 0 ||
 		len(s.Assignments) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*CreatePartitionsRequestCreatePartitionsTopic) minSize(v int16) int {
+func (*CreatePartitionsRequestTopic) minSize(v int16) int {
 	n := 0
 	flex := v >= 2
 	n += minSize(2, 1, flex)
@@ -111,7 +111,7 @@ func (*CreatePartitionsRequestCreatePartitionsTopic) minSize(v int16) int {
 	return n
 }
 
-func (s *CreatePartitionsRequestCreatePartitionsTopic) appendTo(b []byte, v int16) []byte {
+func (s *CreatePartitionsRequestTopic) appendTo(b []byte, v int16) []byte {
 	flex := v >= 2
 	b = AppendString(b, s.Name, flex)
 	b = AppendInt32(b, s.Count)
@@ -129,13 +129,13 @@ func (s *CreatePartitionsRequestCreatePartitionsTopic) appendTo(b []byte, v int1
 	return b
 }
 
-func (s *CreatePartitionsRequestCreatePartitionsTopic) readFrom(r *Reader, v int16) {
+func (s *CreatePartitionsRequestTopic) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 2
 	s.Name = r.String(flex)
 	s.Count = r.Int32()
-	if n := r.ArrayLen(flex, true, (*CreatePartitionsRequestCreatePartitionsAssignment).minSize(nil, v)); n >= 0 {
-		a := make([]CreatePartitionsRequestCreatePartitionsAssignment, n)
+	if n := r.ArrayLen(flex, true, (*CreatePartitionsRequestAssignment).minSize(nil, v)); n >= 0 {
+		a := make([]CreatePartitionsRequestAssignment, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -154,23 +154,23 @@ func (s *CreatePartitionsRequestCreatePartitionsTopic) readFrom(r *Reader, v int
 	}
 }
 
-type CreatePartitionsRequestCreatePartitionsAssignment struct {
+type CreatePartitionsRequestAssignment struct {
 	BrokerIds []int32 // versions 0-3
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *CreatePartitionsRequestCreatePartitionsAssignment) Default() {
-	*s = CreatePartitionsRequestCreatePartitionsAssignment{}
+func (s *CreatePartitionsRequestAssignment) Default() {
+	*s = CreatePartitionsRequestAssignment{}
 }
 
-func (s *CreatePartitionsRequestCreatePartitionsAssignment) isDefault() bool {
+func (s *CreatePartitionsRequestAssignment) isDefault() bool {
 	return !(len(s.BrokerIds) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*CreatePartitionsRequestCreatePartitionsAssignment) minSize(v int16) int {
+func (*CreatePartitionsRequestAssignment) minSize(v int16) int {
 	n := 0
 	flex := v >= 2
 	n += minSize(4, 1, flex)
@@ -180,7 +180,7 @@ func (*CreatePartitionsRequestCreatePartitionsAssignment) minSize(v int16) int {
 	return n
 }
 
-func (s *CreatePartitionsRequestCreatePartitionsAssignment) appendTo(b []byte, v int16) []byte {
+func (s *CreatePartitionsRequestAssignment) appendTo(b []byte, v int16) []byte {
 	flex := v >= 2
 	b = AppendArrayLen(b, len(s.BrokerIds), flex)
 	for i := range s.BrokerIds {
@@ -192,7 +192,7 @@ func (s *CreatePartitionsRequestCreatePartitionsAssignment) appendTo(b []byte, v
 	return b
 }
 
-func (s *CreatePartitionsRequestCreatePartitionsAssignment) readFrom(r *Reader, v int16) {
+func (s *CreatePartitionsRequestAssignment) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 2
 	if n := r.ArrayLen(flex, false, minSize(4, 4, flex)); n >= 0 {
@@ -228,8 +228,8 @@ func (s *CreatePartitionsRequest) Decode(b []byte, v int16) error {
 
 // CreatePartitionsResponse is the response of CreatePartitions (API key 37), versions 0-3, flexible 2+.
 type CreatePartitionsResponse struct {
-	ThrottleTimeMs int32                                                 // versions 0-3
-	Results        []CreatePartitionsResponseCreatePartitionsTopicResult // versions 0-3
+	ThrottleTimeMs int32                                 // versions 0-3
+	Results        []CreatePartitionsResponseTopicResult // versions 0-3
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -277,8 +277,8 @@ func (s *CreatePartitionsResponse) ReadFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 2
 	s.ThrottleTimeMs = r.Int32()
-	if n := r.ArrayLen(flex, false, (*CreatePartitionsResponseCreatePartitionsTopicResult).minSize(nil, v)); n >= 0 {
-		a := make([]CreatePartitionsResponseCreatePartitionsTopicResult, n)
+	if n := r.ArrayLen(flex, false, (*CreatePartitionsResponseTopicResult).minSize(nil, v)); n >= 0 {
+		a := make([]CreatePartitionsResponseTopicResult, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -297,7 +297,7 @@ func (s *CreatePartitionsResponse) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type CreatePartitionsResponseCreatePartitionsTopicResult struct {
+type CreatePartitionsResponseTopicResult struct {
 	Name         string  // versions 0-3
 	ErrorCode    int16   // versions 0-3
 	ErrorMessage *string // versions 0-3, nullable 0-3, default null
@@ -306,18 +306,18 @@ type CreatePartitionsResponseCreatePartitionsTopicResult struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *CreatePartitionsResponseCreatePartitionsTopicResult) Default() {
-	*s = CreatePartitionsResponseCreatePartitionsTopicResult{}
+func (s *CreatePartitionsResponseTopicResult) Default() {
+	*s = CreatePartitionsResponseTopicResult{}
 }
 
-func (s *CreatePartitionsResponseCreatePartitionsTopicResult) isDefault() bool {
+func (s *CreatePartitionsResponseTopicResult) isDefault() bool {
 	return !(s.Name != "" ||
 		s.ErrorCode != 0 ||
 		s.ErrorMessage != nil ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*CreatePartitionsResponseCreatePartitionsTopicResult) minSize(v int16) int {
+func (*CreatePartitionsResponseTopicResult) minSize(v int16) int {
 	n := 0
 	flex := v >= 2
 	n += minSize(2, 1, flex)
@@ -329,7 +329,7 @@ func (*CreatePartitionsResponseCreatePartitionsTopicResult) minSize(v int16) int
 	return n
 }
 
-func (s *CreatePartitionsResponseCreatePartitionsTopicResult) appendTo(b []byte, v int16) []byte {
+func (s *CreatePartitionsResponseTopicResult) appendTo(b []byte, v int16) []byte {
 	flex := v >= 2
 	b = AppendString(b, s.Name, flex)
 	b = AppendInt16(b, s.ErrorCode)
@@ -340,7 +340,7 @@ func (s *CreatePartitionsResponseCreatePartitionsTopicResult) appendTo(b []byte,
 	return b
 }
 
-func (s *CreatePartitionsResponseCreatePartitionsTopicResult) readFrom(r *Reader, v int16) {
+func (s *CreatePartitionsResponseTopicResult) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 2
 	s.Name = r.String(flex)

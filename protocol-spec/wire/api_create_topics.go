@@ -6,8 +6,8 @@ package wire
 // CreateTopicsRequest is the request of CreateTopics (API key 19), versions 2-7, flexible 5+.
 type CreateTopicsRequest struct {
 	Topics       []CreateTopicsRequestCreatableTopic // versions 2-7
-	timeoutMs    int32                               // versions 2-7, default 60000
-	validateOnly bool                                // versions 2-7, default false
+	TimeoutMs    int32                               // versions 2-7, default 60000
+	ValidateOnly bool                                // versions 2-7, default false
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -15,13 +15,13 @@ type CreateTopicsRequest struct {
 // Default sets every field of s to its default value.
 func (s *CreateTopicsRequest) Default() {
 	*s = CreateTopicsRequest{}
-	s.timeoutMs = 60000
+	s.TimeoutMs = 60000
 }
 
 func (s *CreateTopicsRequest) isDefault() bool {
 	return !(len(s.Topics) != 0 ||
-		s.timeoutMs != 60000 ||
-		s.validateOnly != false ||
+		s.TimeoutMs != 60000 ||
+		s.ValidateOnly != false ||
 		len(s.UnknownTags) != 0)
 }
 
@@ -45,8 +45,8 @@ func (s *CreateTopicsRequest) AppendTo(b []byte, v int16) []byte {
 	for i := range s.Topics {
 		b = s.Topics[i].appendTo(b, v)
 	}
-	b = AppendInt32(b, s.timeoutMs)
-	b = AppendBool(b, s.validateOnly)
+	b = AppendInt32(b, s.TimeoutMs)
+	b = AppendBool(b, s.ValidateOnly)
 	if flex {
 		b = AppendTagSection(b, nil, s.UnknownTags)
 	}
@@ -65,8 +65,8 @@ func (s *CreateTopicsRequest) ReadFrom(r *Reader, v int16) {
 		}
 		s.Topics = a
 	}
-	s.timeoutMs = r.Int32()
-	s.validateOnly = r.Bool()
+	s.TimeoutMs = r.Int32()
+	s.ValidateOnly = r.Bool()
 	if flex {
 		for n := r.Uvarint(); n > 0 && r.Err() == nil; n-- {
 			tag := r.Uvarint()

@@ -85,14 +85,14 @@ func (s *DescribeClusterRequest) Decode(b []byte, v int16) error {
 
 // DescribeClusterResponse is the response of DescribeCluster (API key 60), versions 0-1, flexible 0+.
 type DescribeClusterResponse struct {
-	ThrottleTimeMs              int32                                          // versions 0-1
-	ErrorCode                   int16                                          // versions 0-1
-	ErrorMessage                *string                                        // versions 0-1, nullable 0-1, default null
-	EndpointType                int8                                           // versions 1, default 1
-	ClusterId                   string                                         // versions 0-1
-	ControllerId                int32                                          // versions 0-1, default -1
-	Brokers                     []DescribeClusterResponseDescribeClusterBroker // versions 0-1
-	ClusterAuthorizedOperations int32                                          // versions 0-1, default -2147483648
+	ThrottleTimeMs              int32                           // versions 0-1
+	ErrorCode                   int16                           // versions 0-1
+	ErrorMessage                *string                         // versions 0-1, nullable 0-1, default null
+	EndpointType                int8                            // versions 1, default 1
+	ClusterId                   string                          // versions 0-1
+	ControllerId                int32                           // versions 0-1, default -1
+	Brokers                     []DescribeClusterResponseBroker // versions 0-1
+	ClusterAuthorizedOperations int32                           // versions 0-1, default -2147483648
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -172,8 +172,8 @@ func (s *DescribeClusterResponse) ReadFrom(r *Reader, v int16) {
 	}
 	s.ClusterId = r.String(flex)
 	s.ControllerId = r.Int32()
-	if n := r.ArrayLen(flex, false, (*DescribeClusterResponseDescribeClusterBroker).minSize(nil, v)); n >= 0 {
-		a := make([]DescribeClusterResponseDescribeClusterBroker, n)
+	if n := r.ArrayLen(flex, false, (*DescribeClusterResponseBroker).minSize(nil, v)); n >= 0 {
+		a := make([]DescribeClusterResponseBroker, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -193,7 +193,7 @@ func (s *DescribeClusterResponse) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type DescribeClusterResponseDescribeClusterBroker struct {
+type DescribeClusterResponseBroker struct {
 	BrokerId int32   // versions 0-1
 	Host     string  // versions 0-1
 	Port     int32   // versions 0-1
@@ -203,11 +203,11 @@ type DescribeClusterResponseDescribeClusterBroker struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *DescribeClusterResponseDescribeClusterBroker) Default() {
-	*s = DescribeClusterResponseDescribeClusterBroker{}
+func (s *DescribeClusterResponseBroker) Default() {
+	*s = DescribeClusterResponseBroker{}
 }
 
-func (s *DescribeClusterResponseDescribeClusterBroker) isDefault() bool {
+func (s *DescribeClusterResponseBroker) isDefault() bool {
 	return !(s.BrokerId != 0 ||
 		s.Host != "" ||
 		s.Port != 0 ||
@@ -215,7 +215,7 @@ func (s *DescribeClusterResponseDescribeClusterBroker) isDefault() bool {
 		len(s.UnknownTags) != 0)
 }
 
-func (*DescribeClusterResponseDescribeClusterBroker) minSize(v int16) int {
+func (*DescribeClusterResponseBroker) minSize(v int16) int {
 	n := 0
 	flex := true
 	n += minSize(4, 4, flex)
@@ -228,7 +228,7 @@ func (*DescribeClusterResponseDescribeClusterBroker) minSize(v int16) int {
 	return n
 }
 
-func (s *DescribeClusterResponseDescribeClusterBroker) appendTo(b []byte, v int16) []byte {
+func (s *DescribeClusterResponseBroker) appendTo(b []byte, v int16) []byte {
 	flex := true
 	b = AppendInt32(b, s.BrokerId)
 	b = AppendString(b, s.Host, flex)
@@ -240,7 +240,7 @@ func (s *DescribeClusterResponseDescribeClusterBroker) appendTo(b []byte, v int1
 	return b
 }
 
-func (s *DescribeClusterResponseDescribeClusterBroker) readFrom(r *Reader, v int16) {
+func (s *DescribeClusterResponseBroker) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := true
 	s.BrokerId = r.Int32()

@@ -5,9 +5,9 @@ package wire
 
 // DescribeConfigsRequest is the request of DescribeConfigs (API key 32), versions 1-4, flexible 4+.
 type DescribeConfigsRequest struct {
-	Resources            []DescribeConfigsRequestDescribeConfigsResource // versions 1-4
-	IncludeSynonyms      bool                                            // versions 1-4, default false
-	IncludeDocumentation bool                                            // versions 3-4, default false
+	Resources            []DescribeConfigsRequestResource // versions 1-4
+	IncludeSynonyms      bool                             // versions 1-4, default false
+	IncludeDocumentation bool                             // versions 3-4, default false
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -61,8 +61,8 @@ func (s *DescribeConfigsRequest) AppendTo(b []byte, v int16) []byte {
 func (s *DescribeConfigsRequest) ReadFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 4
-	if n := r.ArrayLen(flex, false, (*DescribeConfigsRequestDescribeConfigsResource).minSize(nil, v)); n >= 0 {
-		a := make([]DescribeConfigsRequestDescribeConfigsResource, n)
+	if n := r.ArrayLen(flex, false, (*DescribeConfigsRequestResource).minSize(nil, v)); n >= 0 {
+		a := make([]DescribeConfigsRequestResource, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -85,7 +85,7 @@ func (s *DescribeConfigsRequest) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type DescribeConfigsRequestDescribeConfigsResource struct {
+type DescribeConfigsRequestResource struct {
 	ResourceType      int8     // versions 1-4
 	ResourceName      string   // versions 1-4
 	ConfigurationKeys []string // versions 1-4, nullable 1-4
@@ -94,18 +94,18 @@ type DescribeConfigsRequestDescribeConfigsResource struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *DescribeConfigsRequestDescribeConfigsResource) Default() {
-	*s = DescribeConfigsRequestDescribeConfigsResource{}
+func (s *DescribeConfigsRequestResource) Default() {
+	*s = DescribeConfigsRequestResource{}
 }
 
-func (s *DescribeConfigsRequestDescribeConfigsResource) isDefault() bool {
+func (s *DescribeConfigsRequestResource) isDefault() bool {
 	return !(s.ResourceType != 0 ||
 		s.ResourceName != "" ||
 		len(s.ConfigurationKeys) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*DescribeConfigsRequestDescribeConfigsResource) minSize(v int16) int {
+func (*DescribeConfigsRequestResource) minSize(v int16) int {
 	n := 0
 	flex := v >= 4
 	n += minSize(1, 1, flex)
@@ -117,7 +117,7 @@ func (*DescribeConfigsRequestDescribeConfigsResource) minSize(v int16) int {
 	return n
 }
 
-func (s *DescribeConfigsRequestDescribeConfigsResource) appendTo(b []byte, v int16) []byte {
+func (s *DescribeConfigsRequestResource) appendTo(b []byte, v int16) []byte {
 	flex := v >= 4
 	b = AppendInt8(b, s.ResourceType)
 	b = AppendString(b, s.ResourceName, flex)
@@ -135,7 +135,7 @@ func (s *DescribeConfigsRequestDescribeConfigsResource) appendTo(b []byte, v int
 	return b
 }
 
-func (s *DescribeConfigsRequestDescribeConfigsResource) readFrom(r *Reader, v int16) {
+func (s *DescribeConfigsRequestResource) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 4
 	s.ResourceType = r.Int8()
@@ -173,8 +173,8 @@ func (s *DescribeConfigsRequest) Decode(b []byte, v int16) error {
 
 // DescribeConfigsResponse is the response of DescribeConfigs (API key 32), versions 1-4, flexible 4+.
 type DescribeConfigsResponse struct {
-	ThrottleTimeMs int32                                          // versions 1-4
-	Results        []DescribeConfigsResponseDescribeConfigsResult // versions 1-4
+	ThrottleTimeMs int32                           // versions 1-4
+	Results        []DescribeConfigsResponseResult // versions 1-4
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -222,8 +222,8 @@ func (s *DescribeConfigsResponse) ReadFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 4
 	s.ThrottleTimeMs = r.Int32()
-	if n := r.ArrayLen(flex, false, (*DescribeConfigsResponseDescribeConfigsResult).minSize(nil, v)); n >= 0 {
-		a := make([]DescribeConfigsResponseDescribeConfigsResult, n)
+	if n := r.ArrayLen(flex, false, (*DescribeConfigsResponseResult).minSize(nil, v)); n >= 0 {
+		a := make([]DescribeConfigsResponseResult, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -242,22 +242,22 @@ func (s *DescribeConfigsResponse) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type DescribeConfigsResponseDescribeConfigsResult struct {
-	ErrorCode    int16                                                  // versions 1-4
-	ErrorMessage *string                                                // versions 1-4, nullable 1-4
-	ResourceType int8                                                   // versions 1-4
-	ResourceName string                                                 // versions 1-4
-	Configs      []DescribeConfigsResponseDescribeConfigsResourceResult // versions 1-4
+type DescribeConfigsResponseResult struct {
+	ErrorCode    int16                                   // versions 1-4
+	ErrorMessage *string                                 // versions 1-4, nullable 1-4
+	ResourceType int8                                    // versions 1-4
+	ResourceName string                                  // versions 1-4
+	Configs      []DescribeConfigsResponseResourceResult // versions 1-4
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *DescribeConfigsResponseDescribeConfigsResult) Default() {
-	*s = DescribeConfigsResponseDescribeConfigsResult{}
+func (s *DescribeConfigsResponseResult) Default() {
+	*s = DescribeConfigsResponseResult{}
 }
 
-func (s *DescribeConfigsResponseDescribeConfigsResult) isDefault() bool {
+func (s *DescribeConfigsResponseResult) isDefault() bool {
 	return !(s.ErrorCode != 0 ||
 		s.ErrorMessage != nil ||
 		s.ResourceType != 0 ||
@@ -266,7 +266,7 @@ func (s *DescribeConfigsResponseDescribeConfigsResult) isDefault() bool {
 		len(s.UnknownTags) != 0)
 }
 
-func (*DescribeConfigsResponseDescribeConfigsResult) minSize(v int16) int {
+func (*DescribeConfigsResponseResult) minSize(v int16) int {
 	n := 0
 	flex := v >= 4
 	n += minSize(2, 2, flex)
@@ -280,7 +280,7 @@ func (*DescribeConfigsResponseDescribeConfigsResult) minSize(v int16) int {
 	return n
 }
 
-func (s *DescribeConfigsResponseDescribeConfigsResult) appendTo(b []byte, v int16) []byte {
+func (s *DescribeConfigsResponseResult) appendTo(b []byte, v int16) []byte {
 	flex := v >= 4
 	b = AppendInt16(b, s.ErrorCode)
 	b = AppendNullableString(b, s.ErrorMessage, flex)
@@ -296,15 +296,15 @@ func (s *DescribeConfigsResponseDescribeConfigsResult) appendTo(b []byte, v int1
 	return b
 }
 
-func (s *DescribeConfigsResponseDescribeConfigsResult) readFrom(r *Reader, v int16) {
+func (s *DescribeConfigsResponseResult) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 4
 	s.ErrorCode = r.Int16()
 	s.ErrorMessage = r.NullableString(flex)
 	s.ResourceType = r.Int8()
 	s.ResourceName = r.String(flex)
-	if n := r.ArrayLen(flex, false, (*DescribeConfigsResponseDescribeConfigsResourceResult).minSize(nil, v)); n >= 0 {
-		a := make([]DescribeConfigsResponseDescribeConfigsResourceResult, n)
+	if n := r.ArrayLen(flex, false, (*DescribeConfigsResponseResourceResult).minSize(nil, v)); n >= 0 {
+		a := make([]DescribeConfigsResponseResourceResult, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -323,26 +323,26 @@ func (s *DescribeConfigsResponseDescribeConfigsResult) readFrom(r *Reader, v int
 	}
 }
 
-type DescribeConfigsResponseDescribeConfigsResourceResult struct {
-	Name          string                                          // versions 1-4
-	Value         *string                                         // versions 1-4, nullable 1-4
-	ReadOnly      bool                                            // versions 1-4
-	ConfigSource  int8                                            // versions 1-4, default -1
-	IsSensitive   bool                                            // versions 1-4
-	Synonyms      []DescribeConfigsResponseDescribeConfigsSynonym // versions 1-4
-	ConfigType    int8                                            // versions 3-4, default 0
-	Documentation *string                                         // versions 3-4, nullable 3-4
+type DescribeConfigsResponseResourceResult struct {
+	Name          string                           // versions 1-4
+	Value         *string                          // versions 1-4, nullable 1-4
+	ReadOnly      bool                             // versions 1-4
+	ConfigSource  int8                             // versions 1-4, default -1
+	IsSensitive   bool                             // versions 1-4
+	Synonyms      []DescribeConfigsResponseSynonym // versions 1-4
+	ConfigType    int8                             // versions 3-4, default 0
+	Documentation *string                          // versions 3-4, nullable 3-4
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *DescribeConfigsResponseDescribeConfigsResourceResult) Default() {
-	*s = DescribeConfigsResponseDescribeConfigsResourceResult{}
+func (s *DescribeConfigsResponseResourceResult) Default() {
+	*s = DescribeConfigsResponseResourceResult{}
 	s.ConfigSource = -1
 }
 
-func (s *DescribeConfigsResponseDescribeConfigsResourceResult) isDefault() bool {
+func (s *DescribeConfigsResponseResourceResult) isDefault() bool {
 	return !(s.Name != "" ||
 		s.Value != nil ||
 		s.ReadOnly != false ||
@@ -354,7 +354,7 @@ func (s *DescribeConfigsResponseDescribeConfigsResourceResult) isDefault() bool 
 		len(s.UnknownTags) != 0)
 }
 
-func (*DescribeConfigsResponseDescribeConfigsResourceResult) minSize(v int16) int {
+func (*DescribeConfigsResponseResourceResult) minSize(v int16) int {
 	n := 0
 	flex := v >= 4
 	n += minSize(2, 1, flex)
@@ -375,7 +375,7 @@ func (*DescribeConfigsResponseDescribeConfigsResourceResult) minSize(v int16) in
 	return n
 }
 
-func (s *DescribeConfigsResponseDescribeConfigsResourceResult) appendTo(b []byte, v int16) []byte {
+func (s *DescribeConfigsResponseResourceResult) appendTo(b []byte, v int16) []byte {
 	flex := v >= 4
 	b = AppendString(b, s.Name, flex)
 	b = AppendNullableString(b, s.Value, flex)
@@ -398,7 +398,7 @@ func (s *DescribeConfigsResponseDescribeConfigsResourceResult) appendTo(b []byte
 	return b
 }
 
-func (s *DescribeConfigsResponseDescribeConfigsResourceResult) readFrom(r *Reader, v int16) {
+func (s *DescribeConfigsResponseResourceResult) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 4
 	s.Name = r.String(flex)
@@ -406,8 +406,8 @@ func (s *DescribeConfigsResponseDescribeConfigsResourceResult) readFrom(r *Reade
 	s.ReadOnly = r.Bool()
 	s.ConfigSource = r.Int8()
 	s.IsSensitive = r.Bool()
-	if n := r.ArrayLen(flex, false, (*DescribeConfigsResponseDescribeConfigsSynonym).minSize(nil, v)); n >= 0 {
-		a := make([]DescribeConfigsResponseDescribeConfigsSynonym, n)
+	if n := r.ArrayLen(flex, false, (*DescribeConfigsResponseSynonym).minSize(nil, v)); n >= 0 {
+		a := make([]DescribeConfigsResponseSynonym, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -432,7 +432,7 @@ func (s *DescribeConfigsResponseDescribeConfigsResourceResult) readFrom(r *Reade
 	}
 }
 
-type DescribeConfigsResponseDescribeConfigsSynonym struct {
+type DescribeConfigsResponseSynonym struct {
 	Name   string  // versions 1-4
 	Value  *string // versions 1-4, nullable 1-4
 	Source int8    // versions 1-4
@@ -441,18 +441,18 @@ type DescribeConfigsResponseDescribeConfigsSynonym struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *DescribeConfigsResponseDescribeConfigsSynonym) Default() {
-	*s = DescribeConfigsResponseDescribeConfigsSynonym{}
+func (s *DescribeConfigsResponseSynonym) Default() {
+	*s = DescribeConfigsResponseSynonym{}
 }
 
-func (s *DescribeConfigsResponseDescribeConfigsSynonym) isDefault() bool {
+func (s *DescribeConfigsResponseSynonym) isDefault() bool {
 	return !(s.Name != "" ||
 		s.Value != nil ||
 		s.Source != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*DescribeConfigsResponseDescribeConfigsSynonym) minSize(v int16) int {
+func (*DescribeConfigsResponseSynonym) minSize(v int16) int {
 	n := 0
 	flex := v >= 4
 	n += minSize(2, 1, flex)
@@ -464,7 +464,7 @@ func (*DescribeConfigsResponseDescribeConfigsSynonym) minSize(v int16) int {
 	return n
 }
 
-func (s *DescribeConfigsResponseDescribeConfigsSynonym) appendTo(b []byte, v int16) []byte {
+func (s *DescribeConfigsResponseSynonym) appendTo(b []byte, v int16) []byte {
 	flex := v >= 4
 	b = AppendString(b, s.Name, flex)
 	b = AppendNullableString(b, s.Value, flex)
@@ -475,7 +475,7 @@ func (s *DescribeConfigsResponseDescribeConfigsSynonym) appendTo(b []byte, v int
 	return b
 }
 
-func (s *DescribeConfigsResponseDescribeConfigsSynonym) readFrom(r *Reader, v int16) {
+func (s *DescribeConfigsResponseSynonym) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 4
 	s.Name = r.String(flex)

@@ -13,7 +13,7 @@ type FetchRequest struct {
 	IsolationLevel      int8                         // versions 4-12, default 0
 	SessionId           int32                        // versions 7-12, default 0
 	SessionEpoch        int32                        // versions 7-12, default -1
-	Topics              []FetchRequestFetchTopic     // versions 4-12
+	Topics              []FetchRequestTopic          // versions 4-12
 	ForgottenTopicsData []FetchRequestForgottenTopic // versions 7-12
 	RackId              string                       // versions 11-12, default ""
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
@@ -127,8 +127,8 @@ func (s *FetchRequest) ReadFrom(r *Reader, v int16) {
 	if v >= 7 {
 		s.SessionEpoch = r.Int32()
 	}
-	if n := r.ArrayLen(flex, false, (*FetchRequestFetchTopic).minSize(nil, v)); n >= 0 {
-		a := make([]FetchRequestFetchTopic, n)
+	if n := r.ArrayLen(flex, false, (*FetchRequestTopic).minSize(nil, v)); n >= 0 {
+		a := make([]FetchRequestTopic, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -164,25 +164,25 @@ func (s *FetchRequest) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type FetchRequestFetchTopic struct {
-	Topic      string                       // versions 4-12
-	Partitions []FetchRequestFetchPartition // versions 4-12
+type FetchRequestTopic struct {
+	Topic      string                  // versions 4-12
+	Partitions []FetchRequestPartition // versions 4-12
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *FetchRequestFetchTopic) Default() {
-	*s = FetchRequestFetchTopic{}
+func (s *FetchRequestTopic) Default() {
+	*s = FetchRequestTopic{}
 }
 
-func (s *FetchRequestFetchTopic) isDefault() bool {
+func (s *FetchRequestTopic) isDefault() bool {
 	return !(s.Topic != "" ||
 		len(s.Partitions) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*FetchRequestFetchTopic) minSize(v int16) int {
+func (*FetchRequestTopic) minSize(v int16) int {
 	n := 0
 	flex := v >= 12
 	n += minSize(2, 1, flex)
@@ -193,7 +193,7 @@ func (*FetchRequestFetchTopic) minSize(v int16) int {
 	return n
 }
 
-func (s *FetchRequestFetchTopic) appendTo(b []byte, v int16) []byte {
+func (s *FetchRequestTopic) appendTo(b []byte, v int16) []byte {
 	flex := v >= 12
 	b = AppendString(b, s.Topic, flex)
 	b = AppendArrayLen(b, len(s.Partitions), flex)
@@ -206,12 +206,12 @@ func (s *FetchRequestFetchTopic) appendTo(b []byte, v int16) []byte {
 	return b
 }
 
-func (s *FetchRequestFetchTopic) readFrom(r *Reader, v int16) {
+func (s *FetchRequestTopic) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 12
 	s.Topic = r.String(flex)
-	if n := r.ArrayLen(flex, false, (*FetchRequestFetchPartition).minSize(nil, v)); n >= 0 {
-		a := make([]FetchRequestFetchPartition, n)
+	if n := r.ArrayLen(flex, false, (*FetchRequestPartition).minSize(nil, v)); n >= 0 {
+		a := make([]FetchRequestPartition, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -230,7 +230,7 @@ func (s *FetchRequestFetchTopic) readFrom(r *Reader, v int16) {
 	}
 }
 
-type FetchRequestFetchPartition struct {
+type FetchRequestPartition struct {
 	Partition          int32 // versions 4-12
 	CurrentLeaderEpoch int32 // versions 9-12, default -1
 	FetchOffset        int64 // versions 4-12
@@ -242,14 +242,14 @@ type FetchRequestFetchPartition struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *FetchRequestFetchPartition) Default() {
-	*s = FetchRequestFetchPartition{}
+func (s *FetchRequestPartition) Default() {
+	*s = FetchRequestPartition{}
 	s.CurrentLeaderEpoch = -1
 	s.LastFetchedEpoch = -1
 	s.LogStartOffset = -1
 }
 
-func (s *FetchRequestFetchPartition) isDefault() bool {
+func (s *FetchRequestPartition) isDefault() bool {
 	return !(s.Partition != 0 ||
 		s.CurrentLeaderEpoch != -1 ||
 		s.FetchOffset != 0 ||
@@ -259,7 +259,7 @@ func (s *FetchRequestFetchPartition) isDefault() bool {
 		len(s.UnknownTags) != 0)
 }
 
-func (*FetchRequestFetchPartition) minSize(v int16) int {
+func (*FetchRequestPartition) minSize(v int16) int {
 	n := 0
 	flex := v >= 12
 	n += minSize(4, 4, flex)
@@ -280,7 +280,7 @@ func (*FetchRequestFetchPartition) minSize(v int16) int {
 	return n
 }
 
-func (s *FetchRequestFetchPartition) appendTo(b []byte, v int16) []byte {
+func (s *FetchRequestPartition) appendTo(b []byte, v int16) []byte {
 	flex := v >= 12
 	b = AppendInt32(b, s.Partition)
 	if v >= 9 {
@@ -300,7 +300,7 @@ func (s *FetchRequestFetchPartition) appendTo(b []byte, v int16) []byte {
 	return b
 }
 
-func (s *FetchRequestFetchPartition) readFrom(r *Reader, v int16) {
+func (s *FetchRequestPartition) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 12
 	s.Partition = r.Int32()

@@ -5,13 +5,13 @@ package wire
 
 // JoinGroupRequest is the request of JoinGroup (API key 11), versions 0-7, flexible 6+.
 type JoinGroupRequest struct {
-	GroupId            string                                     // versions 0-7
-	SessionTimeoutMs   int32                                      // versions 0-7
-	RebalanceTimeoutMs int32                                      // versions 1-7, default -1
-	MemberId           string                                     // versions 0-7
-	GroupInstanceId    *string                                    // versions 5-7, nullable 5-7, default null
-	ProtocolType       string                                     // versions 0-7
-	Protocols          []JoinGroupRequestJoinGroupRequestProtocol // versions 0-7
+	GroupId            string                     // versions 0-7
+	SessionTimeoutMs   int32                      // versions 0-7
+	RebalanceTimeoutMs int32                      // versions 1-7, default -1
+	MemberId           string                     // versions 0-7
+	GroupInstanceId    *string                    // versions 5-7, nullable 5-7, default null
+	ProtocolType       string                     // versions 0-7
+	Protocols          []JoinGroupRequestProtocol // versions 0-7
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -92,8 +92,8 @@ func (s *JoinGroupRequest) ReadFrom(r *Reader, v int16) {
 		s.GroupInstanceId = r.NullableString(flex)
 	}
 	s.ProtocolType = r.String(flex)
-	if n := r.ArrayLen(flex, false, (*JoinGroupRequestJoinGroupRequestProtocol).minSize(nil, v)); n >= 0 {
-		a := make([]JoinGroupRequestJoinGroupRequestProtocol, n)
+	if n := r.ArrayLen(flex, false, (*JoinGroupRequestProtocol).minSize(nil, v)); n >= 0 {
+		a := make([]JoinGroupRequestProtocol, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -112,7 +112,7 @@ func (s *JoinGroupRequest) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type JoinGroupRequestJoinGroupRequestProtocol struct {
+type JoinGroupRequestProtocol struct {
 	Name     string // versions 0-7
 	Metadata []byte // versions 0-7
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
@@ -120,17 +120,17 @@ type JoinGroupRequestJoinGroupRequestProtocol struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *JoinGroupRequestJoinGroupRequestProtocol) Default() {
-	*s = JoinGroupRequestJoinGroupRequestProtocol{}
+func (s *JoinGroupRequestProtocol) Default() {
+	*s = JoinGroupRequestProtocol{}
 }
 
-func (s *JoinGroupRequestJoinGroupRequestProtocol) isDefault() bool {
+func (s *JoinGroupRequestProtocol) isDefault() bool {
 	return !(s.Name != "" ||
 		len(s.Metadata) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*JoinGroupRequestJoinGroupRequestProtocol) minSize(v int16) int {
+func (*JoinGroupRequestProtocol) minSize(v int16) int {
 	n := 0
 	flex := v >= 6
 	n += minSize(2, 1, flex)
@@ -141,7 +141,7 @@ func (*JoinGroupRequestJoinGroupRequestProtocol) minSize(v int16) int {
 	return n
 }
 
-func (s *JoinGroupRequestJoinGroupRequestProtocol) appendTo(b []byte, v int16) []byte {
+func (s *JoinGroupRequestProtocol) appendTo(b []byte, v int16) []byte {
 	flex := v >= 6
 	b = AppendString(b, s.Name, flex)
 	b = AppendBytes(b, s.Metadata, flex)
@@ -151,7 +151,7 @@ func (s *JoinGroupRequestJoinGroupRequestProtocol) appendTo(b []byte, v int16) [
 	return b
 }
 
-func (s *JoinGroupRequestJoinGroupRequestProtocol) readFrom(r *Reader, v int16) {
+func (s *JoinGroupRequestProtocol) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.Name = r.String(flex)
@@ -182,14 +182,14 @@ func (s *JoinGroupRequest) Decode(b []byte, v int16) error {
 
 // JoinGroupResponse is the response of JoinGroup (API key 11), versions 0-7, flexible 6+.
 type JoinGroupResponse struct {
-	ThrottleTimeMs int32                                      // versions 2-7
-	ErrorCode      int16                                      // versions 0-7
-	GenerationId   int32                                      // versions 0-7, default -1
-	ProtocolType   *string                                    // versions 7, nullable 7, default null
-	ProtocolName   *string                                    // versions 0-7, nullable 7
-	Leader         string                                     // versions 0-7
-	MemberId       string                                     // versions 0-7
-	Members        []JoinGroupResponseJoinGroupResponseMember // versions 0-7
+	ThrottleTimeMs int32                     // versions 2-7
+	ErrorCode      int16                     // versions 0-7
+	GenerationId   int32                     // versions 0-7, default -1
+	ProtocolType   *string                   // versions 7, nullable 7, default null
+	ProtocolName   *string                   // versions 0-7, nullable 7
+	Leader         string                    // versions 0-7
+	MemberId       string                    // versions 0-7
+	Members        []JoinGroupResponseMember // versions 0-7
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -283,8 +283,8 @@ func (s *JoinGroupResponse) ReadFrom(r *Reader, v int16) {
 	}
 	s.Leader = r.String(flex)
 	s.MemberId = r.String(flex)
-	if n := r.ArrayLen(flex, false, (*JoinGroupResponseJoinGroupResponseMember).minSize(nil, v)); n >= 0 {
-		a := make([]JoinGroupResponseJoinGroupResponseMember, n)
+	if n := r.ArrayLen(flex, false, (*JoinGroupResponseMember).minSize(nil, v)); n >= 0 {
+		a := make([]JoinGroupResponseMember, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -303,7 +303,7 @@ func (s *JoinGroupResponse) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type JoinGroupResponseJoinGroupResponseMember struct {
+type JoinGroupResponseMember struct {
 	MemberId        string  // versions 0-7
 	GroupInstanceId *string // versions 5-7, nullable 5-7, default null
 	Metadata        []byte  // versions 0-7
@@ -312,18 +312,18 @@ type JoinGroupResponseJoinGroupResponseMember struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *JoinGroupResponseJoinGroupResponseMember) Default() {
-	*s = JoinGroupResponseJoinGroupResponseMember{}
+func (s *JoinGroupResponseMember) Default() {
+	*s = JoinGroupResponseMember{}
 }
 
-func (s *JoinGroupResponseJoinGroupResponseMember) isDefault() bool {
+func (s *JoinGroupResponseMember) isDefault() bool {
 	return !(s.MemberId != "" ||
 		s.GroupInstanceId != nil ||
 		len(s.Metadata) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*JoinGroupResponseJoinGroupResponseMember) minSize(v int16) int {
+func (*JoinGroupResponseMember) minSize(v int16) int {
 	n := 0
 	flex := v >= 6
 	n += minSize(2, 1, flex)
@@ -337,7 +337,7 @@ func (*JoinGroupResponseJoinGroupResponseMember) minSize(v int16) int {
 	return n
 }
 
-func (s *JoinGroupResponseJoinGroupResponseMember) appendTo(b []byte, v int16) []byte {
+func (s *JoinGroupResponseMember) appendTo(b []byte, v int16) []byte {
 	flex := v >= 6
 	b = AppendString(b, s.MemberId, flex)
 	if v >= 5 {
@@ -350,7 +350,7 @@ func (s *JoinGroupResponseJoinGroupResponseMember) appendTo(b []byte, v int16) [
 	return b
 }
 
-func (s *JoinGroupResponseJoinGroupResponseMember) readFrom(r *Reader, v int16) {
+func (s *JoinGroupResponseMember) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.MemberId = r.String(flex)

@@ -5,9 +5,9 @@ package wire
 
 // ListOffsetsRequest is the request of ListOffsets (API key 2), versions 1-6, flexible 6+.
 type ListOffsetsRequest struct {
-	ReplicaId      int32                                // versions 1-6
-	IsolationLevel int8                                 // versions 2-6
-	Topics         []ListOffsetsRequestListOffsetsTopic // versions 1-6
+	ReplicaId      int32                     // versions 1-6
+	IsolationLevel int8                      // versions 2-6
+	Topics         []ListOffsetsRequestTopic // versions 1-6
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -65,8 +65,8 @@ func (s *ListOffsetsRequest) ReadFrom(r *Reader, v int16) {
 	if v >= 2 {
 		s.IsolationLevel = r.Int8()
 	}
-	if n := r.ArrayLen(flex, false, (*ListOffsetsRequestListOffsetsTopic).minSize(nil, v)); n >= 0 {
-		a := make([]ListOffsetsRequestListOffsetsTopic, n)
+	if n := r.ArrayLen(flex, false, (*ListOffsetsRequestTopic).minSize(nil, v)); n >= 0 {
+		a := make([]ListOffsetsRequestTopic, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -85,25 +85,25 @@ func (s *ListOffsetsRequest) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type ListOffsetsRequestListOffsetsTopic struct {
-	Name       string                                   // versions 1-6
-	Partitions []ListOffsetsRequestListOffsetsPartition // versions 1-6
+type ListOffsetsRequestTopic struct {
+	Name       string                        // versions 1-6
+	Partitions []ListOffsetsRequestPartition // versions 1-6
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *ListOffsetsRequestListOffsetsTopic) Default() {
-	*s = ListOffsetsRequestListOffsetsTopic{}
+func (s *ListOffsetsRequestTopic) Default() {
+	*s = ListOffsetsRequestTopic{}
 }
 
-func (s *ListOffsetsRequestListOffsetsTopic) isDefault() bool {
+func (s *ListOffsetsRequestTopic) isDefault() bool {
 	return !(s.Name != "" ||
 		len(s.Partitions) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*ListOffsetsRequestListOffsetsTopic) minSize(v int16) int {
+func (*ListOffsetsRequestTopic) minSize(v int16) int {
 	n := 0
 	flex := v >= 6
 	n += minSize(2, 1, flex)
@@ -114,7 +114,7 @@ func (*ListOffsetsRequestListOffsetsTopic) minSize(v int16) int {
 	return n
 }
 
-func (s *ListOffsetsRequestListOffsetsTopic) appendTo(b []byte, v int16) []byte {
+func (s *ListOffsetsRequestTopic) appendTo(b []byte, v int16) []byte {
 	flex := v >= 6
 	b = AppendString(b, s.Name, flex)
 	b = AppendArrayLen(b, len(s.Partitions), flex)
@@ -127,12 +127,12 @@ func (s *ListOffsetsRequestListOffsetsTopic) appendTo(b []byte, v int16) []byte 
 	return b
 }
 
-func (s *ListOffsetsRequestListOffsetsTopic) readFrom(r *Reader, v int16) {
+func (s *ListOffsetsRequestTopic) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.Name = r.String(flex)
-	if n := r.ArrayLen(flex, false, (*ListOffsetsRequestListOffsetsPartition).minSize(nil, v)); n >= 0 {
-		a := make([]ListOffsetsRequestListOffsetsPartition, n)
+	if n := r.ArrayLen(flex, false, (*ListOffsetsRequestPartition).minSize(nil, v)); n >= 0 {
+		a := make([]ListOffsetsRequestPartition, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -151,7 +151,7 @@ func (s *ListOffsetsRequestListOffsetsTopic) readFrom(r *Reader, v int16) {
 	}
 }
 
-type ListOffsetsRequestListOffsetsPartition struct {
+type ListOffsetsRequestPartition struct {
 	PartitionIndex     int32 // versions 1-6
 	CurrentLeaderEpoch int32 // versions 4-6, default -1
 	Timestamp          int64 // versions 1-6
@@ -160,19 +160,19 @@ type ListOffsetsRequestListOffsetsPartition struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *ListOffsetsRequestListOffsetsPartition) Default() {
-	*s = ListOffsetsRequestListOffsetsPartition{}
+func (s *ListOffsetsRequestPartition) Default() {
+	*s = ListOffsetsRequestPartition{}
 	s.CurrentLeaderEpoch = -1
 }
 
-func (s *ListOffsetsRequestListOffsetsPartition) isDefault() bool {
+func (s *ListOffsetsRequestPartition) isDefault() bool {
 	return !(s.PartitionIndex != 0 ||
 		s.CurrentLeaderEpoch != -1 ||
 		s.Timestamp != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*ListOffsetsRequestListOffsetsPartition) minSize(v int16) int {
+func (*ListOffsetsRequestPartition) minSize(v int16) int {
 	n := 0
 	flex := v >= 6
 	n += minSize(4, 4, flex)
@@ -186,7 +186,7 @@ func (*ListOffsetsRequestListOffsetsPartition) minSize(v int16) int {
 	return n
 }
 
-func (s *ListOffsetsRequestListOffsetsPartition) appendTo(b []byte, v int16) []byte {
+func (s *ListOffsetsRequestPartition) appendTo(b []byte, v int16) []byte {
 	flex := v >= 6
 	b = AppendInt32(b, s.PartitionIndex)
 	if v >= 4 {
@@ -199,7 +199,7 @@ func (s *ListOffsetsRequestListOffsetsPartition) appendTo(b []byte, v int16) []b
 	return b
 }
 
-func (s *ListOffsetsRequestListOffsetsPartition) readFrom(r *Reader, v int16) {
+func (s *ListOffsetsRequestPartition) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.PartitionIndex = r.Int32()
@@ -233,8 +233,8 @@ func (s *ListOffsetsRequest) Decode(b []byte, v int16) error {
 
 // ListOffsetsResponse is the response of ListOffsets (API key 2), versions 1-6, flexible 6+.
 type ListOffsetsResponse struct {
-	ThrottleTimeMs int32                                         // versions 2-6
-	Topics         []ListOffsetsResponseListOffsetsTopicResponse // versions 1-6
+	ThrottleTimeMs int32                              // versions 2-6
+	Topics         []ListOffsetsResponseTopicResponse // versions 1-6
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -288,8 +288,8 @@ func (s *ListOffsetsResponse) ReadFrom(r *Reader, v int16) {
 	if v >= 2 {
 		s.ThrottleTimeMs = r.Int32()
 	}
-	if n := r.ArrayLen(flex, false, (*ListOffsetsResponseListOffsetsTopicResponse).minSize(nil, v)); n >= 0 {
-		a := make([]ListOffsetsResponseListOffsetsTopicResponse, n)
+	if n := r.ArrayLen(flex, false, (*ListOffsetsResponseTopicResponse).minSize(nil, v)); n >= 0 {
+		a := make([]ListOffsetsResponseTopicResponse, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -308,25 +308,25 @@ func (s *ListOffsetsResponse) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type ListOffsetsResponseListOffsetsTopicResponse struct {
-	Name       string                                            // versions 1-6
-	Partitions []ListOffsetsResponseListOffsetsPartitionResponse // versions 1-6
+type ListOffsetsResponseTopicResponse struct {
+	Name       string                                 // versions 1-6
+	Partitions []ListOffsetsResponsePartitionResponse // versions 1-6
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *ListOffsetsResponseListOffsetsTopicResponse) Default() {
-	*s = ListOffsetsResponseListOffsetsTopicResponse{}
+func (s *ListOffsetsResponseTopicResponse) Default() {
+	*s = ListOffsetsResponseTopicResponse{}
 }
 
-func (s *ListOffsetsResponseListOffsetsTopicResponse) isDefault() bool {
+func (s *ListOffsetsResponseTopicResponse) isDefault() bool {
 	return !(s.Name != "" ||
 		len(s.Partitions) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*ListOffsetsResponseListOffsetsTopicResponse) minSize(v int16) int {
+func (*ListOffsetsResponseTopicResponse) minSize(v int16) int {
 	n := 0
 	flex := v >= 6
 	n += minSize(2, 1, flex)
@@ -337,7 +337,7 @@ func (*ListOffsetsResponseListOffsetsTopicResponse) minSize(v int16) int {
 	return n
 }
 
-func (s *ListOffsetsResponseListOffsetsTopicResponse) appendTo(b []byte, v int16) []byte {
+func (s *ListOffsetsResponseTopicResponse) appendTo(b []byte, v int16) []byte {
 	flex := v >= 6
 	b = AppendString(b, s.Name, flex)
 	b = AppendArrayLen(b, len(s.Partitions), flex)
@@ -350,12 +350,12 @@ func (s *ListOffsetsResponseListOffsetsTopicResponse) appendTo(b []byte, v int16
 	return b
 }
 
-func (s *ListOffsetsResponseListOffsetsTopicResponse) readFrom(r *Reader, v int16) {
+func (s *ListOffsetsResponseTopicResponse) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.Name = r.String(flex)
-	if n := r.ArrayLen(flex, false, (*ListOffsetsResponseListOffsetsPartitionResponse).minSize(nil, v)); n >= 0 {
-		a := make([]ListOffsetsResponseListOffsetsPartitionResponse, n)
+	if n := r.ArrayLen(flex, false, (*ListOffsetsResponsePartitionResponse).minSize(nil, v)); n >= 0 {
+		a := make([]ListOffsetsResponsePartitionResponse, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -374,7 +374,7 @@ func (s *ListOffsetsResponseListOffsetsTopicResponse) readFrom(r *Reader, v int1
 	}
 }
 
-type ListOffsetsResponseListOffsetsPartitionResponse struct {
+type ListOffsetsResponsePartitionResponse struct {
 	PartitionIndex int32 // versions 1-6
 	ErrorCode      int16 // versions 1-6
 	Timestamp      int64 // versions 1-6, default -1
@@ -385,14 +385,14 @@ type ListOffsetsResponseListOffsetsPartitionResponse struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *ListOffsetsResponseListOffsetsPartitionResponse) Default() {
-	*s = ListOffsetsResponseListOffsetsPartitionResponse{}
+func (s *ListOffsetsResponsePartitionResponse) Default() {
+	*s = ListOffsetsResponsePartitionResponse{}
 	s.Timestamp = -1
 	s.Offset = -1
 	s.LeaderEpoch = -1
 }
 
-func (s *ListOffsetsResponseListOffsetsPartitionResponse) isDefault() bool {
+func (s *ListOffsetsResponsePartitionResponse) isDefault() bool {
 	return !(s.PartitionIndex != 0 ||
 		s.ErrorCode != 0 ||
 		s.Timestamp != -1 ||
@@ -401,7 +401,7 @@ func (s *ListOffsetsResponseListOffsetsPartitionResponse) isDefault() bool {
 		len(s.UnknownTags) != 0)
 }
 
-func (*ListOffsetsResponseListOffsetsPartitionResponse) minSize(v int16) int {
+func (*ListOffsetsResponsePartitionResponse) minSize(v int16) int {
 	n := 0
 	flex := v >= 6
 	n += minSize(4, 4, flex)
@@ -417,7 +417,7 @@ func (*ListOffsetsResponseListOffsetsPartitionResponse) minSize(v int16) int {
 	return n
 }
 
-func (s *ListOffsetsResponseListOffsetsPartitionResponse) appendTo(b []byte, v int16) []byte {
+func (s *ListOffsetsResponsePartitionResponse) appendTo(b []byte, v int16) []byte {
 	flex := v >= 6
 	b = AppendInt32(b, s.PartitionIndex)
 	b = AppendInt16(b, s.ErrorCode)
@@ -432,7 +432,7 @@ func (s *ListOffsetsResponseListOffsetsPartitionResponse) appendTo(b []byte, v i
 	return b
 }
 
-func (s *ListOffsetsResponseListOffsetsPartitionResponse) readFrom(r *Reader, v int16) {
+func (s *ListOffsetsResponsePartitionResponse) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.PartitionIndex = r.Int32()

@@ -5,10 +5,10 @@ package wire
 
 // MetadataRequest is the request of Metadata (API key 3), versions 0-12, flexible 9+.
 type MetadataRequest struct {
-	Topics                             []MetadataRequestMetadataRequestTopic // versions 0-12, nullable 1-12
-	AllowAutoTopicCreation             bool                                  // versions 4-12, default true
-	IncludeClusterAuthorizedOperations bool                                  // versions 8-10
-	IncludeTopicAuthorizedOperations   bool                                  // versions 8-12
+	Topics                             []MetadataRequestTopic // versions 0-12, nullable 1-12
+	AllowAutoTopicCreation             bool                   // versions 4-12, default true
+	IncludeClusterAuthorizedOperations bool                   // versions 8-10
+	IncludeTopicAuthorizedOperations   bool                   // versions 8-12
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -78,8 +78,8 @@ func (s *MetadataRequest) AppendTo(b []byte, v int16) []byte {
 func (s *MetadataRequest) ReadFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 9
-	if n := r.ArrayLen(flex, v >= 1, (*MetadataRequestMetadataRequestTopic).minSize(nil, v)); n >= 0 {
-		a := make([]MetadataRequestMetadataRequestTopic, n)
+	if n := r.ArrayLen(flex, v >= 1, (*MetadataRequestTopic).minSize(nil, v)); n >= 0 {
+		a := make([]MetadataRequestTopic, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -107,7 +107,7 @@ func (s *MetadataRequest) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type MetadataRequestMetadataRequestTopic struct {
+type MetadataRequestTopic struct {
 	TopicId UUID    // versions 10-12
 	Name    *string // versions 0-12, nullable 10-12
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
@@ -115,17 +115,17 @@ type MetadataRequestMetadataRequestTopic struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *MetadataRequestMetadataRequestTopic) Default() {
-	*s = MetadataRequestMetadataRequestTopic{}
+func (s *MetadataRequestTopic) Default() {
+	*s = MetadataRequestTopic{}
 }
 
-func (s *MetadataRequestMetadataRequestTopic) isDefault() bool {
+func (s *MetadataRequestTopic) isDefault() bool {
 	return !(s.TopicId != (UUID{}) ||
 		s.Name != nil ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*MetadataRequestMetadataRequestTopic) minSize(v int16) int {
+func (*MetadataRequestTopic) minSize(v int16) int {
 	n := 0
 	flex := v >= 9
 	if v >= 10 {
@@ -138,7 +138,7 @@ func (*MetadataRequestMetadataRequestTopic) minSize(v int16) int {
 	return n
 }
 
-func (s *MetadataRequestMetadataRequestTopic) appendTo(b []byte, v int16) []byte {
+func (s *MetadataRequestTopic) appendTo(b []byte, v int16) []byte {
 	flex := v >= 9
 	if v >= 10 {
 		b = AppendUUID(b, s.TopicId)
@@ -154,7 +154,7 @@ func (s *MetadataRequestMetadataRequestTopic) appendTo(b []byte, v int16) []byte
 	return b
 }
 
-func (s *MetadataRequestMetadataRequestTopic) readFrom(r *Reader, v int16) {
+func (s *MetadataRequestTopic) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 9
 	if v >= 10 {
@@ -192,12 +192,12 @@ func (s *MetadataRequest) Decode(b []byte, v int16) error {
 
 // MetadataResponse is the response of Metadata (API key 3), versions 0-12, flexible 9+.
 type MetadataResponse struct {
-	ThrottleTimeMs              int32                                    // versions 3-12
-	Brokers                     []MetadataResponseMetadataResponseBroker // versions 0-12
-	ClusterId                   *string                                  // versions 2-12, nullable 2-12, default null
-	ControllerId                int32                                    // versions 1-12, default -1
-	Topics                      []MetadataResponseMetadataResponseTopic  // versions 0-12
-	ClusterAuthorizedOperations int32                                    // versions 8-10, default -2147483648
+	ThrottleTimeMs              int32                    // versions 3-12
+	Brokers                     []MetadataResponseBroker // versions 0-12
+	ClusterId                   *string                  // versions 2-12, nullable 2-12, default null
+	ControllerId                int32                    // versions 1-12, default -1
+	Topics                      []MetadataResponseTopic  // versions 0-12
+	ClusterAuthorizedOperations int32                    // versions 8-10, default -2147483648
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -280,8 +280,8 @@ func (s *MetadataResponse) ReadFrom(r *Reader, v int16) {
 	if v >= 3 {
 		s.ThrottleTimeMs = r.Int32()
 	}
-	if n := r.ArrayLen(flex, false, (*MetadataResponseMetadataResponseBroker).minSize(nil, v)); n >= 0 {
-		a := make([]MetadataResponseMetadataResponseBroker, n)
+	if n := r.ArrayLen(flex, false, (*MetadataResponseBroker).minSize(nil, v)); n >= 0 {
+		a := make([]MetadataResponseBroker, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -293,8 +293,8 @@ func (s *MetadataResponse) ReadFrom(r *Reader, v int16) {
 	if v >= 1 {
 		s.ControllerId = r.Int32()
 	}
-	if n := r.ArrayLen(flex, false, (*MetadataResponseMetadataResponseTopic).minSize(nil, v)); n >= 0 {
-		a := make([]MetadataResponseMetadataResponseTopic, n)
+	if n := r.ArrayLen(flex, false, (*MetadataResponseTopic).minSize(nil, v)); n >= 0 {
+		a := make([]MetadataResponseTopic, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -316,7 +316,7 @@ func (s *MetadataResponse) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type MetadataResponseMetadataResponseBroker struct {
+type MetadataResponseBroker struct {
 	NodeId int32   // versions 0-12
 	Host   string  // versions 0-12
 	Port   int32   // versions 0-12
@@ -326,11 +326,11 @@ type MetadataResponseMetadataResponseBroker struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *MetadataResponseMetadataResponseBroker) Default() {
-	*s = MetadataResponseMetadataResponseBroker{}
+func (s *MetadataResponseBroker) Default() {
+	*s = MetadataResponseBroker{}
 }
 
-func (s *MetadataResponseMetadataResponseBroker) isDefault() bool {
+func (s *MetadataResponseBroker) isDefault() bool {
 	return !(s.NodeId != 0 ||
 		s.Host != "" ||
 		s.Port != 0 ||
@@ -338,7 +338,7 @@ func (s *MetadataResponseMetadataResponseBroker) isDefault() bool {
 		len(s.UnknownTags) != 0)
 }
 
-func (*MetadataResponseMetadataResponseBroker) minSize(v int16) int {
+func (*MetadataResponseBroker) minSize(v int16) int {
 	n := 0
 	flex := v >= 9
 	n += minSize(4, 4, flex)
@@ -353,7 +353,7 @@ func (*MetadataResponseMetadataResponseBroker) minSize(v int16) int {
 	return n
 }
 
-func (s *MetadataResponseMetadataResponseBroker) appendTo(b []byte, v int16) []byte {
+func (s *MetadataResponseBroker) appendTo(b []byte, v int16) []byte {
 	flex := v >= 9
 	b = AppendInt32(b, s.NodeId)
 	b = AppendString(b, s.Host, flex)
@@ -367,7 +367,7 @@ func (s *MetadataResponseMetadataResponseBroker) appendTo(b []byte, v int16) []b
 	return b
 }
 
-func (s *MetadataResponseMetadataResponseBroker) readFrom(r *Reader, v int16) {
+func (s *MetadataResponseBroker) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 9
 	s.NodeId = r.Int32()
@@ -389,24 +389,24 @@ func (s *MetadataResponseMetadataResponseBroker) readFrom(r *Reader, v int16) {
 	}
 }
 
-type MetadataResponseMetadataResponseTopic struct {
-	ErrorCode                 int16                                       // versions 0-12
-	Name                      *string                                     // versions 0-12, nullable 12
-	TopicId                   UUID                                        // versions 10-12
-	IsInternal                bool                                        // versions 1-12, default false
-	Partitions                []MetadataResponseMetadataResponsePartition // versions 0-12
-	TopicAuthorizedOperations int32                                       // versions 8-12, default -2147483648
+type MetadataResponseTopic struct {
+	ErrorCode                 int16                       // versions 0-12
+	Name                      *string                     // versions 0-12, nullable 12
+	TopicId                   UUID                        // versions 10-12
+	IsInternal                bool                        // versions 1-12, default false
+	Partitions                []MetadataResponsePartition // versions 0-12
+	TopicAuthorizedOperations int32                       // versions 8-12, default -2147483648
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *MetadataResponseMetadataResponseTopic) Default() {
-	*s = MetadataResponseMetadataResponseTopic{}
+func (s *MetadataResponseTopic) Default() {
+	*s = MetadataResponseTopic{}
 	s.TopicAuthorizedOperations = -2147483648
 }
 
-func (s *MetadataResponseMetadataResponseTopic) isDefault() bool {
+func (s *MetadataResponseTopic) isDefault() bool {
 	return !(s.ErrorCode != 0 ||
 		s.Name != nil ||
 		s.TopicId != (UUID{}) ||
@@ -416,7 +416,7 @@ func (s *MetadataResponseMetadataResponseTopic) isDefault() bool {
 		len(s.UnknownTags) != 0)
 }
 
-func (*MetadataResponseMetadataResponseTopic) minSize(v int16) int {
+func (*MetadataResponseTopic) minSize(v int16) int {
 	n := 0
 	flex := v >= 9
 	n += minSize(2, 2, flex)
@@ -437,7 +437,7 @@ func (*MetadataResponseMetadataResponseTopic) minSize(v int16) int {
 	return n
 }
 
-func (s *MetadataResponseMetadataResponseTopic) appendTo(b []byte, v int16) []byte {
+func (s *MetadataResponseTopic) appendTo(b []byte, v int16) []byte {
 	flex := v >= 9
 	b = AppendInt16(b, s.ErrorCode)
 	if v >= 12 {
@@ -464,7 +464,7 @@ func (s *MetadataResponseMetadataResponseTopic) appendTo(b []byte, v int16) []by
 	return b
 }
 
-func (s *MetadataResponseMetadataResponseTopic) readFrom(r *Reader, v int16) {
+func (s *MetadataResponseTopic) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 9
 	s.ErrorCode = r.Int16()
@@ -480,8 +480,8 @@ func (s *MetadataResponseMetadataResponseTopic) readFrom(r *Reader, v int16) {
 	if v >= 1 {
 		s.IsInternal = r.Bool()
 	}
-	if n := r.ArrayLen(flex, false, (*MetadataResponseMetadataResponsePartition).minSize(nil, v)); n >= 0 {
-		a := make([]MetadataResponseMetadataResponsePartition, n)
+	if n := r.ArrayLen(flex, false, (*MetadataResponsePartition).minSize(nil, v)); n >= 0 {
+		a := make([]MetadataResponsePartition, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -503,7 +503,7 @@ func (s *MetadataResponseMetadataResponseTopic) readFrom(r *Reader, v int16) {
 	}
 }
 
-type MetadataResponseMetadataResponsePartition struct {
+type MetadataResponsePartition struct {
 	ErrorCode       int16   // versions 0-12
 	PartitionIndex  int32   // versions 0-12
 	LeaderId        int32   // versions 0-12
@@ -516,12 +516,12 @@ type MetadataResponseMetadataResponsePartition struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *MetadataResponseMetadataResponsePartition) Default() {
-	*s = MetadataResponseMetadataResponsePartition{}
+func (s *MetadataResponsePartition) Default() {
+	*s = MetadataResponsePartition{}
 	s.LeaderEpoch = -1
 }
 
-func (s *MetadataResponseMetadataResponsePartition) isDefault() bool {
+func (s *MetadataResponsePartition) isDefault() bool {
 	return !(s.ErrorCode != 0 ||
 		s.PartitionIndex != 0 ||
 		s.LeaderId != 0 ||
@@ -532,7 +532,7 @@ func (s *MetadataResponseMetadataResponsePartition) isDefault() bool {
 		len(s.UnknownTags) != 0)
 }
 
-func (*MetadataResponseMetadataResponsePartition) minSize(v int16) int {
+func (*MetadataResponsePartition) minSize(v int16) int {
 	n := 0
 	flex := v >= 9
 	n += minSize(2, 2, flex)
@@ -552,7 +552,7 @@ func (*MetadataResponseMetadataResponsePartition) minSize(v int16) int {
 	return n
 }
 
-func (s *MetadataResponseMetadataResponsePartition) appendTo(b []byte, v int16) []byte {
+func (s *MetadataResponsePartition) appendTo(b []byte, v int16) []byte {
 	flex := v >= 9
 	b = AppendInt16(b, s.ErrorCode)
 	b = AppendInt32(b, s.PartitionIndex)
@@ -580,7 +580,7 @@ func (s *MetadataResponseMetadataResponsePartition) appendTo(b []byte, v int16) 
 	return b
 }
 
-func (s *MetadataResponseMetadataResponsePartition) readFrom(r *Reader, v int16) {
+func (s *MetadataResponsePartition) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 9
 	s.ErrorCode = r.Int16()

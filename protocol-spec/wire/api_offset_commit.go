@@ -5,12 +5,12 @@ package wire
 
 // OffsetCommitRequest is the request of OffsetCommit (API key 8), versions 2-8, flexible 8+.
 type OffsetCommitRequest struct {
-	GroupId                   string                                        // versions 2-8
-	GenerationIdOrMemberEpoch int32                                         // versions 2-8, default -1
-	MemberId                  string                                        // versions 2-8
-	GroupInstanceId           *string                                       // versions 7-8, nullable 7-8, default null
-	RetentionTimeMs           int64                                         // versions 2-4, default -1
-	Topics                    []OffsetCommitRequestOffsetCommitRequestTopic // versions 2-8
+	GroupId                   string                     // versions 2-8
+	GenerationIdOrMemberEpoch int32                      // versions 2-8, default -1
+	MemberId                  string                     // versions 2-8
+	GroupInstanceId           *string                    // versions 7-8, nullable 7-8, default null
+	RetentionTimeMs           int64                      // versions 2-4, default -1
+	Topics                    []OffsetCommitRequestTopic // versions 2-8
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -88,8 +88,8 @@ func (s *OffsetCommitRequest) ReadFrom(r *Reader, v int16) {
 	if v <= 4 {
 		s.RetentionTimeMs = r.Int64()
 	}
-	if n := r.ArrayLen(flex, false, (*OffsetCommitRequestOffsetCommitRequestTopic).minSize(nil, v)); n >= 0 {
-		a := make([]OffsetCommitRequestOffsetCommitRequestTopic, n)
+	if n := r.ArrayLen(flex, false, (*OffsetCommitRequestTopic).minSize(nil, v)); n >= 0 {
+		a := make([]OffsetCommitRequestTopic, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -108,25 +108,25 @@ func (s *OffsetCommitRequest) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type OffsetCommitRequestOffsetCommitRequestTopic struct {
-	Name       string                                            // versions 2-8
-	Partitions []OffsetCommitRequestOffsetCommitRequestPartition // versions 2-8
+type OffsetCommitRequestTopic struct {
+	Name       string                         // versions 2-8
+	Partitions []OffsetCommitRequestPartition // versions 2-8
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *OffsetCommitRequestOffsetCommitRequestTopic) Default() {
-	*s = OffsetCommitRequestOffsetCommitRequestTopic{}
+func (s *OffsetCommitRequestTopic) Default() {
+	*s = OffsetCommitRequestTopic{}
 }
 
-func (s *OffsetCommitRequestOffsetCommitRequestTopic) isDefault() bool {
+func (s *OffsetCommitRequestTopic) isDefault() bool {
 	return !(s.Name != "" ||
 		len(s.Partitions) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*OffsetCommitRequestOffsetCommitRequestTopic) minSize(v int16) int {
+func (*OffsetCommitRequestTopic) minSize(v int16) int {
 	n := 0
 	flex := v >= 8
 	n += minSize(2, 1, flex)
@@ -137,7 +137,7 @@ func (*OffsetCommitRequestOffsetCommitRequestTopic) minSize(v int16) int {
 	return n
 }
 
-func (s *OffsetCommitRequestOffsetCommitRequestTopic) appendTo(b []byte, v int16) []byte {
+func (s *OffsetCommitRequestTopic) appendTo(b []byte, v int16) []byte {
 	flex := v >= 8
 	b = AppendString(b, s.Name, flex)
 	b = AppendArrayLen(b, len(s.Partitions), flex)
@@ -150,12 +150,12 @@ func (s *OffsetCommitRequestOffsetCommitRequestTopic) appendTo(b []byte, v int16
 	return b
 }
 
-func (s *OffsetCommitRequestOffsetCommitRequestTopic) readFrom(r *Reader, v int16) {
+func (s *OffsetCommitRequestTopic) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 8
 	s.Name = r.String(flex)
-	if n := r.ArrayLen(flex, false, (*OffsetCommitRequestOffsetCommitRequestPartition).minSize(nil, v)); n >= 0 {
-		a := make([]OffsetCommitRequestOffsetCommitRequestPartition, n)
+	if n := r.ArrayLen(flex, false, (*OffsetCommitRequestPartition).minSize(nil, v)); n >= 0 {
+		a := make([]OffsetCommitRequestPartition, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -174,7 +174,7 @@ func (s *OffsetCommitRequestOffsetCommitRequestTopic) readFrom(r *Reader, v int1
 	}
 }
 
-type OffsetCommitRequestOffsetCommitRequestPartition struct {
+type OffsetCommitRequestPartition struct {
 	PartitionIndex       int32   // versions 2-8
 	CommittedOffset      int64   // versions 2-8
 	CommittedLeaderEpoch int32   // versions 6-8, default -1
@@ -184,12 +184,12 @@ type OffsetCommitRequestOffsetCommitRequestPartition struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *OffsetCommitRequestOffsetCommitRequestPartition) Default() {
-	*s = OffsetCommitRequestOffsetCommitRequestPartition{}
+func (s *OffsetCommitRequestPartition) Default() {
+	*s = OffsetCommitRequestPartition{}
 	s.CommittedLeaderEpoch = -1
 }
 
-func (s *OffsetCommitRequestOffsetCommitRequestPartition) isDefault() bool {
+func (s *OffsetCommitRequestPartition) isDefault() bool {
 	return !(s.PartitionIndex != 0 ||
 		s.CommittedOffset != 0 ||
 		s.CommittedLeaderEpoch != -1 ||
@@ -197,7 +197,7 @@ func (s *OffsetCommitRequestOffsetCommitRequestPartition) isDefault() bool {
 		len(s.UnknownTags) != 0)
 }
 
-func (*OffsetCommitRequestOffsetCommitRequestPartition) minSize(v int16) int {
+func (*OffsetCommitRequestPartition) minSize(v int16) int {
 	n := 0
 	flex := v >= 8
 	n += minSize(4, 4, flex)
@@ -212,7 +212,7 @@ func (*OffsetCommitRequestOffsetCommitRequestPartition) minSize(v int16) int {
 	return n
 }
 
-func (s *OffsetCommitRequestOffsetCommitRequestPartition) appendTo(b []byte, v int16) []byte {
+func (s *OffsetCommitRequestPartition) appendTo(b []byte, v int16) []byte {
 	flex := v >= 8
 	b = AppendInt32(b, s.PartitionIndex)
 	b = AppendInt64(b, s.CommittedOffset)
@@ -226,7 +226,7 @@ func (s *OffsetCommitRequestOffsetCommitRequestPartition) appendTo(b []byte, v i
 	return b
 }
 
-func (s *OffsetCommitRequestOffsetCommitRequestPartition) readFrom(r *Reader, v int16) {
+func (s *OffsetCommitRequestPartition) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 8
 	s.PartitionIndex = r.Int32()
@@ -261,8 +261,8 @@ func (s *OffsetCommitRequest) Decode(b []byte, v int16) error {
 
 // OffsetCommitResponse is the response of OffsetCommit (API key 8), versions 2-8, flexible 8+.
 type OffsetCommitResponse struct {
-	ThrottleTimeMs int32                                           // versions 3-8
-	Topics         []OffsetCommitResponseOffsetCommitResponseTopic // versions 2-8
+	ThrottleTimeMs int32                       // versions 3-8
+	Topics         []OffsetCommitResponseTopic // versions 2-8
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -316,8 +316,8 @@ func (s *OffsetCommitResponse) ReadFrom(r *Reader, v int16) {
 	if v >= 3 {
 		s.ThrottleTimeMs = r.Int32()
 	}
-	if n := r.ArrayLen(flex, false, (*OffsetCommitResponseOffsetCommitResponseTopic).minSize(nil, v)); n >= 0 {
-		a := make([]OffsetCommitResponseOffsetCommitResponseTopic, n)
+	if n := r.ArrayLen(flex, false, (*OffsetCommitResponseTopic).minSize(nil, v)); n >= 0 {
+		a := make([]OffsetCommitResponseTopic, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -336,25 +336,25 @@ func (s *OffsetCommitResponse) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type OffsetCommitResponseOffsetCommitResponseTopic struct {
-	Name       string                                              // versions 2-8
-	Partitions []OffsetCommitResponseOffsetCommitResponsePartition // versions 2-8
+type OffsetCommitResponseTopic struct {
+	Name       string                          // versions 2-8
+	Partitions []OffsetCommitResponsePartition // versions 2-8
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *OffsetCommitResponseOffsetCommitResponseTopic) Default() {
-	*s = OffsetCommitResponseOffsetCommitResponseTopic{}
+func (s *OffsetCommitResponseTopic) Default() {
+	*s = OffsetCommitResponseTopic{}
 }
 
-func (s *OffsetCommitResponseOffsetCommitResponseTopic) isDefault() bool {
+func (s *OffsetCommitResponseTopic) isDefault() bool {
 	return !(s.Name != "" ||
 		len(s.Partitions) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*OffsetCommitResponseOffsetCommitResponseTopic) minSize(v int16) int {
+func (*OffsetCommitResponseTopic) minSize(v int16) int {
 	n := 0
 	flex := v >= 8
 	n += minSize(2, 1, flex)
@@ -365,7 +365,7 @@ func (*OffsetCommitResponseOffsetCommitResponseTopic) minSize(v int16) int {
 	return n
 }
 
-func (s *OffsetCommitResponseOffsetCommitResponseTopic) appendTo(b []byte, v int16) []byte {
+func (s *OffsetCommitResponseTopic) appendTo(b []byte, v int16) []byte {
 	flex := v >= 8
 	b = AppendString(b, s.Name, flex)
 	b = AppendArrayLen(b, len(s.Partitions), flex)
@@ -378,12 +378,12 @@ func (s *OffsetCommitResponseOffsetCommitResponseTopic) appendTo(b []byte, v int
 	return b
 }
 
-func (s *OffsetCommitResponseOffsetCommitResponseTopic) readFrom(r *Reader, v int16) {
+func (s *OffsetCommitResponseTopic) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 8
 	s.Name = r.String(flex)
-	if n := r.ArrayLen(flex, false, (*OffsetCommitResponseOffsetCommitResponsePartition).minSize(nil, v)); n >= 0 {
-		a := make([]OffsetCommitResponseOffsetCommitResponsePartition, n)
+	if n := r.ArrayLen(flex, false, (*OffsetCommitResponsePartition).minSize(nil, v)); n >= 0 {
+		a := make([]OffsetCommitResponsePartition, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -402,7 +402,7 @@ func (s *OffsetCommitResponseOffsetCommitResponseTopic) readFrom(r *Reader, v in
 	}
 }
 
-type OffsetCommitResponseOffsetCommitResponsePartition struct {
+type OffsetCommitResponsePartition struct {
 	PartitionIndex int32 // versions 2-8
 	ErrorCode      int16 // versions 2-8
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
@@ -410,17 +410,17 @@ type OffsetCommitResponseOffsetCommitResponsePartition struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *OffsetCommitResponseOffsetCommitResponsePartition) Default() {
-	*s = OffsetCommitResponseOffsetCommitResponsePartition{}
+func (s *OffsetCommitResponsePartition) Default() {
+	*s = OffsetCommitResponsePartition{}
 }
 
-func (s *OffsetCommitResponseOffsetCommitResponsePartition) isDefault() bool {
+func (s *OffsetCommitResponsePartition) isDefault() bool {
 	return !(s.PartitionIndex != 0 ||
 		s.ErrorCode != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*OffsetCommitResponseOffsetCommitResponsePartition) minSize(v int16) int {
+func (*OffsetCommitResponsePartition) minSize(v int16) int {
 	n := 0
 	flex := v >= 8
 	n += minSize(4, 4, flex)
@@ -431,7 +431,7 @@ func (*OffsetCommitResponseOffsetCommitResponsePartition) minSize(v int16) int {
 	return n
 }
 
-func (s *OffsetCommitResponseOffsetCommitResponsePartition) appendTo(b []byte, v int16) []byte {
+func (s *OffsetCommitResponsePartition) appendTo(b []byte, v int16) []byte {
 	flex := v >= 8
 	b = AppendInt32(b, s.PartitionIndex)
 	b = AppendInt16(b, s.ErrorCode)
@@ -441,7 +441,7 @@ func (s *OffsetCommitResponseOffsetCommitResponsePartition) appendTo(b []byte, v
 	return b
 }
 
-func (s *OffsetCommitResponseOffsetCommitResponsePartition) readFrom(r *Reader, v int16) {
+func (s *OffsetCommitResponsePartition) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 8
 	s.PartitionIndex = r.Int32()

@@ -5,9 +5,9 @@ package wire
 
 // OffsetFetchRequest is the request of OffsetFetch (API key 9), versions 1-7, flexible 6+.
 type OffsetFetchRequest struct {
-	GroupId       string                                      // versions 1-7
-	Topics        []OffsetFetchRequestOffsetFetchRequestTopic // versions 1-7, nullable 2-7
-	RequireStable bool                                        // versions 7, default false
+	GroupId       string                    // versions 1-7
+	Topics        []OffsetFetchRequestTopic // versions 1-7, nullable 2-7
+	RequireStable bool                      // versions 7, default false
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -66,8 +66,8 @@ func (s *OffsetFetchRequest) ReadFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.GroupId = r.String(flex)
-	if n := r.ArrayLen(flex, v >= 2, (*OffsetFetchRequestOffsetFetchRequestTopic).minSize(nil, v)); n >= 0 {
-		a := make([]OffsetFetchRequestOffsetFetchRequestTopic, n)
+	if n := r.ArrayLen(flex, v >= 2, (*OffsetFetchRequestTopic).minSize(nil, v)); n >= 0 {
+		a := make([]OffsetFetchRequestTopic, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -89,7 +89,7 @@ func (s *OffsetFetchRequest) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type OffsetFetchRequestOffsetFetchRequestTopic struct {
+type OffsetFetchRequestTopic struct {
 	Name             string  // versions 1-7
 	PartitionIndexes []int32 // versions 1-7
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
@@ -97,17 +97,17 @@ type OffsetFetchRequestOffsetFetchRequestTopic struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *OffsetFetchRequestOffsetFetchRequestTopic) Default() {
-	*s = OffsetFetchRequestOffsetFetchRequestTopic{}
+func (s *OffsetFetchRequestTopic) Default() {
+	*s = OffsetFetchRequestTopic{}
 }
 
-func (s *OffsetFetchRequestOffsetFetchRequestTopic) isDefault() bool {
+func (s *OffsetFetchRequestTopic) isDefault() bool {
 	return !(s.Name != "" ||
 		len(s.PartitionIndexes) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*OffsetFetchRequestOffsetFetchRequestTopic) minSize(v int16) int {
+func (*OffsetFetchRequestTopic) minSize(v int16) int {
 	n := 0
 	flex := v >= 6
 	n += minSize(2, 1, flex)
@@ -118,7 +118,7 @@ func (*OffsetFetchRequestOffsetFetchRequestTopic) minSize(v int16) int {
 	return n
 }
 
-func (s *OffsetFetchRequestOffsetFetchRequestTopic) appendTo(b []byte, v int16) []byte {
+func (s *OffsetFetchRequestTopic) appendTo(b []byte, v int16) []byte {
 	flex := v >= 6
 	b = AppendString(b, s.Name, flex)
 	b = AppendArrayLen(b, len(s.PartitionIndexes), flex)
@@ -131,7 +131,7 @@ func (s *OffsetFetchRequestOffsetFetchRequestTopic) appendTo(b []byte, v int16) 
 	return b
 }
 
-func (s *OffsetFetchRequestOffsetFetchRequestTopic) readFrom(r *Reader, v int16) {
+func (s *OffsetFetchRequestTopic) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.Name = r.String(flex)
@@ -168,9 +168,9 @@ func (s *OffsetFetchRequest) Decode(b []byte, v int16) error {
 
 // OffsetFetchResponse is the response of OffsetFetch (API key 9), versions 1-7, flexible 6+.
 type OffsetFetchResponse struct {
-	ThrottleTimeMs int32                                         // versions 3-7
-	Topics         []OffsetFetchResponseOffsetFetchResponseTopic // versions 1-7
-	ErrorCode      int16                                         // versions 2-7, default 0
+	ThrottleTimeMs int32                      // versions 3-7
+	Topics         []OffsetFetchResponseTopic // versions 1-7
+	ErrorCode      int16                      // versions 2-7, default 0
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -231,8 +231,8 @@ func (s *OffsetFetchResponse) ReadFrom(r *Reader, v int16) {
 	if v >= 3 {
 		s.ThrottleTimeMs = r.Int32()
 	}
-	if n := r.ArrayLen(flex, false, (*OffsetFetchResponseOffsetFetchResponseTopic).minSize(nil, v)); n >= 0 {
-		a := make([]OffsetFetchResponseOffsetFetchResponseTopic, n)
+	if n := r.ArrayLen(flex, false, (*OffsetFetchResponseTopic).minSize(nil, v)); n >= 0 {
+		a := make([]OffsetFetchResponseTopic, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -254,25 +254,25 @@ func (s *OffsetFetchResponse) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type OffsetFetchResponseOffsetFetchResponseTopic struct {
-	Name       string                                            // versions 1-7
-	Partitions []OffsetFetchResponseOffsetFetchResponsePartition // versions 1-7
+type OffsetFetchResponseTopic struct {
+	Name       string                         // versions 1-7
+	Partitions []OffsetFetchResponsePartition // versions 1-7
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
 
 // Default sets every field of s to its default value.
-func (s *OffsetFetchResponseOffsetFetchResponseTopic) Default() {
-	*s = OffsetFetchResponseOffsetFetchResponseTopic{}
+func (s *OffsetFetchResponseTopic) Default() {
+	*s = OffsetFetchResponseTopic{}
 }
 
-func (s *OffsetFetchResponseOffsetFetchResponseTopic) isDefault() bool {
+func (s *OffsetFetchResponseTopic) isDefault() bool {
 	return !(s.Name != "" ||
 		len(s.Partitions) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*OffsetFetchResponseOffsetFetchResponseTopic) minSize(v int16) int {
+func (*OffsetFetchResponseTopic) minSize(v int16) int {
 	n := 0
 	flex := v >= 6
 	n += minSize(2, 1, flex)
@@ -283,7 +283,7 @@ func (*OffsetFetchResponseOffsetFetchResponseTopic) minSize(v int16) int {
 	return n
 }
 
-func (s *OffsetFetchResponseOffsetFetchResponseTopic) appendTo(b []byte, v int16) []byte {
+func (s *OffsetFetchResponseTopic) appendTo(b []byte, v int16) []byte {
 	flex := v >= 6
 	b = AppendString(b, s.Name, flex)
 	b = AppendArrayLen(b, len(s.Partitions), flex)
@@ -296,12 +296,12 @@ func (s *OffsetFetchResponseOffsetFetchResponseTopic) appendTo(b []byte, v int16
 	return b
 }
 
-func (s *OffsetFetchResponseOffsetFetchResponseTopic) readFrom(r *Reader, v int16) {
+func (s *OffsetFetchResponseTopic) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.Name = r.String(flex)
-	if n := r.ArrayLen(flex, false, (*OffsetFetchResponseOffsetFetchResponsePartition).minSize(nil, v)); n >= 0 {
-		a := make([]OffsetFetchResponseOffsetFetchResponsePartition, n)
+	if n := r.ArrayLen(flex, false, (*OffsetFetchResponsePartition).minSize(nil, v)); n >= 0 {
+		a := make([]OffsetFetchResponsePartition, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -320,7 +320,7 @@ func (s *OffsetFetchResponseOffsetFetchResponseTopic) readFrom(r *Reader, v int1
 	}
 }
 
-type OffsetFetchResponseOffsetFetchResponsePartition struct {
+type OffsetFetchResponsePartition struct {
 	PartitionIndex       int32   // versions 1-7
 	CommittedOffset      int64   // versions 1-7
 	CommittedLeaderEpoch int32   // versions 5-7, default -1
@@ -331,12 +331,12 @@ type OffsetFetchResponseOffsetFetchResponsePartition struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *OffsetFetchResponseOffsetFetchResponsePartition) Default() {
-	*s = OffsetFetchResponseOffsetFetchResponsePartition{}
+func (s *OffsetFetchResponsePartition) Default() {
+	*s = OffsetFetchResponsePartition{}
 	s.CommittedLeaderEpoch = -1
 }
 
-func (s *OffsetFetchResponseOffsetFetchResponsePartition) isDefault() bool {
+func (s *OffsetFetchResponsePartition) isDefault() bool {
 	return !(s.PartitionIndex != 0 ||
 		s.CommittedOffset != 0 ||
 		s.CommittedLeaderEpoch != -1 ||
@@ -345,7 +345,7 @@ func (s *OffsetFetchResponseOffsetFetchResponsePartition) isDefault() bool {
 		len(s.UnknownTags) != 0)
 }
 
-func (*OffsetFetchResponseOffsetFetchResponsePartition) minSize(v int16) int {
+func (*OffsetFetchResponsePartition) minSize(v int16) int {
 	n := 0
 	flex := v >= 6
 	n += minSize(4, 4, flex)
@@ -361,7 +361,7 @@ func (*OffsetFetchResponseOffsetFetchResponsePartition) minSize(v int16) int {
 	return n
 }
 
-func (s *OffsetFetchResponseOffsetFetchResponsePartition) appendTo(b []byte, v int16) []byte {
+func (s *OffsetFetchResponsePartition) appendTo(b []byte, v int16) []byte {
 	flex := v >= 6
 	b = AppendInt32(b, s.PartitionIndex)
 	b = AppendInt64(b, s.CommittedOffset)
@@ -376,7 +376,7 @@ func (s *OffsetFetchResponseOffsetFetchResponsePartition) appendTo(b []byte, v i
 	return b
 }
 
-func (s *OffsetFetchResponseOffsetFetchResponsePartition) readFrom(r *Reader, v int16) {
+func (s *OffsetFetchResponsePartition) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 6
 	s.PartitionIndex = r.Int32()

@@ -5,13 +5,13 @@ package wire
 
 // SyncGroupRequest is the request of SyncGroup (API key 14), versions 0-5, flexible 4+.
 type SyncGroupRequest struct {
-	GroupId         string                                       // versions 0-5
-	GenerationId    int32                                        // versions 0-5
-	MemberId        string                                       // versions 0-5
-	GroupInstanceId *string                                      // versions 3-5, nullable 3-5, default null
-	ProtocolType    *string                                      // versions 5, nullable 5, default null
-	ProtocolName    *string                                      // versions 5, nullable 5, default null
-	Assignments     []SyncGroupRequestSyncGroupRequestAssignment // versions 0-5
+	GroupId         string                       // versions 0-5
+	GenerationId    int32                        // versions 0-5
+	MemberId        string                       // versions 0-5
+	GroupInstanceId *string                      // versions 3-5, nullable 3-5, default null
+	ProtocolType    *string                      // versions 5, nullable 5, default null
+	ProtocolName    *string                      // versions 5, nullable 5, default null
+	Assignments     []SyncGroupRequestAssignment // versions 0-5
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
 }
@@ -97,8 +97,8 @@ func (s *SyncGroupRequest) ReadFrom(r *Reader, v int16) {
 	if v >= 5 {
 		s.ProtocolName = r.NullableString(flex)
 	}
-	if n := r.ArrayLen(flex, false, (*SyncGroupRequestSyncGroupRequestAssignment).minSize(nil, v)); n >= 0 {
-		a := make([]SyncGroupRequestSyncGroupRequestAssignment, n)
+	if n := r.ArrayLen(flex, false, (*SyncGroupRequestAssignment).minSize(nil, v)); n >= 0 {
+		a := make([]SyncGroupRequestAssignment, n)
 		for i := range a {
 			a[i].readFrom(r, v)
 		}
@@ -117,7 +117,7 @@ func (s *SyncGroupRequest) ReadFrom(r *Reader, v int16) {
 	}
 }
 
-type SyncGroupRequestSyncGroupRequestAssignment struct {
+type SyncGroupRequestAssignment struct {
 	MemberId   string // versions 0-5
 	Assignment []byte // versions 0-5
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
@@ -125,17 +125,17 @@ type SyncGroupRequestSyncGroupRequestAssignment struct {
 }
 
 // Default sets every field of s to its default value.
-func (s *SyncGroupRequestSyncGroupRequestAssignment) Default() {
-	*s = SyncGroupRequestSyncGroupRequestAssignment{}
+func (s *SyncGroupRequestAssignment) Default() {
+	*s = SyncGroupRequestAssignment{}
 }
 
-func (s *SyncGroupRequestSyncGroupRequestAssignment) isDefault() bool {
+func (s *SyncGroupRequestAssignment) isDefault() bool {
 	return !(s.MemberId != "" ||
 		len(s.Assignment) != 0 ||
 		len(s.UnknownTags) != 0)
 }
 
-func (*SyncGroupRequestSyncGroupRequestAssignment) minSize(v int16) int {
+func (*SyncGroupRequestAssignment) minSize(v int16) int {
 	n := 0
 	flex := v >= 4
 	n += minSize(2, 1, flex)
@@ -146,7 +146,7 @@ func (*SyncGroupRequestSyncGroupRequestAssignment) minSize(v int16) int {
 	return n
 }
 
-func (s *SyncGroupRequestSyncGroupRequestAssignment) appendTo(b []byte, v int16) []byte {
+func (s *SyncGroupRequestAssignment) appendTo(b []byte, v int16) []byte {
 	flex := v >= 4
 	b = AppendString(b, s.MemberId, flex)
 	b = AppendBytes(b, s.Assignment, flex)
@@ -156,7 +156,7 @@ func (s *SyncGroupRequestSyncGroupRequestAssignment) appendTo(b []byte, v int16)
 	return b
 }
 
-func (s *SyncGroupRequestSyncGroupRequestAssignment) readFrom(r *Reader, v int16) {
+func (s *SyncGroupRequestAssignment) readFrom(r *Reader, v int16) {
 	s.Default()
 	flex := v >= 4
 	s.MemberId = r.String(flex)

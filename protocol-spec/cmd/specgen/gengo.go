@@ -21,7 +21,9 @@ func (w *goWriter) p(format string, args ...any) {
 // scope is what the generator knows while emitting one message (or header): its Go name
 // prefix, its valid versions and its flexible versions.
 type scope struct {
-	prefix   string
+	prefix string // the message name: ProduceRequest
+	api    string // the API name: Produce
+
 	versions schema.Range
 	flexible schema.Range
 }
@@ -85,7 +87,18 @@ var primMethod = map[string]string{
 	"int64": "Int64", "float64": "Float64", "uuid": "UUID",
 }
 
-func (sc scope) structGoName(name string) string { return sc.prefix + name }
+// structGoName is the Go type of a nested struct: the message name, then the struct name
+// without a leading message or API name, so that MetadataRequestTopic inside MetadataRequest
+// stays MetadataRequestTopic and DescribeClusterBroker inside DescribeClusterResponse becomes
+// DescribeClusterResponseBroker.
+func (sc scope) structGoName(name string) string {
+	for _, p := range []string{sc.prefix, sc.api} {
+		if rest, ok := strings.CutPrefix(name, p); ok && p != "" && rest != "" && rest[0] >= 'A' && rest[0] <= 'Z' {
+			return sc.prefix + rest
+		}
+	}
+	return sc.prefix + name
+}
 
 func (sc scope) goType(f *schema.Field) string {
 	t := f.Type
@@ -404,7 +417,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 		if f.Default != "" {
 			notes = append(notes, "default "+f.Default)
 		}
-		w.p("%s %s // %s", f.Name, sc.goType(f), strings.Join(notes, ", "))
+		w.p("%s %s // %s", goField(f), sc.goType(f), strings.Join(notes, ", "))
 	}
 	w.p("// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.")
 	w.p("UnknownTags Tags")
@@ -422,7 +435,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 	w.p("*s = %s{}", goName)
 	for _, f := range s.Fields {
 		if f.Type.Kind == schema.StructValue {
-			w.p("s.%s.Default()", f.Name)
+			w.p("s.%s.Default()", goField(f))
 			continue
 		}
 		lit, err := sc.defaultLiteral(f)
@@ -430,7 +443,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 			return fmt.Errorf("%s: %w", goName, err)
 		}
 		if lit != "" {
-			w.p("s.%s = %s", f.Name, lit)
+			w.p("s.%s = %s", goField(f), lit)
 		}
 	}
 	w.p("}")
@@ -440,7 +453,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 	w.p("func (s *%s) isDefault() bool {", goName)
 	var diffs []string
 	for _, f := range s.Fields {
-		d, err := sc.differs(f, "s."+f.Name)
+		d, err := sc.differs(f, "s."+goField(f))
 		if err != nil {
 			return fmt.Errorf("%s: %w", goName, err)
 		}
@@ -534,7 +547,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 		if c != "true" {
 			w.p("if %s {", c)
 		}
-		sc.appendField(w, "b", "s."+f.Name, f, compact)
+		sc.appendField(w, "b", "s."+goField(f), f, compact)
 		if c != "true" {
 			w.p("}")
 		}
@@ -548,7 +561,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 			w.p("var known [%d]TagField", len(tagged))
 			w.p("k := known[:0]")
 			for _, f := range tagged {
-				d, err := sc.differs(f, "s."+f.Name)
+				d, err := sc.differs(f, "s."+goField(f))
 				if err != nil {
 					return fmt.Errorf("%s: %w", goName, err)
 				}
@@ -558,7 +571,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 				}
 				w.p("if %s {", d)
 				w.p("var t []byte")
-				sc.appendField(w, "t", "s."+f.Name, f, "true")
+				sc.appendField(w, "t", "s."+goField(f), f, "true")
 				w.p("k = append(k, TagField{Tag: %d, Data: t})", f.Tag)
 				w.p("}")
 			}
@@ -593,7 +606,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 		if c != "true" {
 			w.p("if %s {", c)
 		}
-		sc.readField(w, "r", "s."+f.Name, f, compact)
+		sc.readField(w, "r", "s."+goField(f), f, compact)
 		if c != "true" {
 			w.p("}")
 		}
@@ -614,7 +627,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 			}
 			w.p("var tr Reader")
 			w.p("tr.Reset(data)")
-			sc.readField(w, "(&tr)", "s."+f.Name, f, "true")
+			sc.readField(w, "(&tr)", "s."+goField(f), f, "true")
 			w.p("r.Fail(tr.Err())")
 		}
 		w.p("default:")
@@ -636,6 +649,12 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 	return nil
 }
 
+// goField is the Go name of a field: the schema name with its first letter upper-cased, since
+// a few Kafka field names start in lower case (CreateTopicsRequest.validateOnly).
+func goField(f *schema.Field) string {
+	return strings.ToUpper(f.Name[:1]) + f.Name[1:]
+}
+
 func sortTagged(fs []*schema.Field) {
 	for i := 1; i < len(fs); i++ {
 		for j := i; j > 0 && fs[j].Tag < fs[j-1].Tag; j-- {
@@ -646,7 +665,7 @@ func sortTagged(fs []*schema.Field) {
 
 // genMessage emits one side of an API.
 func genMessage(w *goWriter, a *schema.API, m *schema.Message, isRequest bool) error {
-	sc := scope{prefix: m.Name, versions: a.Versions, flexible: a.Flexible}
+	sc := scope{prefix: m.Name, api: a.Name, versions: a.Versions, flexible: a.Flexible}
 	side := "response"
 	if isRequest {
 		side = "request"

@@ -1,0 +1,232 @@
+// Package brokertest starts real Spool brokers for tests: in the test process (Start) or as a
+// separate spoold process that a test can kill (StartProcess). Each gets a free loopback port
+// and its own temporary data directory, and is stopped by t.Cleanup.
+package brokertest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/server"
+)
+
+// Options configure a test broker.
+type Options struct {
+	// DataDir reuses a data directory (to restart a broker on the same data); default t.TempDir().
+	DataDir string
+	// Props are broker properties (Kafka names), e.g. "num.partitions": "3".
+	Props map[string]string
+	// Addr is the listen address; default 127.0.0.1:0.
+	Addr string
+	// LogLevel defaults to warn, so test output stays readable.
+	LogLevel slog.Level
+}
+
+// Broker is a running test broker.
+type Broker struct {
+	Addr    string // HOST:PORT clients connect to
+	DataDir string
+	srv     *server.Server
+	cmd     *exec.Cmd
+	done    chan error
+	stopped bool
+	mu      sync.Mutex
+}
+
+func (o Options) args(t testing.TB) (dataDir string, args []string) {
+	dataDir = o.DataDir
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	addr := o.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	args = []string{"--listen", addr, "--data-dir", dataDir, "--log-level", levelName(o.LogLevel)}
+	for k, v := range o.Props {
+		args = append(args, "--set", k+"="+v)
+	}
+	return dataDir, args
+}
+
+func levelName(l slog.Level) string {
+	if l == 0 {
+		l = slog.LevelWarn
+	}
+	return strings.ToLower(l.String())
+}
+
+// Start runs a broker inside the test process.
+func Start(t testing.TB, o Options) *Broker {
+	t.Helper()
+	dataDir, args := o.args(t)
+	conf, err := config.Load(args, io.Discard)
+	if err != nil {
+		t.Fatalf("brokertest: config: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: conf.LogLevel}))
+	srv, err := server.New(conf, log)
+	if err != nil {
+		t.Fatalf("brokertest: starting broker: %v", err)
+	}
+	if err := srv.Listen(); err != nil {
+		srv.Close()
+		t.Fatalf("brokertest: %v", err)
+	}
+	b := &Broker{Addr: srv.Addr().String(), DataDir: dataDir, srv: srv, done: make(chan error, 1)}
+	go func() { b.done <- srv.Serve() }()
+	t.Cleanup(func() { b.Stop(t) })
+	return b
+}
+
+// Stop shuts the broker down cleanly (as SIGTERM does) and waits for it.
+func (b *Broker) Stop(t testing.TB) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	b.stopped = true
+	if b.srv != nil {
+		if err := b.srv.Close(); err != nil {
+			t.Errorf("brokertest: stopping broker: %v", err)
+		}
+		if err := <-b.done; err != nil {
+			t.Errorf("brokertest: serve: %v", err)
+		}
+		return
+	}
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-b.done:
+		if err != nil {
+			t.Errorf("brokertest: spoold exited with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		b.cmd.Process.Kill()
+		<-b.done
+		t.Errorf("brokertest: spoold did not stop within 30s of SIGTERM")
+	}
+}
+
+// Kill stops a process broker with SIGKILL: no flush, no checkpoint, as a crash.
+func (b *Broker) Kill(t testing.TB) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		t.Fatalf("brokertest: Kill needs a process broker (StartProcess)")
+	}
+	if b.stopped {
+		return
+	}
+	b.stopped = true
+	b.cmd.Process.Kill()
+	<-b.done
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds spoold once per test binary and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "spoold-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "spoold")
+		_, file, _, _ := runtime.Caller(0)
+		moduleDir := filepath.Dir(filepath.Dir(file))
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/spoold")
+		cmd.Dir = moduleDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build spoold: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("brokertest: %v", buildErr)
+	}
+	return binPath
+}
+
+// StartProcess runs spoold as a child process, which Kill can crash.
+func StartProcess(t testing.TB, o Options) *Broker {
+	t.Helper()
+	dataDir, args := o.args(t)
+	cmd := exec.Command(Binary(t), args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("brokertest: starting spoold: %v", err)
+	}
+	b := &Broker{DataDir: dataDir, cmd: cmd, done: make(chan error, 1)}
+	addrs := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "spoold listening on "); ok {
+				addrs <- rest
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	go func() { b.done <- cmd.Wait() }()
+	select {
+	case b.Addr = <-addrs:
+	case err := <-b.done:
+		t.Fatalf("brokertest: spoold exited at start: %v", err)
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("brokertest: spoold did not start within 60s")
+	}
+	t.Cleanup(func() { b.Stop(t) })
+	return b
+}
+
+// WaitReachable waits until addr accepts TCP connections.
+func WaitReachable(t testing.TB, addr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("brokertest: %s not reachable after %v: %v", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// testWriter sends broker logs to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

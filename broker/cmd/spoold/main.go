@@ -1,0 +1,68 @@
+// Command spoold is the Spool broker: a Kafka-wire-compatible streaming log.
+//
+//	spoold [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--set key=value ...]
+//
+// It runs a single node with embedded metadata (the default) and stops cleanly on SIGTERM or
+// SIGINT: in-flight requests finish, logs are flushed and checkpointed, and it exits 0.
+// A bad flag, property or config file prints the problem and exits 2. Run spoold --help for
+// every flag and property.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/server"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	conf, err := config.Load(args, stderr)
+	if errors.Is(err, config.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "spoold:", err)
+		fmt.Fprintln(stderr, "run 'spoold --help' for usage")
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: conf.LogLevel}))
+	srv, err := server.New(conf, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := srv.Listen(); err != nil {
+		log.Error("cannot start", "err", err)
+		srv.Close()
+		return 1
+	}
+	// Tests and scripts read the bound address from this line.
+	fmt.Fprintf(stdout, "spoold listening on %s\n", srv.Addr())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	select {
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String())
+	case err := <-done:
+		if err != nil {
+			log.Error("serving", "err", err)
+			srv.Close()
+			return 1
+		}
+	}
+	if err := srv.Close(); err != nil {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	return 0
+}

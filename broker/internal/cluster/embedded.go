@@ -1,0 +1,322 @@
+package cluster
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/spoolmq/spool/broker/internal/fsutil"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// StateFile is the embedded store's file in the data directory.
+const StateFile = "spool-metadata.json"
+
+// MetaPropertiesFile is Kafka's broker identity file in the data directory.
+const MetaPropertiesFile = "meta.properties"
+
+// Embedded is the single-node metadata store: this broker is the only broker, the controller
+// and the leader of every partition. State is a JSON file in the data directory, rewritten
+// atomically on every change.
+type Embedded struct {
+	dir  string
+	self Broker
+
+	mu        sync.RWMutex
+	clusterID string
+	topics    map[string]*Topic
+	changed   chan struct{}
+}
+
+type embeddedState struct {
+	Version   int             `json:"version"`
+	ClusterID string          `json:"cluster_id"`
+	Topics    []embeddedTopic `json:"topics"`
+}
+
+type embeddedTopic struct {
+	Name       string            `json:"name"`
+	ID         string            `json:"id"`
+	Internal   bool              `json:"internal,omitempty"`
+	Partitions int32             `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+// OpenEmbedded loads (or creates) the store in dir for the broker self. A data directory that
+// belongs to another node id is refused, as Kafka does through meta.properties.
+func OpenEmbedded(dir string, self Broker) (*Embedded, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	e := &Embedded{dir: dir, self: self, topics: map[string]*Topic{}, changed: make(chan struct{})}
+	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		e.clusterID = NewClusterID()
+		if err := e.persistLocked(); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("reading metadata: %w", err)
+	default:
+		var st embeddedState
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", StateFile, err)
+		}
+		e.clusterID = st.ClusterID
+		for _, t := range st.Topics {
+			id, err := hex.DecodeString(t.ID)
+			if err != nil || len(id) != 16 {
+				return nil, fmt.Errorf("parsing %s: topic %s has a bad id %q", StateFile, t.Name, t.ID)
+			}
+			topic := &Topic{Name: t.Name, Internal: t.Internal, Configs: t.Configs}
+			copy(topic.ID[:], id)
+			topic.Partitions = e.placements(0, t.Partitions)
+			e.topics[t.Name] = topic
+		}
+	}
+	if err := e.checkMetaProperties(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// checkMetaProperties writes meta.properties on first start and refuses a directory written
+// by another node or cluster.
+func (e *Embedded) checkMetaProperties() error {
+	path := filepath.Join(e.dir, MetaPropertiesFile)
+	want := fmt.Sprintf("#Written by spoold\nversion=1\ncluster.id=%s\nnode.id=%d\n", e.clusterID, e.self.NodeID)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fsutil.WriteFileAtomic(path, []byte(want), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	props := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
+			props[k] = v
+		}
+	}
+	if id := props["node.id"]; id != fmt.Sprint(e.self.NodeID) {
+		return fmt.Errorf("%s belongs to node.id %s, this broker is %d", path, id, e.self.NodeID)
+	}
+	if cid := props["cluster.id"]; cid != e.clusterID {
+		return fmt.Errorf("%s belongs to cluster %s, the metadata here is cluster %s", path, cid, e.clusterID)
+	}
+	return nil
+}
+
+func (e *Embedded) placements(from, to int32) []Partition {
+	ps := make([]Partition, 0, to-from)
+	for i := from; i < to; i++ {
+		ps = append(ps, Partition{Index: i, Leader: e.self.NodeID, Replicas: []int32{e.self.NodeID}, ISR: []int32{e.self.NodeID}})
+	}
+	return ps
+}
+
+// persistLocked writes the state file; e.mu is held (or e is not yet shared).
+func (e *Embedded) persistLocked() error {
+	st := embeddedState{Version: 1, ClusterID: e.clusterID}
+	for _, name := range slices.Sorted(maps.Keys(e.topics)) {
+		t := e.topics[name]
+		st.Topics = append(st.Topics, embeddedTopic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Internal: t.Internal,
+			Partitions: int32(len(t.Partitions)), Configs: t.Configs})
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding metadata: %w", err)
+	}
+	return fsutil.WriteFileAtomic(filepath.Join(e.dir, StateFile), b, 0o644)
+}
+
+// notifyLocked wakes every Changes waiter.
+func (e *Embedded) notifyLocked() {
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+func copyTopic(t *Topic) Topic {
+	c := *t
+	c.Configs = maps.Clone(t.Configs)
+	c.Partitions = slices.Clone(t.Partitions)
+	return c
+}
+
+// ClusterID implements Metadata.
+func (e *Embedded) ClusterID() string { return e.clusterID }
+
+// ControllerID implements Metadata: the only broker is the controller.
+func (e *Embedded) ControllerID() int32 { return e.self.NodeID }
+
+// Brokers implements Metadata.
+func (e *Embedded) Brokers() []Broker {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return []Broker{e.self}
+}
+
+// Topics implements Metadata, sorted by name.
+func (e *Embedded) Topics() []Topic {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]Topic, 0, len(e.topics))
+	for _, name := range slices.Sorted(maps.Keys(e.topics)) {
+		out = append(out, copyTopic(e.topics[name]))
+	}
+	return out
+}
+
+// Topic implements Metadata.
+func (e *Embedded) Topic(name string) (Topic, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	t, ok := e.topics[name]
+	if !ok {
+		return Topic{}, false
+	}
+	return copyTopic(t), true
+}
+
+// TopicByID implements Metadata.
+func (e *Embedded) TopicByID(id wire.UUID) (Topic, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, t := range e.topics {
+		if t.ID == id {
+			return copyTopic(t), true
+		}
+	}
+	return Topic{}, false
+}
+
+// CreateTopic implements Metadata.
+func (e *Embedded) CreateTopic(_ context.Context, name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (Topic, error) {
+	if !ValidTopicName(name) {
+		return Topic{}, fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+	if partitions < 1 {
+		return Topic{}, fmt.Errorf("%w: %d", ErrInvalidPartitions, partitions)
+	}
+	if rf != 1 {
+		return Topic{}, fmt.Errorf("%w: %d, a single node holds one replica", ErrInvalidReplication, rf)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.topics[name]; ok {
+		return Topic{}, fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	if clash := e.collidingLocked(name); clash != "" {
+		return Topic{}, fmt.Errorf("%w: %s collides with %s ('.' and '_' are interchangeable in metric names)", ErrInvalidTopic, name, clash)
+	}
+	t := &Topic{Name: name, ID: NewTopicID(), Internal: strings.HasPrefix(name, "__"), Configs: maps.Clone(configs),
+		Partitions: e.placements(0, partitions)}
+	if validateOnly {
+		return copyTopic(t), nil
+	}
+	e.topics[name] = t
+	if err := e.persistLocked(); err != nil {
+		delete(e.topics, name)
+		return Topic{}, err
+	}
+	e.notifyLocked()
+	return copyTopic(t), nil
+}
+
+// collidingLocked finds an existing topic whose name differs only by '.' versus '_', which
+// Kafka refuses.
+func (e *Embedded) collidingLocked(name string) string {
+	norm := strings.ReplaceAll(name, ".", "_")
+	for other := range e.topics {
+		if strings.ReplaceAll(other, ".", "_") == norm {
+			return other
+		}
+	}
+	return ""
+}
+
+// DeleteTopic implements Metadata.
+func (e *Embedded) DeleteTopic(_ context.Context, name string) (Topic, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.topics[name]
+	if !ok {
+		return Topic{}, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	delete(e.topics, name)
+	if err := e.persistLocked(); err != nil {
+		e.topics[name] = t
+		return Topic{}, err
+	}
+	e.notifyLocked()
+	return copyTopic(t), nil
+}
+
+// CreatePartitions implements Metadata.
+func (e *Embedded) CreatePartitions(_ context.Context, name string, total int32, validateOnly bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	have := int32(len(t.Partitions))
+	if total <= have {
+		return fmt.Errorf("%w: topic %s has %d partitions, cannot go to %d", ErrInvalidPartitions, name, have, total)
+	}
+	if validateOnly {
+		return nil
+	}
+	old := t.Partitions
+	t.Partitions = append(slices.Clone(old), e.placements(have, total)...)
+	if err := e.persistLocked(); err != nil {
+		t.Partitions = old
+		return err
+	}
+	e.notifyLocked()
+	return nil
+}
+
+// SetTopicConfigs implements Metadata.
+func (e *Embedded) SetTopicConfigs(_ context.Context, name string, configs map[string]string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	old := t.Configs
+	t.Configs = maps.Clone(configs)
+	if err := e.persistLocked(); err != nil {
+		t.Configs = old
+		return err
+	}
+	e.notifyLocked()
+	return nil
+}
+
+// Changes implements Metadata.
+func (e *Embedded) Changes() <-chan struct{} {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.changed
+}
+
+// Close implements Metadata.
+func (e *Embedded) Close() error { return nil }
+
+// SetSelf updates this broker's advertised endpoint, once its listener is bound.
+func (e *Embedded) SetSelf(b Broker) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.self = b
+}

@@ -1,0 +1,238 @@
+package config
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Source tells where a value came from, numbered as DescribeConfigs' ConfigSource.
+type Source int8
+
+// The sources of a broker value.
+const (
+	SourceTopic   Source = 1 // a topic-level override
+	SourceStatic  Source = 4 // the properties file or a flag
+	SourceDefault Source = 5 // the built-in default
+)
+
+// Config is the broker's resolved configuration. It is immutable after Load.
+type Config struct {
+	values   map[string]string
+	sources  map[string]Source
+	LogLevel slog.Level
+}
+
+// ErrHelp is returned by Load when --help was asked for; usage has been printed.
+var ErrHelp = flag.ErrHelp
+
+// UsageError is a bad flag, file or value: the caller prints it and exits 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+type setFlags []string
+
+func (s *setFlags) String() string     { return strings.Join(*s, ",") }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+// Load reads the command line: defaults, then the --config properties file, then --set
+// overrides, then the dedicated flags. Usage goes to out.
+func Load(args []string, out io.Writer) (*Config, error) {
+	fs := flag.NewFlagSet("spoold", flag.ContinueOnError)
+	fs.SetOutput(out)
+	listen := fs.String("listen", "", "address to listen on, HOST:PORT (listeners; default 127.0.0.1:9092)")
+	advertised := fs.String("advertised-listener", "", "address given to clients, HOST:PORT (advertised.listeners; default: the listen address)")
+	dataDir := fs.String("data-dir", "", "data directory (log.dirs; default ./data)")
+	nodeID := fs.String("node-id", "", "broker id (node.id; default 0)")
+	zk := fs.String("zookeeper", "", "ZooKeeper connect string for cluster mode (zookeeper.connect); empty: single node, embedded metadata")
+	file := fs.String("config", "", "Kafka-style properties file")
+	fsync := fs.String("fsync", "", "durability: always (fsync before ack, default), interval, never (spool.fsync)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	var sets setFlags
+	fs.Var(&sets, "set", "override a property, key=value (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: spoold [flags]")
+		fmt.Fprintln(out, "\nspoold is the Spool broker: a Kafka-compatible streaming log.")
+		fmt.Fprintln(out, "\nflags:")
+		fs.PrintDefaults()
+		fmt.Fprintln(out, "\nproperties (for --config files and --set):")
+		for _, d := range BrokerDefs {
+			def := d.Default
+			if def == "" {
+				def = "(unset)"
+			}
+			fmt.Fprintf(out, "  %-36s default %s\n        %s\n", d.Name, def, d.Doc)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, ErrHelp
+		}
+		return nil, &UsageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, &UsageError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
+	}
+	c := New()
+	if err := c.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+		return nil, &UsageError{fmt.Errorf("bad --log-level %q: want debug, info, warn or error", *logLevel)}
+	}
+	if *file != "" {
+		props, err := ReadPropertiesFile(*file)
+		if err != nil {
+			return nil, &UsageError{err}
+		}
+		keys := make([]string, 0, len(props))
+		for k := range props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := c.Set(k, props[k]); err != nil {
+				return nil, &UsageError{fmt.Errorf("%s: %w", *file, err)}
+			}
+		}
+	}
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, &UsageError{fmt.Errorf("--set %q: want key=value", kv)}
+		}
+		if err := c.Set(strings.TrimSpace(k), v); err != nil {
+			return nil, &UsageError{fmt.Errorf("--set: %w", err)}
+		}
+	}
+	for name, v := range map[string]string{Listeners: *listen, AdvertisedListeners: *advertised, LogDirs: *dataDir,
+		NodeID: *nodeID, ZooKeeperConnect: *zk, Fsync: *fsync} {
+		if v == "" {
+			continue
+		}
+		if err := c.Set(name, v); err != nil {
+			return nil, &UsageError{err}
+		}
+	}
+	return c, nil
+}
+
+// New returns the defaults.
+func New() *Config {
+	c := &Config{values: map[string]string{}, sources: map[string]Source{}}
+	for _, d := range BrokerDefs {
+		c.values[d.Name] = d.Default
+		c.sources[d.Name] = SourceDefault
+	}
+	return c
+}
+
+// Set validates and sets a broker property. Unknown properties are an error, so that a typo
+// does not silently leave a default in place. "broker.id" is accepted for node.id.
+func (c *Config) Set(name, value string) error {
+	value = strings.TrimSpace(value)
+	if name == "broker.id" {
+		name = NodeID
+	}
+	if name == Listeners || name == AdvertisedListeners {
+		value = stripListenerName(value)
+	}
+	d := LookupBroker(name)
+	if d == nil {
+		return fmt.Errorf("unknown property %q", name)
+	}
+	if err := d.Parse(value); err != nil {
+		return err
+	}
+	c.values[name] = value
+	c.sources[name] = SourceStatic
+	return nil
+}
+
+// stripListenerName turns "PLAINTEXT://host:9092" into "host:9092".
+func stripListenerName(v string) string {
+	if _, rest, ok := strings.Cut(v, "://"); ok {
+		return rest
+	}
+	return v
+}
+
+// Get returns a property's value.
+func (c *Config) Get(name string) string { return c.values[name] }
+
+// Source returns where a property's value came from.
+func (c *Config) Source(name string) Source { return c.sources[name] }
+
+// Int64 returns a numeric property; the value was validated by Set.
+func (c *Config) Int64(name string) int64 {
+	n, _ := strconv.ParseInt(c.values[name], 10, 64)
+	return n
+}
+
+// Int returns a numeric property as an int.
+func (c *Config) Int(name string) int { return int(c.Int64(name)) }
+
+// Bool returns a boolean property.
+func (c *Config) Bool(name string) bool { return c.values[name] == "true" }
+
+// Advertised is the address clients are told to use.
+func (c *Config) Advertised() string {
+	if a := c.values[AdvertisedListeners]; a != "" {
+		return a
+	}
+	return c.values[Listeners]
+}
+
+// ReadPropertiesFile reads a Java-style properties file: key=value or key: value lines,
+// '#' and '!' comments, trailing backslash continues a line.
+func ReadPropertiesFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	defer f.Close()
+	return ReadProperties(f, path)
+}
+
+// ReadProperties parses properties text; name is used in error messages.
+func ReadProperties(r io.Reader, name string) (map[string]string, error) {
+	props := map[string]string{}
+	sc := bufio.NewScanner(r)
+	var pending string
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if pending == "" && (line == "" || line[0] == '#' || line[0] == '!') {
+			continue
+		}
+		if strings.HasSuffix(line, `\`) {
+			pending += strings.TrimSuffix(line, `\`)
+			continue
+		}
+		line = pending + line
+		pending = ""
+		i := strings.IndexAny(line, "=:")
+		if i <= 0 {
+			return nil, fmt.Errorf("%s:%d: want key=value", name, n)
+		}
+		props[strings.TrimSpace(line[:i])] = strings.TrimSpace(line[i+1:])
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return props, nil
+}
+
+// Names lists every broker property name in definition order.
+func Names() []string {
+	out := make([]string, len(BrokerDefs))
+	for i, d := range BrokerDefs {
+		out[i] = d.Name
+	}
+	return out
+}

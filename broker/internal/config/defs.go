@@ -1,0 +1,234 @@
+// Package config holds the broker's configuration: Kafka's property names and defaults, read
+// from an optional properties file and overridden by flags, plus the topic-level overrides
+// (retention.ms, cleanup.policy, ...) and how they fall back to broker defaults.
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Type is a configuration value's type, numbered as DescribeConfigs' ConfigType.
+type Type int8
+
+// The configuration types.
+const (
+	Boolean Type = 1
+	String  Type = 2
+	Int     Type = 3
+	Long    Type = 5
+	Double  Type = 6
+	List    Type = 7
+)
+
+// Def defines one property.
+type Def struct {
+	Name    string
+	Type    Type
+	Default string // "" with Nullable means no value
+	Doc     string
+	// Check validates a parsed value beyond its type.
+	Check func(v string) error
+	// Nullable properties may be unset.
+	Nullable bool
+}
+
+// Parse validates v against the definition.
+func (d *Def) Parse(v string) error {
+	v = strings.TrimSpace(v)
+	if v == "" && d.Nullable {
+		return nil
+	}
+	var err error
+	switch d.Type {
+	case Boolean:
+		if v != "true" && v != "false" {
+			err = fmt.Errorf("want true or false")
+		}
+	case Int:
+		_, err = strconv.ParseInt(v, 10, 32)
+	case Long:
+		_, err = strconv.ParseInt(v, 10, 64)
+	case Double:
+		_, err = strconv.ParseFloat(v, 64)
+	}
+	if err == nil && d.Check != nil {
+		err = d.Check(v)
+	}
+	if err != nil {
+		return fmt.Errorf("invalid value %q for %s: %w", v, d.Name, err)
+	}
+	return nil
+}
+
+func atLeast(n int64) func(string) error {
+	return func(v string) error {
+		x, _ := strconv.ParseInt(v, 10, 64)
+		if x < n {
+			return fmt.Errorf("must be at least %d", n)
+		}
+		return nil
+	}
+}
+
+func oneOf(values ...string) func(string) error {
+	return func(v string) error {
+		for _, ok := range values {
+			if v == ok {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(values, ", "))
+	}
+}
+
+func cleanupPolicy(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "delete" && p != "compact" {
+			return fmt.Errorf("must be a list of delete and compact")
+		}
+	}
+	return nil
+}
+
+func hostPort(v string) error {
+	i := strings.LastIndexByte(v, ':')
+	if i < 0 {
+		return fmt.Errorf("want HOST:PORT")
+	}
+	if _, err := strconv.ParseUint(v[i+1:], 10, 16); err != nil {
+		return fmt.Errorf("bad port in %q", v)
+	}
+	return nil
+}
+
+// Broker property names used by code.
+const (
+	Listeners                   = "listeners"
+	AdvertisedListeners         = "advertised.listeners"
+	LogDirs                     = "log.dirs"
+	NodeID                      = "node.id"
+	ZooKeeperConnect            = "zookeeper.connect"
+	NumPartitions               = "num.partitions"
+	DefaultReplicationFactor    = "default.replication.factor"
+	AutoCreateTopics            = "auto.create.topics.enable"
+	LogSegmentBytes             = "log.segment.bytes"
+	LogRollMs                   = "log.roll.ms"
+	LogRetentionMs              = "log.retention.ms"
+	LogRetentionBytes           = "log.retention.bytes"
+	LogRetentionCheckIntervalMs = "log.retention.check.interval.ms"
+	LogCleanupPolicy            = "log.cleanup.policy"
+	LogIndexIntervalBytes       = "log.index.interval.bytes"
+	LogIndexSizeMaxBytes        = "log.index.size.max.bytes"
+	LogCleanerDeleteRetentionMs = "log.cleaner.delete.retention.ms"
+	LogCleanerMinCompactionLag  = "log.cleaner.min.compaction.lag.ms"
+	LogFlushIntervalMessages    = "log.flush.interval.messages"
+	LogFlushIntervalMs          = "log.flush.interval.ms"
+	LogMessageTimestampType     = "log.message.timestamp.type"
+	MessageMaxBytes             = "message.max.bytes"
+	SocketRequestMaxBytes       = "socket.request.max.bytes"
+	ConnectionsMaxIdleMs        = "connections.max.idle.ms"
+	MinInsyncReplicas           = "min.insync.replicas"
+	Fsync                       = "spool.fsync"
+	FetchSendfile               = "spool.fetch.sendfile"
+	OffsetsTopicNumPartitions   = "offsets.topic.num.partitions"
+	GroupInitialRebalanceDelay  = "group.initial.rebalance.delay.ms"
+	OffsetsRetentionMinutes     = "offsets.retention.minutes"
+)
+
+// BrokerDefs are every broker property, with Kafka's defaults unless the doc says why not.
+var BrokerDefs = []Def{
+	{Name: Listeners, Type: String, Default: "127.0.0.1:9092", Check: hostPort,
+		Doc: "Address the broker listens on, HOST:PORT (Kafka's listeners, without the PLAINTEXT:// prefix, which is also accepted)."},
+	{Name: AdvertisedListeners, Type: String, Nullable: true, Check: hostPort,
+		Doc: "Address given to clients in metadata; defaults to the listen address."},
+	{Name: LogDirs, Type: String, Default: "./data", Doc: "Directory holding the partition logs and broker metadata."},
+	{Name: NodeID, Type: Int, Default: "0", Check: atLeast(0), Doc: "This broker's id."},
+	{Name: ZooKeeperConnect, Type: String, Nullable: true,
+		Doc: "ZooKeeper connect string for cluster mode; empty runs a single node with embedded metadata."},
+	{Name: NumPartitions, Type: Int, Default: "1", Check: atLeast(1), Doc: "Partitions of auto-created topics and of CreateTopics with -1."},
+	{Name: DefaultReplicationFactor, Type: Int, Default: "1", Check: atLeast(1), Doc: "Replication factor of auto-created topics."},
+	{Name: AutoCreateTopics, Type: Boolean, Default: "true", Doc: "Create a topic when a client asks for metadata of, or produces to, an unknown one."},
+	{Name: LogSegmentBytes, Type: Int, Default: "1073741824", Check: atLeast(14), Doc: "Maximum size of one segment file."},
+	{Name: LogRollMs, Type: Long, Default: "604800000", Check: atLeast(1), Doc: "Maximum age of the active segment before a new one is rolled (Kafka's log.roll.hours=168)."},
+	{Name: LogRetentionMs, Type: Long, Default: "604800000", Check: atLeast(-1), Doc: "How long to keep a segment after its last record, -1 for ever."},
+	{Name: LogRetentionBytes, Type: Long, Default: "-1", Check: atLeast(-1), Doc: "Maximum partition size before old segments are deleted, -1 for no limit."},
+	{Name: LogRetentionCheckIntervalMs, Type: Long, Default: "300000", Check: atLeast(1), Doc: "How often retention is checked."},
+	{Name: LogCleanupPolicy, Type: List, Default: "delete", Check: cleanupPolicy, Doc: "delete, compact, or both."},
+	{Name: LogIndexIntervalBytes, Type: Int, Default: "4096", Check: atLeast(0), Doc: "Bytes of log between two offset index entries."},
+	{Name: LogIndexSizeMaxBytes, Type: Int, Default: "10485760", Check: atLeast(4), Doc: "Maximum size of one offset index file."},
+	{Name: LogCleanerDeleteRetentionMs, Type: Long, Default: "86400000", Check: atLeast(0), Doc: "How long tombstones are kept in compacted topics."},
+	{Name: LogCleanerMinCompactionLag, Type: Long, Default: "0", Check: atLeast(0), Doc: "Minimum age of a record before compaction may remove it."},
+	{Name: LogFlushIntervalMessages, Type: Long, Default: "9223372036854775807", Check: atLeast(1), Doc: "With spool.fsync=interval: fsync after this many messages."},
+	{Name: LogFlushIntervalMs, Type: Long, Default: "1000", Check: atLeast(1),
+		Doc: "With spool.fsync=interval: fsync at least this often (Kafka leaves this unset; we flush every second so interval mode bounds its loss window)."},
+	{Name: LogMessageTimestampType, Type: String, Default: "CreateTime", Check: oneOf("CreateTime", "LogAppendTime"), Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps batches on append."},
+	{Name: MessageMaxBytes, Type: Int, Default: "1048588", Check: atLeast(0), Doc: "Largest record batch the broker accepts."},
+	{Name: SocketRequestMaxBytes, Type: Int, Default: "104857600", Check: atLeast(1), Doc: "Largest request; larger frames close the connection before anything is allocated."},
+	{Name: ConnectionsMaxIdleMs, Type: Long, Default: "600000", Check: atLeast(1), Doc: "Idle connections are closed after this long."},
+	{Name: MinInsyncReplicas, Type: Int, Default: "1", Check: atLeast(1), Doc: "Replicas that must hold a write for acks=all to succeed."},
+	{Name: Fsync, Type: String, Default: "always", Check: oneOf("always", "interval", "never"),
+		Doc: "always: fsync before acknowledging (group commit, the default: nothing acknowledged is lost); interval: by log.flush.interval.*; never: leave it to the OS (Kafka's default behaviour)."},
+	{Name: FetchSendfile, Type: Boolean, Default: "true", Doc: "Serve fetches with sendfile (zero copy); false uses pooled read+write, faster on loopback."},
+	{Name: OffsetsTopicNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},
+	{Name: GroupInitialRebalanceDelay, Type: Int, Default: "3000", Check: atLeast(0), Doc: "Delay before the first rebalance of a new group."},
+	{Name: OffsetsRetentionMinutes, Type: Int, Default: "10080", Check: atLeast(1), Doc: "How long committed offsets of an empty group are kept."},
+}
+
+// TopicDef is a topic-level property and the broker property that supplies its default.
+type TopicDef struct {
+	Name   string
+	Broker string // the broker property whose value is the default
+	Type   Type
+	Check  func(v string) error
+	Doc    string
+}
+
+// TopicDefs are the topic-level overrides Spool honours.
+var TopicDefs = []TopicDef{
+	{Name: "cleanup.policy", Broker: LogCleanupPolicy, Type: List, Check: cleanupPolicy, Doc: "delete, compact, or both."},
+	{Name: "retention.ms", Broker: LogRetentionMs, Type: Long, Check: atLeast(-1), Doc: "How long to keep data, -1 for ever."},
+	{Name: "retention.bytes", Broker: LogRetentionBytes, Type: Long, Check: atLeast(-1), Doc: "Partition size limit, -1 for none."},
+	{Name: "segment.bytes", Broker: LogSegmentBytes, Type: Int, Check: atLeast(14), Doc: "Segment file size."},
+	{Name: "segment.ms", Broker: LogRollMs, Type: Long, Check: atLeast(1), Doc: "Maximum segment age before a roll."},
+	{Name: "segment.index.bytes", Broker: LogIndexSizeMaxBytes, Type: Int, Check: atLeast(4), Doc: "Offset index size."},
+	{Name: "index.interval.bytes", Broker: LogIndexIntervalBytes, Type: Int, Check: atLeast(0), Doc: "Bytes between index entries."},
+	{Name: "delete.retention.ms", Broker: LogCleanerDeleteRetentionMs, Type: Long, Check: atLeast(0), Doc: "Tombstone retention for compacted topics."},
+	{Name: "min.compaction.lag.ms", Broker: LogCleanerMinCompactionLag, Type: Long, Check: atLeast(0), Doc: "Minimum age before compaction."},
+	{Name: "max.message.bytes", Broker: MessageMaxBytes, Type: Int, Check: atLeast(0), Doc: "Largest record batch."},
+	{Name: "message.timestamp.type", Broker: LogMessageTimestampType, Type: String, Check: oneOf("CreateTime", "LogAppendTime"), Doc: "CreateTime or LogAppendTime."},
+	{Name: "min.insync.replicas", Broker: MinInsyncReplicas, Type: Int, Check: atLeast(1), Doc: "Replicas needed for acks=all."},
+	{Name: "flush.messages", Broker: LogFlushIntervalMessages, Type: Long, Check: atLeast(1), Doc: "fsync interval in messages (spool.fsync=interval)."},
+	{Name: "flush.ms", Broker: LogFlushIntervalMs, Type: Long, Check: atLeast(1), Doc: "fsync interval in ms (spool.fsync=interval)."},
+}
+
+// LookupBroker finds a broker property definition.
+func LookupBroker(name string) *Def {
+	for i := range BrokerDefs {
+		if BrokerDefs[i].Name == name {
+			return &BrokerDefs[i]
+		}
+	}
+	return nil
+}
+
+// LookupTopic finds a topic property definition.
+func LookupTopic(name string) *TopicDef {
+	for i := range TopicDefs {
+		if TopicDefs[i].Name == name {
+			return &TopicDefs[i]
+		}
+	}
+	return nil
+}
+
+// ValidateTopic checks one topic-level override.
+func ValidateTopic(name, value string) error {
+	d := LookupTopic(name)
+	if d == nil {
+		return fmt.Errorf("unknown topic config %q", name)
+	}
+	def := Def{Name: name, Type: d.Type, Check: d.Check}
+	return def.Parse(value)
+}

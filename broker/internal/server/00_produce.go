@@ -1,0 +1,212 @@
+package server
+
+// Produce (key 0), versions 0-9 advertised, 3-9 served; flexible from 9.
+//
+// Versions 0-2 are advertised only because librdkafka compresses nothing unless Produce 0 is in
+// range (KAFKA-18659); they cannot carry record batch v2, so such a request closes the
+// connection, as Kafka 4 does. Each partition's records must be exactly one batch of magic 2
+// (older magic: UNSUPPORTED_FOR_MESSAGE_FORMAT); the log validates it (CRC: CORRUPT_MESSAGE,
+// layout: INVALID_RECORD, size: MESSAGE_TOO_LARGE), assigns offsets in place and checks
+// idempotent sequences (a retried duplicate is acknowledged with its original offset; a gap is
+// OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch INVALID_PRODUCER_EPOCH). Transactional batches get
+// INVALID_RECORD until transactions exist. Unknown topics are created when
+// auto.create.topics.enable holds; a bad partition is UNKNOWN_TOPIC_OR_PARTITION. Each
+// partition fails on its own.
+//
+// Appends happen in request order on the connection's reader goroutine. With acks 1 or -1 the
+// reply waits, on another goroutine, until the appended data is durable by the flush policy
+// (fsync with group commit by default), so pipelined requests share fsyncs. acks=-1 also needs
+// min.insync.replicas <= 1 on a single node (else NOT_ENOUGH_REPLICAS). acks=0 sends no
+// response at all; if a partition failed, the connection is closed instead, as Kafka does.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spoolmq/spool/broker/internal/storage"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
+)
+
+// durableWait is one appended range whose durability the reply waits for.
+type durableWait struct {
+	log  *storage.Log
+	end  int64
+	slot *wire.ProduceResponsePartitionProduceResponse
+}
+
+func handleProduce(s *Server, ctx context.Context, req *request) *pending {
+	if req.version < 3 {
+		return ready(reply{close: true})
+	}
+	r := req.msg.(*wire.ProduceRequest)
+	resp := &wire.ProduceResponse{}
+	resp.Default()
+	var waits []durableWait
+	failed := false
+	for _, rt := range r.TopicData {
+		tr := wire.ProduceResponseTopicProduceResponse{Name: rt.Name}
+		tr.PartitionResponses = make([]wire.ProduceResponsePartitionProduceResponse, len(rt.PartitionData))
+		for i, rp := range rt.PartitionData {
+			slot := &tr.PartitionResponses[i]
+			slot.Default()
+			slot.Index = rp.Index
+			part, res, err := s.produceOne(ctx, r, rt.Name, rp)
+			if err != nil {
+				failed = true
+				slot.ErrorCode = errCode(err)
+				slot.BaseOffset = -1
+				if req.version >= 8 {
+					slot.ErrorMessage = errMessage(err)
+				}
+				continue
+			}
+			slot.BaseOffset = res.BaseOffset
+			slot.LogAppendTimeMs = res.LogAppendTime
+			slot.LogStartOffset = res.LogStartOffset
+			if r.Acks != 0 {
+				waits = append(waits, durableWait{log: part.log, end: res.LastOffset + 1, slot: slot})
+			}
+		}
+		resp.Responses = append(resp.Responses, tr)
+	}
+	if r.Acks == 0 {
+		if failed {
+			return ready(reply{close: true})
+		}
+		s.flushInBackground(waits)
+		return nil
+	}
+	if len(waits) == 0 || s.cfg.fsync != storage.FsyncAlways {
+		return ready(reply{msg: resp})
+	}
+	p := later()
+	timeout := time.Duration(max(r.TimeoutMs, 0)) * time.Millisecond
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, max(timeout, 30*time.Second))
+		defer cancel()
+		for _, w := range waits {
+			if err := w.log.WaitDurable(wctx, w.end); err != nil {
+				w.slot.ErrorCode = wire.ErrRequestTimedOut.Code
+				if !errors.Is(err, context.DeadlineExceeded) {
+					w.slot.ErrorCode = wire.ErrKafkaStorageError.Code
+				}
+				w.slot.BaseOffset = -1
+			}
+		}
+		p.complete(reply{msg: resp})
+	}()
+	return p
+}
+
+// flushInBackground makes acks=0 data durable (and visible to consumers) without anyone
+// waiting for it.
+func (s *Server) flushInBackground(waits []durableWait) {
+	if len(waits) == 0 || s.cfg.fsync != storage.FsyncAlways {
+		return
+	}
+	go func() {
+		for _, w := range waits {
+			w.log.WaitDurable(s.ctx, w.end)
+		}
+	}()
+}
+
+// produceOne appends one partition's records.
+func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic string, rp wire.ProduceRequestPartitionProduceData) (*partition, storage.AppendResult, error) {
+	var none storage.AppendResult
+	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
+		return nil, none, fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", wire.ErrInvalidRequiredAcks, r.Acks)
+	}
+	part, err := s.partitionForWrite(ctx, topic, rp.Index)
+	if err != nil {
+		return nil, none, err
+	}
+	if r.Acks == -1 {
+		t, _ := s.md.Topic(topic)
+		if v, _ := s.topicValue(t, "min.insync.replicas"); v != "1" {
+			return nil, none, fmt.Errorf("%w: min.insync.replicas=%s but this single node holds one replica", wire.ErrNotEnoughReplicas, v)
+		}
+	}
+	if err := checkProduceBatch(rp.Records); err != nil {
+		return nil, none, err
+	}
+	res, err := part.log.Append(rp.Records, storage.AppendOptions{LeaderEpoch: part.epoch, AssignOffsets: true, Now: time.Now()})
+	if err != nil {
+		return nil, none, storageError(err)
+	}
+	return part, res, nil
+}
+
+// checkProduceBatch applies the request-level rules before the log validates the batch:
+// exactly one batch, magic 2, not transactional.
+func checkProduceBatch(records []byte) error {
+	if len(records) < batch.HeaderSize {
+		if len(records) > 16 && int8(records[16]) < 2 {
+			return fmt.Errorf("%w: message format v%d", wire.ErrUnsupportedForMessageFormat, records[16])
+		}
+		return fmt.Errorf("%w: the records hold no complete batch", wire.ErrInvalidRecord)
+	}
+	raw := batch.Raw(records)
+	if raw.Magic() != 2 {
+		return fmt.Errorf("%w: message format v%d", wire.ErrUnsupportedForMessageFormat, raw.Magic())
+	}
+	if size := raw.TotalSize(); size != len(records) {
+		if size > batch.HeaderSize && size < len(records) {
+			return fmt.Errorf("%w: a produce request carries exactly one batch per partition", wire.ErrInvalidRecord)
+		}
+		return fmt.Errorf("%w: batch length %d does not match the %d bytes sent", wire.ErrCorruptMessage, size, len(records))
+	}
+	if raw.Attributes().Transactional() {
+		return fmt.Errorf("%w: transactions are not supported", wire.ErrInvalidRecord)
+	}
+	return nil
+}
+
+// partitionForWrite finds a partition, creating its topic when auto-creation is on.
+func (s *Server) partitionForWrite(ctx context.Context, topic string, index int32) (*partition, error) {
+	if p := s.parts.get(topic, index); p != nil {
+		return p, nil
+	}
+	if _, ok := s.md.Topic(topic); !ok && s.cfg.autoCreate {
+		if _, err := s.autoCreateTopic(ctx, topic); err != nil {
+			return nil, err
+		}
+		if p := s.parts.get(topic, index); p != nil {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s-%d", wire.ErrUnknownTopicOrPartition, topic, index)
+}
+
+// storageError maps the log's errors to protocol errors.
+func storageError(err error) error {
+	var code *wire.Error
+	switch {
+	case errors.As(err, &code):
+		return err
+	case errors.Is(err, storage.ErrCorruptMessage):
+		code = wire.ErrCorruptMessage
+	case errors.Is(err, storage.ErrInvalidRecord):
+		code = wire.ErrInvalidRecord
+	case errors.Is(err, storage.ErrUnsupportedMagic):
+		code = wire.ErrUnsupportedForMessageFormat
+	case errors.Is(err, storage.ErrMessageTooLarge):
+		code = wire.ErrMessageTooLarge
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		code = wire.ErrOffsetOutOfRange
+	case errors.Is(err, storage.ErrOutOfOrderSequence):
+		code = wire.ErrOutOfOrderSequenceNumber
+	case errors.Is(err, storage.ErrInvalidProducerEpoch):
+		code = wire.ErrInvalidProducerEpoch
+	case errors.Is(err, storage.ErrInvalidTimestamp):
+		code = wire.ErrInvalidTimestamp
+	case errors.Is(err, storage.ErrClosed):
+		code = wire.ErrNotLeaderOrFollower
+	default:
+		code = wire.ErrKafkaStorageError
+	}
+	return fmt.Errorf("%w: %v", code, err)
+}

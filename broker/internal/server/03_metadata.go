@@ -1,0 +1,98 @@
+package server
+
+// Metadata (key 3), versions 0-12; flexible from 9.
+//
+// Lists this cluster's brokers and the requested topics (all topics when the list is null, or
+// empty in v0, kafka-python's probe). Unknown topics are created when
+// auto.create.topics.enable holds and the request allows it (always before v4; the
+// AllowAutoTopicCreation flag from v4), with num.partitions partitions; otherwise they get
+// UNKNOWN_TOPIC_OR_PARTITION, and bad names INVALID_TOPIC_EXCEPTION. v10+ carries topic ids: a
+// topic looked up by id alone is found by id. Leader epochs come from the metadata store.
+// Authorized operations are not computed (no ACLs): they keep Kafka's "not requested" value.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
+	r := req.msg.(*wire.MetadataRequest)
+	resp := &wire.MetadataResponse{}
+	resp.Default()
+	for _, b := range s.md.Brokers() {
+		resp.Brokers = append(resp.Brokers, wire.MetadataResponseBroker{NodeId: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	}
+	cid := s.md.ClusterID()
+	resp.ClusterId = &cid
+	resp.ControllerId = s.md.ControllerID()
+
+	all := r.Topics == nil || (req.version == 0 && len(r.Topics) == 0)
+	if all {
+		for _, t := range s.md.Topics() {
+			resp.Topics = append(resp.Topics, metadataTopic(t, 0))
+		}
+		return ready(reply{msg: resp})
+	}
+	autoCreate := s.cfg.autoCreate && (req.version < 4 || r.AllowAutoTopicCreation)
+	for _, rt := range r.Topics {
+		var t cluster.Topic
+		var ok bool
+		switch {
+		case rt.Name != nil:
+			t, ok = s.md.Topic(*rt.Name)
+		case rt.TopicId != (wire.UUID{}):
+			t, ok = s.md.TopicByID(rt.TopicId)
+			if !ok {
+				resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{ErrorCode: wire.ErrUnknownTopicId.Code, TopicId: rt.TopicId, TopicAuthorizedOperations: -1 << 31})
+				continue
+			}
+		}
+		if ok {
+			resp.Topics = append(resp.Topics, metadataTopic(t, 0))
+			continue
+		}
+		name := ""
+		if rt.Name != nil {
+			name = *rt.Name
+		}
+		var err error = wire.ErrUnknownTopicOrPartition
+		if !cluster.ValidTopicName(name) {
+			err = wire.ErrInvalidTopicException
+		} else if autoCreate {
+			if t, err = s.autoCreateTopic(ctx, name); err == nil {
+				resp.Topics = append(resp.Topics, metadataTopic(t, 0))
+				continue
+			}
+		}
+		n := name
+		resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{ErrorCode: errCode(err), Name: &n, TopicAuthorizedOperations: -1 << 31})
+	}
+	return ready(reply{msg: resp})
+}
+
+func metadataTopic(t cluster.Topic, code int16) wire.MetadataResponseTopic {
+	name := t.Name
+	mt := wire.MetadataResponseTopic{ErrorCode: code, Name: &name, TopicId: t.ID, IsInternal: t.Internal, TopicAuthorizedOperations: -1 << 31}
+	for _, p := range t.Partitions {
+		mt.Partitions = append(mt.Partitions, wire.MetadataResponsePartition{
+			PartitionIndex: p.Index, LeaderId: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			ReplicaNodes: p.Replicas, IsrNodes: p.ISR, OfflineReplicas: []int32{},
+		})
+	}
+	return mt
+}
+
+// autoCreateTopic creates a topic with the broker's defaults, tolerating a concurrent creation
+// of the same topic.
+func (s *Server) autoCreateTopic(ctx context.Context, name string) (cluster.Topic, error) {
+	t, err := s.createTopic(ctx, name, s.cfg.numPartitions, s.cfg.replication, nil, false)
+	if errors.Is(err, cluster.ErrTopicExists) {
+		if t, ok := s.md.Topic(name); ok {
+			return t, nil
+		}
+	}
+	return t, err
+}

@@ -1,0 +1,33 @@
+package server
+
+// InitProducerId (key 22), versions 0-4; flexible from 2.
+//
+// Hands an idempotent producer a new producer id with epoch 0. Ids come from a block reserved
+// on disk, so they never repeat across restarts. For a non-transactional producer Kafka ignores
+// the ProducerId/ProducerEpoch of v3+ (KIP-360) and allocates a new id; so do we, and the old
+// id's sequence state simply ages out. Transactions are not supported yet: a non-null
+// TransactionalId gets INVALID_REQUEST.
+
+import (
+	"context"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+func handleInitProducerID(s *Server, _ context.Context, req *request) *pending {
+	r := req.msg.(*wire.InitProducerIdRequest)
+	resp := &wire.InitProducerIdResponse{}
+	resp.Default()
+	if r.TransactionalId != nil {
+		resp.ErrorCode = wire.ErrInvalidRequest.Code
+		return ready(reply{msg: resp})
+	}
+	id, err := s.producers.allocate()
+	if err != nil {
+		s.log.Error("allocating a producer id", "err", err)
+		resp.ErrorCode = wire.ErrKafkaStorageError.Code
+		return ready(reply{msg: resp})
+	}
+	resp.ProducerId, resp.ProducerEpoch = id, 0
+	return ready(reply{msg: resp})
+}

@@ -1,0 +1,112 @@
+package server
+
+// DescribeConfigs (key 32), versions 1-4; flexible from 4.
+//
+// Topic resources (type 2) list every topic-level config Spool honours with its effective
+// value and source: TOPIC_CONFIG (1) for an override, else the broker property's source,
+// STATIC_BROKER_CONFIG (4) or DEFAULT_CONFIG (5). Broker resources (type 4, name "" or this
+// node id) list the broker properties. ConfigurationKeys null means all. With IncludeSynonyms
+// a topic config lists the override and the broker property behind it, most specific first.
+// v3+ adds the config type and, when asked, documentation. Unknown topics get
+// UNKNOWN_TOPIC_OR_PARTITION; other resource types INVALID_REQUEST.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// Resource types of the config APIs.
+const (
+	resourceTopic  int8 = 2
+	resourceBroker int8 = 4
+)
+
+func handleDescribeConfigs(s *Server, _ context.Context, req *request) *pending {
+	r := req.msg.(*wire.DescribeConfigsRequest)
+	resp := &wire.DescribeConfigsResponse{}
+	resp.Default()
+	for _, res := range r.Resources {
+		var out wire.DescribeConfigsResponseResult
+		out.Default()
+		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
+		configs, err := s.describeResource(res, r.IncludeSynonyms, r.IncludeDocumentation && req.version >= 3)
+		out.ErrorCode = errCode(err)
+		out.ErrorMessage = errMessage(err)
+		if err == nil {
+			out.Configs = configs
+		}
+		resp.Results = append(resp.Results, out)
+	}
+	return ready(reply{msg: resp})
+}
+
+func (s *Server) describeResource(res wire.DescribeConfigsRequestResource, synonyms, docs bool) ([]wire.DescribeConfigsResponseResourceResult, error) {
+	want := func(name string) bool {
+		return res.ConfigurationKeys == nil || slices.Contains(res.ConfigurationKeys, name)
+	}
+	var out []wire.DescribeConfigsResponseResourceResult
+	entry := func(name, value string, src config.Source, typ config.Type, doc string) wire.DescribeConfigsResponseResourceResult {
+		var e wire.DescribeConfigsResponseResourceResult
+		e.Default()
+		e.Name, e.ConfigSource, e.ConfigType = name, int8(src), int8(typ)
+		e.Value = &value
+		if docs {
+			e.Documentation = &doc
+		}
+		return e
+	}
+	switch res.ResourceType {
+	case resourceTopic:
+		t, ok := s.md.Topic(res.ResourceName)
+		if !ok {
+			return nil, fmt.Errorf("%w: topic %s", wire.ErrUnknownTopicOrPartition, res.ResourceName)
+		}
+		for _, d := range config.TopicDefs {
+			if !want(d.Name) {
+				continue
+			}
+			v, src := s.topicValue(t, d.Name)
+			e := entry(d.Name, v, src, d.Type, d.Doc)
+			if synonyms {
+				e.Synonyms = s.synonyms(t, d)
+			}
+			out = append(out, e)
+		}
+	case resourceBroker:
+		if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(s.self.NodeID)) {
+			return nil, fmt.Errorf("%w: this is broker %d, not %s", wire.ErrInvalidRequest, s.self.NodeID, res.ResourceName)
+		}
+		for _, d := range config.BrokerDefs {
+			if !want(d.Name) {
+				continue
+			}
+			e := entry(d.Name, s.conf.Get(d.Name), s.conf.Source(d.Name), d.Type, d.Doc)
+			e.ReadOnly = true
+			if synonyms {
+				v := s.conf.Get(d.Name)
+				e.Synonyms = []wire.DescribeConfigsResponseSynonym{{Name: d.Name, Value: &v, Source: int8(s.conf.Source(d.Name))}}
+			}
+			out = append(out, e)
+		}
+	default:
+		return nil, fmt.Errorf("%w: resource type %d is not supported", wire.ErrInvalidRequest, res.ResourceType)
+	}
+	return out, nil
+}
+
+// synonyms lists where a topic config's value may come from, most specific first.
+func (s *Server) synonyms(t cluster.Topic, d config.TopicDef) []wire.DescribeConfigsResponseSynonym {
+	var out []wire.DescribeConfigsResponseSynonym
+	if v, ok := t.Configs[d.Name]; ok {
+		out = append(out, wire.DescribeConfigsResponseSynonym{Name: d.Name, Value: &v, Source: int8(config.SourceTopic)})
+	}
+	bv := s.conf.Get(d.Broker)
+	out = append(out, wire.DescribeConfigsResponseSynonym{Name: d.Broker, Value: &bv, Source: int8(s.conf.Source(d.Broker))})
+	return out
+}

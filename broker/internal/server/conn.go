@@ -1,0 +1,260 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// maxInFlight bounds the requests a connection may have read but not yet answered: past it
+// the reader stops reading, which pushes back on the client through TCP.
+const maxInFlight = 64
+
+// request is one decoded request. msg may alias frame; a handler that keeps a byte slice past
+// its synchronous part must copy it, because the frame buffer is reused for the next request.
+type request struct {
+	api     *wire.API
+	version int16
+	header  wire.RequestHeader
+	msg     wire.Message
+}
+
+// clientID is the request's client id, or "".
+func (r *request) clientID() string {
+	if r.header.ClientId == nil {
+		return ""
+	}
+	return *r.header.ClientId
+}
+
+// reply is what the writer sends for one request.
+type reply struct {
+	msg   wire.Message // nil: send nothing (acks=0 produce)
+	fetch *splicedFetch
+	close bool // close the connection instead of answering
+}
+
+// pending is a reply that may not be ready yet. Handlers do their ordered work (appends)
+// synchronously and may finish the rest (fsync waits, long polls) on another goroutine, so
+// that a pipelining client gets overlapping work and responses still leave in request order.
+type pending struct {
+	req   *request
+	done  chan struct{} // nil when the reply was ready at once
+	reply reply
+}
+
+func ready(r reply) *pending { return &pending{reply: r} }
+
+// later returns a pending reply that complete will fill.
+func later() *pending { return &pending{done: make(chan struct{})} }
+
+func (p *pending) complete(r reply) {
+	p.reply = r
+	close(p.done)
+}
+
+// conn is one client connection: a reader goroutine decodes and dispatches requests in order;
+// a writer goroutine sends the replies in the same order.
+type conn struct {
+	s     *Server
+	nc    net.Conn
+	log   *slog.Logger
+	queue chan *pending
+	frame []byte // reused request buffer
+	// wbuf is the writer's reused response buffer.
+	wbuf []byte
+}
+
+func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
+	c := &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), queue: make(chan *pending, maxInFlight)}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.writeLoop(ctx)
+		cancel()
+		nc.Close() // unblocks the reader
+	}()
+	err := c.readLoop(ctx)
+	close(c.queue)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+		c.log.Debug("closing connection", "err", err)
+	}
+	wg.Wait()
+	cancel()
+	nc.Close()
+}
+
+// readLoop reads frames until the connection ends or a request must close it.
+func (c *conn) readLoop(ctx context.Context) error {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	maxSize := c.s.cfg.maxRequestBytes
+	idle := c.s.cfg.idleTimeout
+	var sizeBuf [4]byte
+	for ctx.Err() == nil {
+		if idle > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(idle))
+		}
+		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return fmt.Errorf("idle for %v: %w", idle, err)
+			}
+			return err
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 8 || int64(size) > maxSize {
+			// Refused before allocating anything for it.
+			return fmt.Errorf("request of %d bytes is outside 8..%d (socket.request.max.bytes)", size, maxSize)
+		}
+		c.nc.SetReadDeadline(time.Time{})
+		frame := c.frameBuffer(int(size))
+		if _, err := io.ReadFull(br, frame); err != nil {
+			return fmt.Errorf("reading a %d-byte request: %w", size, err)
+		}
+		p, err := c.dispatch(ctx, frame)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			continue
+		}
+		select {
+		case c.queue <- p:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if p.done == nil && p.reply.close {
+			return errors.New("request refused, closing")
+		}
+	}
+	return ctx.Err()
+}
+
+// frameBuffer returns a buffer of n bytes, reusing the connection's unless it is large: a
+// connection that once sent a 100 MiB request must not keep 100 MiB while idle.
+func (c *conn) frameBuffer(n int) []byte {
+	const keep = 1 << 20
+	if cap(c.frame) >= n {
+		return c.frame[:n]
+	}
+	b := make([]byte, n)
+	if n <= keep {
+		c.frame = b
+	}
+	return b
+}
+
+// dispatch parses the request header and body and runs the handler's synchronous part. An
+// error closes the connection.
+func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
+	key := int16(binary.BigEndian.Uint16(frame))
+	version := int16(binary.BigEndian.Uint16(frame[2:]))
+	api := wire.LookupAPI(key)
+	h := c.s.handler(key)
+	if api == nil || h == nil {
+		return nil, fmt.Errorf("unknown API key %d", key)
+	}
+	r := wire.NewReader(frame)
+	req := &request{api: api, version: version}
+	if !api.HasVersion(version) {
+		if key != wire.KeyApiVersions {
+			return nil, fmt.Errorf("%s v%d is not supported (%d-%d)", api.Name, version, api.MinVersion, api.MaxVersion)
+		}
+		// KIP-511: answer in the v0 format with UNSUPPORTED_VERSION and our ranges, so the
+		// client can retry with a version we speak. The header is v1 (no client-id tricks in v0).
+		req.header.ReadFrom(r, 1)
+		if r.Err() != nil {
+			return nil, fmt.Errorf("request header: %w", r.Err())
+		}
+		req.version = 0
+		return c.track(req, ready(reply{msg: c.s.apiVersionsResponse(wire.ErrUnsupportedVersion.Code)})), nil
+	}
+	req.header.ReadFrom(r, api.RequestHeaderVersion(version))
+	if r.Err() != nil {
+		return nil, fmt.Errorf("request header: %w", r.Err())
+	}
+	req.msg = api.NewRequest()
+	req.msg.ReadFrom(r, version)
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("decoding %s v%d: %w", api.Name, version, err)
+	}
+	return c.track(req, h(c.s, ctx, req)), nil
+}
+
+func (c *conn) track(req *request, p *pending) *pending {
+	if p != nil {
+		p.req = req
+	}
+	return p
+}
+
+// writeLoop sends replies in request order.
+func (c *conn) writeLoop(ctx context.Context) {
+	for p := range c.queue {
+		if p.done != nil {
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+				c.drain()
+				return
+			}
+		}
+		if p.reply.close {
+			c.drain()
+			return
+		}
+		if p.reply.msg == nil && p.reply.fetch == nil {
+			continue
+		}
+		if err := c.write(p); err != nil {
+			c.log.Debug("writing response", "api", p.req.api.Name, "err", err)
+			c.drain()
+			return
+		}
+	}
+}
+
+// drain discards what is left in the queue so the reader never blocks on it.
+func (c *conn) drain() {
+	c.nc.Close()
+	for range c.queue {
+	}
+}
+
+// write encodes and sends one reply: size, response header, body.
+func (c *conn) write(p *pending) error {
+	req := p.req
+	hv := req.api.ResponseHeaderVersion(req.version)
+	b := append(c.wbuf[:0], 0, 0, 0, 0)
+	h := wire.ResponseHeader{CorrelationId: req.header.CorrelationId}
+	b = h.AppendTo(b, hv)
+	if p.reply.fetch != nil {
+		return c.writeFetch(b, req, p.reply.fetch)
+	}
+	b = p.reply.msg.AppendTo(b, req.version)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.keepWriteBuffer(b)
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.writeTimeout))
+	_, err := c.nc.Write(b)
+	return err
+}
+
+// keepWriteBuffer keeps b for reuse unless it grew large.
+func (c *conn) keepWriteBuffer(b []byte) {
+	if cap(b) <= 1<<20 {
+		c.wbuf = b[:0]
+	} else {
+		c.wbuf = nil
+	}
+}

@@ -1,0 +1,49 @@
+package server
+
+import (
+	"context"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// handlerFunc serves one request. It runs on the connection's reader goroutine, so what it does
+// before returning happens in request order (appends, for one); it may return a pending reply
+// completed later by another goroutine (fsync waits, long polls). It returns nil to send nothing.
+type handlerFunc func(s *Server, ctx context.Context, req *request) *pending
+
+// handlers is the one table of served APIs; ApiVersions advertises exactly these, at the
+// version ranges of the protocol spec (wire.APIs).
+var handlers map[int16]handlerFunc
+
+// The table is filled in init because ApiVersions' handler reads it.
+func init() {
+	handlers = map[int16]handlerFunc{
+		wire.KeyProduce:                 handleProduce,
+		wire.KeyFetch:                   handleFetch,
+		wire.KeyListOffsets:             handleListOffsets,
+		wire.KeyFindCoordinator:         handleFindCoordinator,
+		wire.KeyMetadata:                handleMetadata,
+		wire.KeyApiVersions:             handleApiVersions,
+		wire.KeyCreateTopics:            handleCreateTopics,
+		wire.KeyDeleteTopics:            handleDeleteTopics,
+		wire.KeyInitProducerId:          handleInitProducerID,
+		wire.KeyDescribeConfigs:         handleDescribeConfigs,
+		wire.KeyCreatePartitions:        handleCreatePartitions,
+		wire.KeyIncrementalAlterConfigs: handleIncrementalAlterConfigs,
+		wire.KeyDescribeCluster:         handleDescribeCluster,
+	}
+}
+
+func (s *Server) handler(key int16) handlerFunc { return handlers[key] }
+
+// errCode is the wire code of err (0 for nil).
+func errCode(err error) int16 { return wire.CodeOf(err) }
+
+// errMessage is a nullable error message for responses that carry one.
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	m := err.Error()
+	return &m
+}

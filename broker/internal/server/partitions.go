@@ -1,0 +1,137 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/storage"
+)
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// partition is a partition this broker leads.
+type partition struct {
+	topic string
+	index int32
+	log   *storage.Log
+	epoch int32
+}
+
+// partitions maps topic/partition to the logs this broker leads.
+type partitions struct {
+	mu sync.RWMutex
+	m  map[topicPartition]*partition
+}
+
+func (p *partitions) init() { p.m = map[topicPartition]*partition{} }
+
+func (p *partitions) get(topic string, index int32) *partition {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.m[topicPartition{topic, index}]
+}
+
+func (p *partitions) put(part *partition) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.m[topicPartition{part.topic, part.index}] = part
+}
+
+func (p *partitions) remove(topic string) []*partition {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*partition
+	for tp, part := range p.m {
+		if tp.topic == topic {
+			out = append(out, part)
+			delete(p.m, tp)
+		}
+	}
+	return out
+}
+
+// topicValue is a topic config's effective value and where it comes from: the topic's
+// override, else the broker property behind it.
+func (s *Server) topicValue(t cluster.Topic, name string) (string, config.Source) {
+	if v, ok := t.Configs[name]; ok {
+		return v, config.SourceTopic
+	}
+	d := config.LookupTopic(name)
+	return s.conf.Get(d.Broker), s.conf.Source(d.Broker)
+}
+
+// logConfig resolves a topic's storage settings.
+func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
+	num := func(name string) int64 {
+		v, _ := s.topicValue(t, name)
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	cfg := storage.DefaultLogConfig()
+	cfg.SegmentBytes = num("segment.bytes")
+	cfg.SegmentMs = num("segment.ms")
+	cfg.RetentionMs = num("retention.ms")
+	cfg.RetentionBytes = num("retention.bytes")
+	cfg.IndexIntervalBytes = int32(num("index.interval.bytes"))
+	cfg.MaxIndexBytes = int32(num("segment.index.bytes"))
+	cfg.DeleteRetentionMs = num("delete.retention.ms")
+	cfg.MinCompactionLagMs = num("min.compaction.lag.ms")
+	cfg.MaxMessageBytes = int32(num("max.message.bytes"))
+	cfg.FlushIntervalMessages = num("flush.messages")
+	cfg.FlushIntervalMs = num("flush.ms")
+	policy, _ := s.topicValue(t, "cleanup.policy")
+	cfg.Delete = strings.Contains(policy, "delete")
+	cfg.Compact = strings.Contains(policy, "compact")
+	if ts, _ := s.topicValue(t, "message.timestamp.type"); ts == "LogAppendTime" {
+		cfg.TimestampType = storage.LogAppendTime
+	} else {
+		cfg.TimestampType = storage.CreateTime
+	}
+	cfg.Fsync = s.cfg.fsync
+	return cfg
+}
+
+// openTopic opens the logs of every partition of t this broker leads.
+func (s *Server) openTopic(t cluster.Topic) error {
+	cfg := s.logConfig(t)
+	for _, p := range t.Partitions {
+		if p.Leader != s.self.NodeID {
+			continue
+		}
+		if s.parts.get(t.Name, p.Index) != nil {
+			continue
+		}
+		l, err := s.logs.Open(t.Name, p.Index, cfg)
+		if err != nil {
+			return fmt.Errorf("opening %s-%d: %w", t.Name, p.Index, err)
+		}
+		s.parts.put(&partition{topic: t.Name, index: p.Index, log: l, epoch: p.LeaderEpoch})
+	}
+	return nil
+}
+
+// reconfigureTopic applies changed topic configs to open logs.
+func (s *Server) reconfigureTopic(t cluster.Topic) {
+	cfg := s.logConfig(t)
+	for _, p := range t.Partitions {
+		if part := s.parts.get(t.Name, p.Index); part != nil {
+			part.log.SetConfig(cfg)
+		}
+	}
+}
+
+// highWatermark is the offset below which consumers may read. With fsync before ack it is the
+// durable end, so a consumer never sees a record a crash could take back.
+func (s *Server) highWatermark(p *partition) int64 {
+	if s.cfg.fsync == storage.FsyncAlways {
+		return p.log.DurableEndOffset()
+	}
+	return p.log.LogEndOffset()
+}

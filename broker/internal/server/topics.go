@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// protocolError maps metadata-store errors to protocol errors, keeping the message.
+func protocolError(err error) error {
+	var code *wire.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &code):
+		return err
+	case errors.Is(err, cluster.ErrTopicExists):
+		code = wire.ErrTopicAlreadyExists
+	case errors.Is(err, cluster.ErrUnknownTopic):
+		code = wire.ErrUnknownTopicOrPartition
+	case errors.Is(err, cluster.ErrInvalidPartitions):
+		code = wire.ErrInvalidPartitions
+	case errors.Is(err, cluster.ErrInvalidReplication):
+		code = wire.ErrInvalidReplicationFactor
+	case errors.Is(err, cluster.ErrInvalidTopic):
+		code = wire.ErrInvalidTopicException
+	case errors.Is(err, cluster.ErrInvalidConfig):
+		code = wire.ErrInvalidConfig
+	case errors.Is(err, cluster.ErrNotController):
+		code = wire.ErrNotController
+	default:
+		code = wire.ErrUnknownServerError
+	}
+	return fmt.Errorf("%w: %v", code, err)
+}
+
+// validateTopicConfigs checks topic-level overrides by name and value.
+func validateTopicConfigs(configs map[string]string) error {
+	for k, v := range configs {
+		if err := config.ValidateTopic(k, v); err != nil {
+			return fmt.Errorf("%w: %v", wire.ErrInvalidConfig, err)
+		}
+	}
+	return nil
+}
+
+// createTopic validates, records and opens a new topic.
+func (s *Server) createTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (cluster.Topic, error) {
+	if err := validateTopicConfigs(configs); err != nil {
+		return cluster.Topic{}, err
+	}
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	t, err := s.md.CreateTopic(ctx, name, partitions, rf, configs, validateOnly)
+	if err != nil || validateOnly {
+		return t, protocolError(err)
+	}
+	if err := s.openTopic(t); err != nil {
+		s.log.Error("opening the logs of a new topic", "topic", name, "err", err)
+		return t, fmt.Errorf("%w: %v", wire.ErrKafkaStorageError, err)
+	}
+	s.log.Info("topic created", "topic", name, "partitions", partitions, "configs", configs)
+	return t, nil
+}
+
+// deleteTopic removes a topic and its data.
+func (s *Server) deleteTopic(ctx context.Context, name string) (cluster.Topic, error) {
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	t, err := s.md.DeleteTopic(ctx, name)
+	if err != nil {
+		return t, protocolError(err)
+	}
+	for _, p := range s.parts.remove(name) {
+		if err := s.logs.Remove(p.topic, p.index); err != nil {
+			s.log.Error("deleting partition data", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	}
+	s.log.Info("topic deleted", "topic", name)
+	return t, nil
+}

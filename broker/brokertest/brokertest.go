@@ -230,3 +230,24 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// PeakRSS is the peak resident memory of a process broker (VmHWM), in bytes.
+func (b *Broker) PeakRSS(t testing.TB) int64 {
+	t.Helper()
+	if b.cmd == nil {
+		t.Fatalf("brokertest: PeakRSS needs a process broker (StartProcess)")
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("brokertest: reading process status: %v", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb << 10
+		}
+	}
+	t.Fatalf("brokertest: no VmHWM in /proc/%d/status", b.cmd.Process.Pid)
+	return 0
+}

@@ -59,6 +59,8 @@ type Log struct {
 	chMu      sync.Mutex
 	changedCh chan struct{}
 
+	flushCount atomic.Int64 // flushes that fsynced something (group commit metric)
+
 	// Compaction state, guarded by cleanMu.
 	cleanerCheckpoint int64 // offsets below were compacted by the last pass
 	tombstoneExpiry   int64 // ms when a retained tombstone may go; 0 none known
@@ -623,6 +625,7 @@ func (l *Log) flushLocked() error {
 		}
 	}
 	l.unflushedMsg.Store(0)
+	l.flushCount.Add(1)
 	l.advanceDurable(target)
 	return nil
 }

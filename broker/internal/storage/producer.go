@@ -246,7 +246,7 @@ func decodeSnapshot(b []byte) (int64, map[int64]*producerEntry, error) {
 	if len(b) < 24 || string(b[:4]) != snapshotMagic {
 		return 0, nil, fmt.Errorf("%w: bad header", errBadSnapshot)
 	}
-	if v := be.Uint16(b[4:]); v != snapshotVersion {
+	if v := be.Uint16(b[4:]); v != snapshotVersion || be.Uint16(b[6:]) != 0 {
 		return 0, nil, fmt.Errorf("%w: version %d", errBadSnapshot, v)
 	}
 	if sum := crc32.Checksum(b[12:], castagnoli); sum != be.Uint32(b[8:]) {

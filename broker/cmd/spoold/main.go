@@ -13,8 +13,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spoolmq/spool/broker/internal/config"
@@ -34,6 +37,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: conf.LogLevel}))
+	if limit := conf.Int64(config.MemoryLimitBytes); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
+	}
+	if addr := conf.Get(config.PprofListener); addr != "" {
+		go func() {
+			// net/http/pprof registers its handlers on the default mux.
+			if err := http.ListenAndServe(addr, nil); err != nil {
+				log.Error("pprof listener", "err", err)
+			}
+		}()
+	}
 	srv, err := server.New(conf, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)

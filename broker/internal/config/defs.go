@@ -135,6 +135,8 @@ const (
 	OffsetsTopicNumPartitions   = "offsets.topic.num.partitions"
 	GroupInitialRebalanceDelay  = "group.initial.rebalance.delay.ms"
 	OffsetsRetentionMinutes     = "offsets.retention.minutes"
+	PprofListener               = "spool.pprof.listener"
+	MemoryLimitBytes            = "spool.memory.limit.bytes"
 )
 
 // BrokerDefs are every broker property, with Kafka's defaults unless the doc says why not.
@@ -171,6 +173,10 @@ var BrokerDefs = []Def{
 	{Name: Fsync, Type: String, Default: "always", Check: oneOf("always", "interval", "never"),
 		Doc: "always: fsync before acknowledging (group commit, the default: nothing acknowledged is lost); interval: by log.flush.interval.*; never: leave it to the OS (Kafka's default behaviour)."},
 	{Name: FetchSendfile, Type: Boolean, Default: "true", Doc: "Serve fetches with sendfile (zero copy); false uses pooled read+write, faster on loopback."},
+	{Name: PprofListener, Type: String, Nullable: true, Check: hostPort,
+		Doc: "HOST:PORT for Go's pprof profiles over HTTP (/debug/pprof/); empty: off."},
+	{Name: MemoryLimitBytes, Type: Long, Default: "67108864", Check: atLeast(0),
+		Doc: "Soft limit for the Go heap (GOMEMLIMIT); the collector works harder near it, which keeps RSS bounded under load. 0: no limit. The GOMEMLIMIT environment variable wins."},
 	{Name: OffsetsTopicNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},
 	{Name: GroupInitialRebalanceDelay, Type: Int, Default: "3000", Check: atLeast(0), Doc: "Delay before the first rebalance of a new group."},
 	{Name: OffsetsRetentionMinutes, Type: Int, Default: "10080", Check: atLeast(1), Doc: "How long committed offsets of an empty group are kept."},

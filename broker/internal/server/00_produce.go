@@ -181,32 +181,17 @@ func (s *Server) partitionForWrite(ctx context.Context, topic string, index int3
 	return nil, fmt.Errorf("%w: %s-%d", wire.ErrUnknownTopicOrPartition, topic, index)
 }
 
-// storageError maps the log's errors to protocol errors.
-func storageError(err error) error {
-	var code *wire.Error
-	switch {
-	case errors.As(err, &code):
-		return err
-	case errors.Is(err, storage.ErrCorruptMessage):
-		code = wire.ErrCorruptMessage
-	case errors.Is(err, storage.ErrInvalidRecord):
-		code = wire.ErrInvalidRecord
-	case errors.Is(err, storage.ErrUnsupportedMagic):
-		code = wire.ErrUnsupportedForMessageFormat
-	case errors.Is(err, storage.ErrMessageTooLarge):
-		code = wire.ErrMessageTooLarge
-	case errors.Is(err, storage.ErrOffsetOutOfRange):
-		code = wire.ErrOffsetOutOfRange
-	case errors.Is(err, storage.ErrOutOfOrderSequence):
-		code = wire.ErrOutOfOrderSequenceNumber
-	case errors.Is(err, storage.ErrInvalidProducerEpoch):
-		code = wire.ErrInvalidProducerEpoch
-	case errors.Is(err, storage.ErrInvalidTimestamp):
-		code = wire.ErrInvalidTimestamp
-	case errors.Is(err, storage.ErrClosed):
-		code = wire.ErrNotLeaderOrFollower
-	default:
-		code = wire.ErrKafkaStorageError
-	}
-	return fmt.Errorf("%w: %v", code, err)
+// storageErrors maps the log's errors to protocol errors.
+var storageErrors = []errMapping{
+	{storage.ErrCorruptMessage, wire.ErrCorruptMessage},
+	{storage.ErrInvalidRecord, wire.ErrInvalidRecord},
+	{storage.ErrUnsupportedMagic, wire.ErrUnsupportedForMessageFormat},
+	{storage.ErrMessageTooLarge, wire.ErrMessageTooLarge},
+	{storage.ErrOffsetOutOfRange, wire.ErrOffsetOutOfRange},
+	{storage.ErrOutOfOrderSequence, wire.ErrOutOfOrderSequenceNumber},
+	{storage.ErrInvalidProducerEpoch, wire.ErrInvalidProducerEpoch},
+	{storage.ErrInvalidTimestamp, wire.ErrInvalidTimestamp},
+	{storage.ErrClosed, wire.ErrNotLeaderOrFollower},
 }
+
+func storageError(err error) error { return mapError(err, storageErrors, wire.ErrKafkaStorageError) }

@@ -70,7 +70,6 @@ type conn struct {
 	nc    net.Conn
 	log   *slog.Logger
 	queue chan *pending
-	frame []byte // reused request buffer
 	// wbuf is the writer's reused response buffer.
 	wbuf []byte
 }
@@ -118,11 +117,13 @@ func (c *conn) readLoop(ctx context.Context) error {
 			return fmt.Errorf("request of %d bytes is outside 8..%d (socket.request.max.bytes)", size, maxSize)
 		}
 		c.nc.SetReadDeadline(time.Time{})
-		frame := c.frameBuffer(int(size))
+		frame := getFrame(int(size))
 		if _, err := io.ReadFull(br, frame); err != nil {
 			return fmt.Errorf("reading a %d-byte request: %w", size, err)
 		}
 		p, err := c.dispatch(ctx, frame)
+		// Handlers are done with the frame once dispatch returns (see request).
+		putFrame(frame)
 		if err != nil {
 			return err
 		}
@@ -141,18 +142,42 @@ func (c *conn) readLoop(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// frameBuffer returns a buffer of n bytes, reusing the connection's unless it is large: a
-// connection that once sent a 100 MiB request must not keep 100 MiB while idle.
-func (c *conn) frameBuffer(n int) []byte {
-	const keep = 1 << 20
-	if cap(c.frame) >= n {
-		return c.frame[:n]
+// Request frames come from size-class pools: a producer sending 6 MiB requests reuses the same
+// few buffers instead of feeding the garbage collector, and an idle connection holds none.
+const (
+	minFrameClass = 12 // 4 KiB
+	maxFrameClass = 24 // 16 MiB; larger frames are allocated and dropped
+)
+
+var framePools [maxFrameClass + 1]sync.Pool
+
+func frameClass(n int) int {
+	c := minFrameClass
+	for 1<<c < n {
+		c++
 	}
-	b := make([]byte, n)
-	if n <= keep {
-		c.frame = b
+	return c
+}
+
+// getFrame returns a buffer of n bytes.
+func getFrame(n int) []byte {
+	c := frameClass(n)
+	if c > maxFrameClass {
+		return make([]byte, n)
 	}
-	return b
+	if b, ok := framePools[c].Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, 1<<c)
+}
+
+// putFrame recycles a buffer from getFrame. The caller must hold no slice of it.
+func putFrame(b []byte) {
+	c := frameClass(cap(b))
+	if c > maxFrameClass || 1<<c != cap(b) {
+		return
+	}
+	framePools[c].Put(&b)
 }
 
 // dispatch parses the request header and body and runs the handler's synchronous part. An

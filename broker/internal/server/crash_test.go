@@ -125,7 +125,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	}
 }
 
-func createTopicKadm(t *testing.T, ctx context.Context, addr, topic string, partitions int32) {
+func createTopicKadm(t testing.TB, ctx context.Context, addr, topic string, partitions int32) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {

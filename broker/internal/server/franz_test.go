@@ -103,6 +103,33 @@ func TestFranzGoProduceConsume(t *testing.T) {
 			t.Errorf("no %v batch stored", c)
 		}
 	}
+
+	// Admin: alter a config incrementally, read it back, grow the topic, delete it.
+	alter, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: ptr("compact")}}, "franz")
+	if err != nil || alter[0].Err != nil {
+		t.Fatalf("alter configs: %v %v", err, alter)
+	}
+	rc, err = adm.DescribeTopicConfigs(ctx, "franz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := rc.On("franz", nil); err != nil || !hasConfig(v.Configs, "cleanup.policy", "compact") {
+		t.Fatalf("after alter: %v %+v", err, v)
+	}
+	if _, err := adm.CreatePartitions(ctx, 2, "franz"); err != nil {
+		t.Fatalf("create partitions: %v", err)
+	}
+	td, err := adm.ListTopics(ctx, "franz")
+	if err != nil || len(td["franz"].Partitions) != 5 {
+		t.Fatalf("list topics: %v %+v", err, td)
+	}
+	if del, err := adm.DeleteTopics(ctx, "franz"); err != nil || del["franz"].Err != nil {
+		t.Fatalf("delete topics: %v %+v", err, del)
+	}
+	td, err = adm.ListTopics(ctx)
+	if err != nil || td.Has("franz") {
+		t.Fatalf("topic still listed after delete: %v", err)
+	}
 }
 
 func hasConfig(cs []kadm.Config, name, value string) bool {

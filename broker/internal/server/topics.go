@@ -10,33 +10,41 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-// protocolError maps metadata-store errors to protocol errors, keeping the message.
-func protocolError(err error) error {
+// errMapping pairs an internal sentinel error with the protocol error it becomes.
+type errMapping struct {
+	from error
+	to   *wire.Error
+}
+
+// mapError turns err into a protocol error that keeps err's message: unchanged if it already
+// wraps one, else the first matching mapping, else fallback.
+func mapError(err error, table []errMapping, fallback *wire.Error) error {
 	var code *wire.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &code):
+	if err == nil || errors.As(err, &code) {
 		return err
-	case errors.Is(err, cluster.ErrTopicExists):
-		code = wire.ErrTopicAlreadyExists
-	case errors.Is(err, cluster.ErrUnknownTopic):
-		code = wire.ErrUnknownTopicOrPartition
-	case errors.Is(err, cluster.ErrInvalidPartitions):
-		code = wire.ErrInvalidPartitions
-	case errors.Is(err, cluster.ErrInvalidReplication):
-		code = wire.ErrInvalidReplicationFactor
-	case errors.Is(err, cluster.ErrInvalidTopic):
-		code = wire.ErrInvalidTopicException
-	case errors.Is(err, cluster.ErrInvalidConfig):
-		code = wire.ErrInvalidConfig
-	case errors.Is(err, cluster.ErrNotController):
-		code = wire.ErrNotController
-	default:
-		code = wire.ErrUnknownServerError
+	}
+	code = fallback
+	for _, m := range table {
+		if errors.Is(err, m.from) {
+			code = m.to
+			break
+		}
 	}
 	return fmt.Errorf("%w: %v", code, err)
 }
+
+// metadataErrors maps metadata-store errors to protocol errors.
+var metadataErrors = []errMapping{
+	{cluster.ErrTopicExists, wire.ErrTopicAlreadyExists},
+	{cluster.ErrUnknownTopic, wire.ErrUnknownTopicOrPartition},
+	{cluster.ErrInvalidPartitions, wire.ErrInvalidPartitions},
+	{cluster.ErrInvalidReplication, wire.ErrInvalidReplicationFactor},
+	{cluster.ErrInvalidTopic, wire.ErrInvalidTopicException},
+	{cluster.ErrInvalidConfig, wire.ErrInvalidConfig},
+	{cluster.ErrNotController, wire.ErrNotController},
+}
+
+func protocolError(err error) error { return mapError(err, metadataErrors, wire.ErrUnknownServerError) }
 
 // validateTopicConfigs checks topic-level overrides by name and value.
 func validateTopicConfigs(configs map[string]string) error {

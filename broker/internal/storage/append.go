@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,6 +101,9 @@ func (l *Log) Append(records []byte, opt AppendOptions) (AppendResult, error) {
 			return res, err
 		} else if ok {
 			res.BaseOffset, res.LastOffset, res.Duplicate = dup.firstOffset, dup.lastOffset, true
+			if cfg.TimestampType == LogAppendTime {
+				res.LogAppendTime = dup.timestamp // the original batch's append time
+			}
 			res.LogStartOffset = l.logStart.Load()
 			return res, nil
 		}
@@ -139,7 +143,7 @@ func (l *Log) Append(records []byte, opt AppendOptions) (AppendResult, error) {
 	active := l.segs[len(l.segs)-1] // stays active: only the appender rolls
 	l.segMu.RUnlock()
 	if l.needsRoll(active, cfg, len(records), len(infos), first, last, nowMs) {
-		if active, err = l.roll(first, nowMs); err != nil {
+		if active, err = l.roll(active, first, nowMs); err != nil {
 			return res, err
 		}
 	}
@@ -251,10 +255,9 @@ func (l *Log) needsRoll(s *segment, cfg *LogConfig, size, batches int, first, la
 	return true
 }
 
-// roll seals the active segment and starts a new one at base. appendMu held.
-func (l *Log) roll(base int64, nowMs int64) (*segment, error) {
+// roll seals the active segment old and starts a new one at base. appendMu held.
+func (l *Log) roll(old *segment, base int64, nowMs int64) (*segment, error) {
 	cfg := l.config()
-	old := l.segs[len(l.segs)-1]
 	if old.size.Load() == 0 && old.base == base {
 		return old, nil
 	}
@@ -275,7 +278,7 @@ func (l *Log) roll(base int64, nowMs int64) (*segment, error) {
 	err = old.seal()
 	if old.size.Load() == 0 {
 		// An empty segment (possible after a truncation) is replaced rather than kept.
-		l.segs = l.segs[:len(l.segs)-1]
+		l.segs = slices.Delete(l.segs, len(l.segs)-1, len(l.segs))
 		old.removed.Store(true)
 		if derr := old.deleteFiles(); derr != nil && err == nil {
 			err = derr

@@ -414,6 +414,7 @@ func (c *cleaner) clean(s *segment) (bool, error) {
 		ns.file.Close()
 		return true, err
 	}
+	ns.verified.trustAll() // written from batches validated during this pass
 	ns.end.Store(end)
 	ns.maxTs.Store(ib.maxTs)
 	ns.maxTsOff.Store(ib.maxTsOff)

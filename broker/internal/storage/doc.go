@@ -70,9 +70,12 @@
 // must pass batch validation (framing, CRC-32C, counts) and follow its predecessor's offsets.
 // The log is truncated at the first batch that does not (a torn write, garbage, a flipped
 // bit), later segments are deleted, and the checked segments' indexes are rebuilt. Data below
-// the recovery point was fsynced and is not re-read. The producer state is restored from the
-// newest snapshot at or below the log end plus the batches after it; the leader epoch cache
-// is cut at the log end.
+// the recovery point was fsynced and is not re-read at open; instead, the first Read that
+// serves bytes this process neither wrote nor checked validates their batches (the read warms
+// the page cache for the sendfile that follows), so that bit rot in an old segment is
+// reported (logged, ErrCorruptMessage) and never served. Verify scrubs a whole log. The
+// producer state is restored from the newest snapshot at or below the log end plus the batches
+// after it; the leader epoch cache is cut at the log end.
 //
 // # Ownership and concurrency
 //

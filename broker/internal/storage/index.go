@@ -36,8 +36,8 @@ type index struct {
 	mapped     atomic.Bool
 	writable   bool
 	maxEntries int
-	dirty      bool // entries written since the last msync
-	synced     bool // a sealed index known durable
+	dirty      atomic.Bool // entries written since the last msync (set by the appender)
+	synced     bool        // a sealed index known durable
 	mapErr     error
 
 	n atomic.Int64 // entries
@@ -84,6 +84,15 @@ func (x *index) activate(maxBytes int32, n int64, fresh bool) error {
 	if err != nil {
 		return fmt.Errorf("opening index %s: %w", x.path, err)
 	}
+	var oldSize int64
+	if !fresh {
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("stat index %s: %w", x.path, err)
+		}
+		oldSize = fi.Size()
+	}
 	maxEntries := max(int(maxBytes)/x.entrySize, int(n), 1)
 	size := maxEntries * x.entrySize
 	if err := f.Truncate(int64(size)); err != nil {
@@ -95,11 +104,15 @@ func (x *index) activate(maxBytes int32, n int64, fresh bool) error {
 		f.Close()
 		return err
 	}
-	// Entries past n may hold stale bytes (a trimmed file grown again is zero-filled, but a
-	// truncation may have left old entries): clear them so that a crash never shows them.
-	clear(data[int(n)*x.entrySize:])
+	// Bytes past n that the file held before may be stale entries (after a truncation): clear
+	// them so that a crash never shows them. The rest of the file is new, hence zero, and
+	// stays untouched (so unwritten pages cost no memory).
+	if stale := min(int(oldSize), size); stale > int(n)*x.entrySize {
+		clear(data[int(n)*x.entrySize : stale])
+	}
 	x.file, x.data, x.writable, x.maxEntries = f, data, true, maxEntries
-	x.dirty, x.synced, x.mapErr = true, false, nil
+	x.synced, x.mapErr = false, nil
+	x.dirty.Store(true)
 	x.n.Store(n)
 	x.mapped.Store(true)
 	return nil
@@ -171,8 +184,8 @@ func (x *index) roomFor(k int) bool { return x.entries()+k <= x.maxEntries }
 func (x *index) appendEntry(e []byte) {
 	n := x.n.Load()
 	copy(x.data[int(n)*x.entrySize:], e)
-	x.dirty = true
 	x.n.Store(n + 1)
+	x.dirty.Store(true)
 }
 
 // truncate keeps the first k entries of a writable index and zeroes the rest.
@@ -183,7 +196,7 @@ func (x *index) truncate(k int) {
 	}
 	x.n.Store(int64(k))
 	clear(x.data[k*x.entrySize : n*x.entrySize])
-	x.dirty = true
+	x.dirty.Store(true)
 }
 
 // sync makes the entries durable: msync of a writable mapping, fsync of a sealed file.
@@ -191,13 +204,14 @@ func (x *index) sync() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.writable {
-		if !x.dirty {
+		// Cleared first: an entry written during the msync marks it dirty again.
+		if !x.dirty.CompareAndSwap(true, false) {
 			return nil
 		}
 		if err := msync(x.data); err != nil {
+			x.dirty.Store(true)
 			return fmt.Errorf("index %s: %w", x.path, err)
 		}
-		x.dirty = false
 		return nil
 	}
 	if x.synced {

@@ -132,17 +132,26 @@ func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
 func (l *Log) DurableEndOffset() int64 { return l.durable.Load() }
 
 // Changed returns a channel closed at the next change: an append, a truncation, a durability
-// advance, a log start change, or Close. Take a new channel after each wake-up, then re-check
-// the state (a change between the check and Changed is never missed if Changed is called
-// before the check).
+// advance, a log start change, or Close (after Close it is closed already). Take a new channel
+// after each wake-up, then re-check the state (a change between the check and Changed is
+// never missed if Changed is called before the check).
 func (l *Log) Changed() <-chan struct{} {
 	l.chMu.Lock()
 	defer l.chMu.Unlock()
+	if l.closed.Load() {
+		return closedChan
+	}
 	if l.changedCh == nil {
 		l.changedCh = make(chan struct{})
 	}
 	return l.changedCh
 }
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // notify wakes the waiters of Changed. It costs a mutex when nobody waits.
 func (l *Log) notify() {
@@ -593,7 +602,11 @@ func (l *Log) flushLocked() error {
 	if l.durable.Load() >= target {
 		return nil
 	}
-	var buf [4]*segment
+	type item struct {
+		s      *segment
+		sealed bool
+	}
+	var buf [4]item
 	todo := buf[:0]
 	l.segMu.RLock()
 	for i := len(l.segs) - 1; i >= 0; i-- {
@@ -602,21 +615,21 @@ func (l *Log) flushLocked() error {
 			break // sealed segments become durable in order: the older ones are too
 		}
 		s.acquire()
-		todo = append(todo, s)
+		todo = append(todo, item{s, s.sealed})
 	}
 	l.segMu.RUnlock()
 	defer func() {
-		for _, s := range todo {
-			s.release()
+		for _, it := range todo {
+			it.s.release()
 		}
 	}()
 	for i := len(todo) - 1; i >= 0; i-- { // oldest first
-		s := todo[i]
+		s := todo[i].s
 		if err := s.flush(); err != nil {
 			l.fail(err)
 			return err
 		}
-		if s.sealed && !s.idxSynced.Load() {
+		if todo[i].sealed && !s.idxSynced.Load() {
 			// Index files can be rebuilt: a failure here is an error, not a failed log.
 			if err := s.syncIndexes(); err != nil {
 				return err

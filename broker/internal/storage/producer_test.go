@@ -23,7 +23,7 @@ func TestIdempotentProducer(t *testing.T) {
 	app := func(l *Log, b []byte) (AppendResult, error) {
 		return l.Append(b, AppendOptions{AssignOffsets: true, Now: t0})
 	}
-	// seq 0-2, 3-5, ... 
+	// seq 0-2, 3-5, ...
 	var firsts []AppendResult
 	for i := range 6 {
 		res, err := app(l, idemBatch(t, 7, 0, int32(3*i), 3))

@@ -100,6 +100,13 @@ func (l *Log) Read(offset int64, maxBytes int32, limit int64) (ReadResult, error
 			releaseAll()
 			return ReadResult{}, fmt.Errorf("%w: reading %s: %w", ErrCorruptMessage, s, err)
 		}
+		if err := s.verify(pos, end); err != nil {
+			if !s.corruptReported.Swap(true) {
+				l.logger.Error("corrupt data in a segment: refusing to serve it", "segment", s.String(), "err", err)
+			}
+			releaseAll()
+			return ReadResult{}, err
+		}
 		s.acquire()
 		segs = append(segs, s)
 		res.Chunks = append(res.Chunks, Chunk{File: s.file, Pos: pos, Len: end - pos})

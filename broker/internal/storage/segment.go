@@ -62,6 +62,9 @@ type segment struct {
 
 	refs    atomic.Int32 // the Log's reference plus readers'
 	removed atomic.Bool  // files deleted (or replaced): close when unreferenced
+
+	verified        verifyState // which bytes are known good (see verify.go)
+	corruptReported atomic.Bool
 }
 
 // createSegment creates an empty active segment. The caller fsyncs the directory.
@@ -109,6 +112,7 @@ func openSegmentFile(dir string, base int64) (*segment, error) {
 	s.maxTsOff.Store(base)
 	s.refs.Store(1)
 	s.rollBase = fi.ModTime().UnixMilli()
+	s.verified.trustFrom(fi.Size()) // not read yet: checked when first served
 	return s, nil
 }
 
@@ -181,7 +185,11 @@ type batchInfo struct {
 func (s *segment) appendBatches(buf []byte, infos []batchInfo, indexInterval int32) error {
 	start := s.size.Load()
 	if _, err := s.file.WriteAt(buf, start); err != nil {
-		// A short write leaves garbage past size; the next append overwrites it, recovery cuts it.
+		// Cut a partial write, so that no whole batch of a failed append can reappear after a
+		// restart; if that fails too, the next append overwrites it and recovery cuts the rest.
+		if terr := s.file.Truncate(start); terr != nil {
+			err = errors.Join(err, terr)
+		}
 		return fmt.Errorf("writing to %s: %w", s, err)
 	}
 	var e [timeIndexEntrySize]byte
@@ -488,6 +496,7 @@ func (s *segment) recoverIndexes(cfg *LogConfig, maxOffset int64) (scanResult, e
 	}
 	s.flushed.Store(pos)
 	s.end.Store(next)
+	s.verified.trustAll() // every batch kept was just checked
 	return res, nil
 }
 
@@ -627,6 +636,7 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 	}
 	s.size.Store(pos)
 	s.flushed.Store(min(s.flushed.Load(), pos))
+	s.verified.truncate(pos)
 	// Drop the index entries of removed batches.
 	if v := s.oidx.view(); len(v) > 0 {
 		k := 0

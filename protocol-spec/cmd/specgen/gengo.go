@@ -535,23 +535,8 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 		if f.Tag >= 0 {
 			tagged = append(tagged, f)
 		}
-		in, _ := inline(f)
-		c := sc.cond(in)
-		if c == "false" {
-			continue
-		}
-		compact := sc.flexExpr()
-		if f.FlexNone {
-			compact = "false"
-		}
-		if c != "true" {
-			w.p("if %s {", c)
-		}
-		sc.appendField(w, "b", "s."+goField(f), f, compact)
-		if c != "true" {
-			w.p("}")
-		}
 	}
+	sc.eachInline(w, s, func(f *schema.Field, compact string) { sc.appendField(w, "b", "s."+goField(f), f, compact) })
 	if !sc.flexible.Empty() {
 		w.p("if flex {")
 		if len(tagged) == 0 {
@@ -593,24 +578,7 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 	if !sc.flexible.Empty() {
 		w.p("flex := %s", sc.cond(sc.flexible))
 	}
-	for _, f := range s.Fields {
-		in, _ := inline(f)
-		c := sc.cond(in)
-		if c == "false" {
-			continue
-		}
-		compact := sc.flexExpr()
-		if f.FlexNone {
-			compact = "false"
-		}
-		if c != "true" {
-			w.p("if %s {", c)
-		}
-		sc.readField(w, "r", "s."+goField(f), f, compact)
-		if c != "true" {
-			w.p("}")
-		}
-	}
+	sc.eachInline(w, s, func(f *schema.Field, compact string) { sc.readField(w, "r", "s."+goField(f), f, compact) })
 	if !sc.flexible.Empty() {
 		w.p("if flex {")
 		w.p("for n := r.Uvarint(); n > 0 && r.Err() == nil; n-- {")
@@ -653,6 +621,29 @@ func (sc scope) genStruct(w *goWriter, s *schema.Struct, goName, doc string, top
 // a few Kafka field names start in lower case (CreateTopicsRequest.validateOnly).
 func goField(f *schema.Field) string {
 	return strings.ToUpper(f.Name[:1]) + f.Name[1:]
+}
+
+// eachInline emits, for every field encoded in place at some version, the version condition
+// around what emit writes; compact is the Go expression telling whether the field is compact.
+func (sc scope) eachInline(w *goWriter, s *schema.Struct, emit func(f *schema.Field, compact string)) {
+	for _, f := range s.Fields {
+		in, _ := inline(f)
+		c := sc.cond(in)
+		if c == "false" {
+			continue
+		}
+		compact := sc.flexExpr()
+		if f.FlexNone {
+			compact = "false"
+		}
+		if c != "true" {
+			w.p("if %s {", c)
+		}
+		emit(f, compact)
+		if c != "true" {
+			w.p("}")
+		}
+	}
 }
 
 func sortTagged(fs []*schema.Field) {

@@ -141,27 +141,31 @@ func (r *Reader) UUID() UUID {
 
 // Uvarint reads an unsigned varint of at most 32 bits (5 bytes).
 func (r *Reader) Uvarint() uint32 {
+	// Most varints (record fields, compact lengths) fit one byte: take that path inline.
+	if r.off < len(r.b) {
+		if c := r.b[r.off]; c < 0x80 && r.err == nil {
+			r.off++
+			return uint32(c)
+		}
+	}
+	return r.uvarintSlow()
+}
+
+func (r *Reader) uvarintSlow() uint32 {
 	if r.err != nil {
 		return 0
 	}
-	var v uint32
-	for i := 0; i < 5; i++ {
-		if r.off >= len(r.b) {
-			r.failf("truncated uvarint at offset %d", r.off)
-			return 0
-		}
-		c := r.b[r.off]
-		r.off++
-		if i == 4 && c > 0x0f {
-			r.failf("uvarint overflows 32 bits at offset %d", r.off)
-			return 0
-		}
-		v |= uint32(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return v
-		}
+	u, n := binary.Uvarint(r.b[r.off:])
+	switch {
+	case n == 0:
+		r.failf("truncated uvarint at offset %d", r.off)
+		return 0
+	case n < 0 || n > 5 || u > 1<<32-1:
+		r.failf("uvarint overflows 32 bits at offset %d", r.off)
+		return 0
 	}
-	return v
+	r.off += n
+	return uint32(u)
 }
 
 // Varint reads a zig-zag varint of at most 32 bits.

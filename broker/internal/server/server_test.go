@@ -101,7 +101,14 @@ func TestBadRequestsCloseTheConnection(t *testing.T) {
 }
 
 func TestProduceFetchRoundTrip(t *testing.T) {
-	b := startBroker(t, nil)
+	// Both ways of sending records: sendfile(2), and the pooled read+write path.
+	for _, sendfile := range []string{"true", "false"} {
+		t.Run("sendfile="+sendfile, func(t *testing.T) { testProduceFetchRoundTrip(t, sendfile) })
+	}
+}
+
+func testProduceFetchRoundTrip(t *testing.T, sendfile string) {
+	b := startBroker(t, map[string]string{"spool.fetch.sendfile": sendfile})
 	c := dial(t, b.Addr)
 	createTopic(t, c, "events", 2, nil)
 	var offsets []int64

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests use, as "command-or-path:package".
 NEEDS=(
+  mvn:maven
+  javac:openjdk-17-jdk-headless
   kcat:kcat
   /usr/lib/python3/dist-packages/kafka:python3-kafka
   /usr/lib/python3/dist-packages/confluent_kafka:python3-confluent-kafka

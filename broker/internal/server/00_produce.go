@@ -66,9 +66,9 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 			slot.BaseOffset = res.BaseOffset
 			slot.LogAppendTimeMs = res.LogAppendTime
 			slot.LogStartOffset = res.LogStartOffset
-			if r.Acks != 0 {
-				waits = append(waits, durableWait{log: part.log, end: res.LastOffset + 1, slot: slot})
-			}
+			// acks=0 waits too, in the background: the high watermark (what consumers see)
+			// is the durable end, so unflushed acks=0 data would stay invisible.
+			waits = append(waits, durableWait{log: part.log, end: res.LastOffset + 1, slot: slot})
 		}
 		resp.Responses = append(resp.Responses, tr)
 	}

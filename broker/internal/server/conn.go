@@ -77,6 +77,8 @@ type conn struct {
 func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	c := &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), queue: make(chan *pending, maxInFlight)}
 	ctx, cancel := context.WithCancel(ctx)
+	// Shutdown must not wait for an idle client: closing the socket ends both loops.
+	defer context.AfterFunc(ctx, func() { nc.Close() })()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
@@ -427,3 +428,21 @@ func TestTopicAdmin(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestShutdownDoesNotWaitForIdleClients: a clean stop must not wait for clients to hang up.
+func TestShutdownDoesNotWaitForIdleClients(t *testing.T) {
+	b := startBroker(t, nil)
+	c := dial(t, b.Addr)
+	c.roundTrip(&wire.ApiVersionsRequest{}, &wire.ApiVersionsResponse{}, 3)
+	stopped := make(chan struct{})
+	go func() {
+		b.Stop(t)
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second): // connections.max.idle.ms is 10 minutes
+		t.Fatal("the broker did not stop while a client connection was idle")
+	}
+	c.expectClosed()
+}

@@ -102,7 +102,12 @@ func BenchmarkBrokerProduce(b *testing.B) {
 }
 
 func BenchmarkBrokerFetch(b *testing.B) {
-	const size = 100
+	for _, size := range []int{100, 1024} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) { benchmarkFetch(b, size) })
+	}
+}
+
+func benchmarkFetch(b *testing.B, size int) {
 	br := benchBroker(b)
 	cl := benchProducer(b, br.Addr)
 	produceN(b, cl, b.N, size)
@@ -113,7 +118,7 @@ func BenchmarkBrokerFetch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cons.Close()
-	b.SetBytes(size)
+	b.SetBytes(int64(size))
 	b.ResetTimer()
 	start := time.Now()
 	got := 0

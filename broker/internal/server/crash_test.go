@@ -32,6 +32,8 @@ func TestKillNineLosesNothingAcknowledged(t *testing.T) {
 
 	var mu sync.Mutex
 	var acks []acked
+	enough := make(chan struct{}) // closed when enough acknowledgements have arrived
+	var enoughOnce sync.Once
 	// Producers run until the crash; a blocked Produce ends with pctx.
 	pctx, pcancel := context.WithCancel(ctx)
 	defer pcancel()
@@ -55,23 +57,19 @@ func TestKillNineLosesNothingAcknowledged(t *testing.T) {
 					}
 					mu.Lock()
 					acks = append(acks, acked{r.Partition, r.Offset, string(r.Value)})
+					if len(acks) >= 3000 {
+						enoughOnce.Do(func() { close(enough) })
+					}
 					mu.Unlock()
 				})
 			}
 		}()
 	}
 	// Let acknowledgements accumulate, then crash the broker mid-stream.
-	for {
-		mu.Lock()
-		n := len(acks)
-		mu.Unlock()
-		if n >= 3000 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("only %d acks before the deadline", n)
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-enough:
+	case <-ctx.Done():
+		t.Fatal("too few acknowledgements before the deadline")
 	}
 	b.Kill(t)
 	pcancel()

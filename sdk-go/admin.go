@@ -1,0 +1,452 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// Admin wraps the cluster administration requests of a Client.
+type Admin struct{ cl *Client }
+
+// Admin returns the admin view of cl.
+func (cl *Client) Admin() *Admin { return &Admin{cl} }
+
+// TopicDetail describes one topic.
+type TopicDetail struct {
+	Name       string
+	Internal   bool
+	Partitions []PartitionDetail
+	Err        error
+}
+
+// PartitionDetail describes one partition.
+type PartitionDetail struct {
+	Partition int32
+	Leader    int32
+	Replicas  []int32
+	ISR       []int32
+	Err       error
+}
+
+// BrokerDetail is one broker of the cluster.
+type BrokerDetail struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   string
+}
+
+// ClusterInfo is the cluster as metadata reports it.
+type ClusterInfo struct {
+	ClusterID  string
+	Controller int32
+	Brokers    []BrokerDetail
+}
+
+func (a *Admin) controller(ctx context.Context) (*conn, error) {
+	m, err := a.cl.fetchMetadata(ctx, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	if m.controller >= 0 {
+		if c, err := a.cl.connToNode(ctx, m.controller); err == nil {
+			return c, nil
+		}
+	}
+	return a.cl.anyConn(ctx)
+}
+
+func strp(s string) *string { return &s }
+
+// CreateTopic creates a topic with partitions and replication factor (-1 for the broker
+// defaults) and configs.
+func (a *Admin) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
+	req := &wire.CreateTopicsRequest{}
+	req.Default()
+	req.TimeoutMs = int32(a.cl.cfg.requestTimeout / time.Millisecond)
+	t := wire.CreateTopicsRequestCreatableTopic{Name: name, NumPartitions: partitions, ReplicationFactor: replicationFactor}
+	keys := make([]string, 0, len(configs))
+	for k := range configs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Configs = append(t.Configs, wire.CreateTopicsRequestCreatableTopicConfig{Name: k, Value: strp(configs[k])})
+	}
+	req.Topics = []wire.CreateTopicsRequestCreatableTopic{t}
+	resp := &wire.CreateTopicsResponse{}
+	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
+		c, err := a.controller(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.request(ctx, req, resp); err != nil {
+			return err
+		}
+		for _, r := range resp.Topics {
+			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
+				return withMessage(err, r.ErrorMessage)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("spool: creating topic %q: %w", name, err)
+	}
+	return a.waitTopic(ctx, name, true)
+}
+
+// waitTopic waits until metadata shows the topic with leaders (exists) or without it.
+func (a *Admin) waitTopic(ctx context.Context, name string, exists bool) error {
+	for attempt := 0; ; attempt++ {
+		m, err := a.cl.fetchMetadata(ctx, []string{name}, false)
+		if err == nil {
+			tm, ok := m.topics[name]
+			if exists && ok && tm.err == nil && len(tm.partitions) > 0 {
+				ready := true
+				for _, p := range tm.partitions {
+					ready = ready && p.leader >= 0
+				}
+				if ready {
+					return nil
+				}
+			}
+			if !exists && (!ok || errors.Is(tm.err, wire.ErrUnknownTopicOrPartition)) {
+				return nil
+			}
+		}
+		if err := sleepCtx(ctx, min(a.cl.backoff(attempt), 100*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+}
+
+func withMessage(err error, msg *string) error {
+	if msg != nil && *msg != "" {
+		return fmt.Errorf("%w (%s)", err, *msg)
+	}
+	return err
+}
+
+// DeleteTopics deletes topics.
+func (a *Admin) DeleteTopics(ctx context.Context, names ...string) error {
+	req := &wire.DeleteTopicsRequest{}
+	req.Default()
+	req.TimeoutMs = int32(a.cl.cfg.requestTimeout / time.Millisecond)
+	req.TopicNames = names
+	for i := range names {
+		req.Topics = append(req.Topics, wire.DeleteTopicsRequestDeleteTopicState{Name: &names[i]})
+	}
+	resp := &wire.DeleteTopicsResponse{}
+	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
+		c, err := a.controller(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.request(ctx, req, resp); err != nil {
+			return err
+		}
+		var errs []error
+		for _, r := range resp.Responses {
+			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
+				n := ""
+				if r.Name != nil {
+					n = *r.Name
+				}
+				if errors.Is(err, wire.ErrUnknownTopicOrPartition) {
+					err = finalError{err}
+				}
+				errs = append(errs, fmt.Errorf("topic %q: %w", n, withMessage(err, r.ErrorMessage)))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		return fmt.Errorf("spool: deleting topics: %w", err)
+	}
+	for _, n := range names {
+		if err := a.waitTopic(ctx, n, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListTopics returns the names of all topics, sorted.
+func (a *Admin) ListTopics(ctx context.Context) ([]string, error) {
+	m, err := a.cl.fetchMetadata(ctx, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(m.topics))
+	for n := range m.topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// DescribeTopics returns details of the named topics, or of all topics when none are named.
+func (a *Admin) DescribeTopics(ctx context.Context, names ...string) ([]TopicDetail, error) {
+	req := &wire.MetadataRequest{}
+	req.Default()
+	if len(names) > 0 {
+		req.Topics = make([]wire.MetadataRequestTopic, len(names))
+		for i := range names {
+			req.Topics[i].Name = &names[i]
+		}
+	} else {
+		req.Topics = nil
+	}
+	req.AllowAutoTopicCreation = false
+	resp := &wire.MetadataResponse{}
+	if err := a.cl.withRetries(ctx, func(ctx context.Context) error { return a.cl.Request(ctx, req, resp) }); err != nil {
+		return nil, err
+	}
+	out := make([]TopicDetail, 0, len(resp.Topics))
+	for _, t := range resp.Topics {
+		d := TopicDetail{Internal: t.IsInternal, Err: wire.ErrorForCode(t.ErrorCode)}
+		if t.Name != nil {
+			d.Name = *t.Name
+		}
+		for _, p := range t.Partitions {
+			d.Partitions = append(d.Partitions, PartitionDetail{Partition: p.PartitionIndex, Leader: p.LeaderId,
+				Replicas: p.ReplicaNodes, ISR: p.IsrNodes, Err: wire.ErrorForCode(p.ErrorCode)})
+		}
+		sort.Slice(d.Partitions, func(i, j int) bool { return d.Partitions[i].Partition < d.Partitions[j].Partition })
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Cluster returns the cluster id, controller and brokers.
+func (a *Admin) Cluster(ctx context.Context) (ClusterInfo, error) {
+	req := &wire.MetadataRequest{}
+	req.Default()
+	req.Topics = []wire.MetadataRequestTopic{}
+	req.AllowAutoTopicCreation = false
+	resp := &wire.MetadataResponse{}
+	if err := a.cl.withRetries(ctx, func(ctx context.Context) error { return a.cl.Request(ctx, req, resp) }); err != nil {
+		return ClusterInfo{}, err
+	}
+	ci := ClusterInfo{Controller: resp.ControllerId}
+	if resp.ClusterId != nil {
+		ci.ClusterID = *resp.ClusterId
+	}
+	for _, b := range resp.Brokers {
+		bd := BrokerDetail{NodeID: b.NodeId, Host: b.Host, Port: b.Port}
+		if b.Rack != nil {
+			bd.Rack = *b.Rack
+		}
+		ci.Brokers = append(ci.Brokers, bd)
+	}
+	sort.Slice(ci.Brokers, func(i, j int) bool { return ci.Brokers[i].NodeID < ci.Brokers[j].NodeID })
+	return ci, nil
+}
+
+// CreatePartitions raises the partition count of topic to total.
+func (a *Admin) CreatePartitions(ctx context.Context, topic string, total int32) error {
+	req := &wire.CreatePartitionsRequest{}
+	req.Default()
+	req.TimeoutMs = int32(a.cl.cfg.requestTimeout / time.Millisecond)
+	req.Topics = []wire.CreatePartitionsRequestTopic{{Name: topic, Count: total}}
+	resp := &wire.CreatePartitionsResponse{}
+	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
+		c, err := a.controller(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.request(ctx, req, resp); err != nil {
+			return err
+		}
+		for _, r := range resp.Results {
+			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
+				if errors.Is(err, wire.ErrUnknownTopicOrPartition) {
+					err = finalError{err}
+				}
+				return withMessage(err, r.ErrorMessage)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("spool: creating partitions of %q: %w", topic, err)
+	}
+	for attempt := 0; ; attempt++ {
+		m, err := a.cl.fetchMetadata(ctx, []string{topic}, false)
+		if err == nil {
+			if tm := m.topics[topic]; tm != nil && len(tm.partitions) >= int(total) {
+				a.cl.triggerRefresh()
+				return nil
+			}
+		}
+		if err := sleepCtx(ctx, min(a.cl.backoff(attempt), 100*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+}
+
+// ConfigEntry is one configuration value of a resource.
+type ConfigEntry struct {
+	Name      string
+	Value     *string
+	ReadOnly  bool
+	Default   bool
+	Sensitive bool
+	Source    int8
+}
+
+const resourceTopic int8 = 2
+
+// DescribeTopicConfigs returns the configuration of topic (all keys when none are named).
+func (a *Admin) DescribeTopicConfigs(ctx context.Context, topic string, keys ...string) ([]ConfigEntry, error) {
+	req := &wire.DescribeConfigsRequest{}
+	req.Default()
+	res := wire.DescribeConfigsRequestResource{ResourceType: resourceTopic, ResourceName: topic, ConfigurationKeys: keys}
+	req.Resources = []wire.DescribeConfigsRequestResource{res}
+	resp := &wire.DescribeConfigsResponse{}
+	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
+		if err := a.cl.Request(ctx, req, resp); err != nil {
+			return err
+		}
+		for _, r := range resp.Results {
+			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
+				return withMessage(adminErr(err), r.ErrorMessage)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spool: describing configs of %q: %w", topic, err)
+	}
+	var out []ConfigEntry
+	for _, r := range resp.Results {
+		for _, c := range r.Configs {
+			out = append(out, ConfigEntry{Name: c.Name, Value: c.Value, ReadOnly: c.ReadOnly, Sensitive: c.IsSensitive,
+				Source: c.ConfigSource, Default: c.ConfigSource == 5})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// AlterTopicConfigs sets (non-nil value) or deletes (nil value, back to the default) topic
+// configs with IncrementalAlterConfigs.
+func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string) error {
+	req := &wire.IncrementalAlterConfigsRequest{}
+	req.Default()
+	res := wire.IncrementalAlterConfigsRequestAlterConfigsResource{ResourceType: resourceTopic, ResourceName: topic}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		op := int8(0) // SET
+		if set[k] == nil {
+			op = 1 // DELETE
+		}
+		res.Configs = append(res.Configs, wire.IncrementalAlterConfigsRequestAlterableConfig{Name: k, ConfigOperation: op, Value: set[k]})
+	}
+	req.Resources = []wire.IncrementalAlterConfigsRequestAlterConfigsResource{res}
+	resp := &wire.IncrementalAlterConfigsResponse{}
+	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
+		if err := a.cl.Request(ctx, req, resp); err != nil {
+			return err
+		}
+		for _, r := range resp.Responses {
+			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
+				return withMessage(adminErr(err), r.ErrorMessage)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("spool: altering configs of %q: %w", topic, err)
+	}
+	return nil
+}
+
+// Special timestamps for ListOffsets.
+const (
+	// OffsetEarliest asks for the log start offset.
+	OffsetEarliest int64 = -2
+	// OffsetLatest asks for the log end offset (high watermark).
+	OffsetLatest int64 = -1
+)
+
+// ListOffsets returns, per partition of topic, the first offset whose timestamp is at or
+// after ts (a Unix millisecond time), or the earliest/latest offset for OffsetEarliest and
+// OffsetLatest. A partition with no such record gets -1.
+func (a *Admin) ListOffsets(ctx context.Context, topic string, ts int64) (map[int32]int64, error) {
+	tm, err := a.cl.topic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	ps := make(map[int32]int64, len(tm.partitions))
+	for i := range tm.partitions {
+		ps[int32(i)] = ts
+	}
+	return a.cl.listOffsets(ctx, topic, ps)
+}
+
+// listOffsets asks each partition's leader for the offset of a timestamp.
+func (cl *Client) listOffsets(ctx context.Context, topic string, ts map[int32]int64) (map[int32]int64, error) {
+	out := make(map[int32]int64, len(ts))
+	err := cl.withRetries(ctx, func(ctx context.Context) error {
+		if _, err := cl.topic(ctx, topic); err != nil {
+			return err
+		}
+		byLeader := map[int32]*wire.ListOffsetsRequest{}
+		for p, t := range ts {
+			if _, ok := out[p]; ok {
+				continue
+			}
+			l := cl.leaderOf(topic, p)
+			if l < 0 {
+				return fmt.Errorf("spool: %s[%d]: %w", topic, p, wire.ErrLeaderNotAvailable)
+			}
+			req := byLeader[l]
+			if req == nil {
+				req = &wire.ListOffsetsRequest{}
+				req.Default()
+				req.ReplicaId = -1
+				req.IsolationLevel = int8(cl.cfg.isolation)
+				req.Topics = []wire.ListOffsetsRequestTopic{{Name: topic}}
+				byLeader[l] = req
+			}
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions, wire.ListOffsetsRequestPartition{PartitionIndex: p, CurrentLeaderEpoch: -1, Timestamp: t})
+		}
+		for l, req := range byLeader {
+			resp := &wire.ListOffsetsResponse{}
+			if err := cl.RequestNode(ctx, l, req, resp); err != nil {
+				return err
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := wire.ErrorForCode(p.ErrorCode); err != nil {
+						return fmt.Errorf("spool: list offsets %s[%d]: %w", topic, p.PartitionIndex, err)
+					}
+					out[p.PartitionIndex] = p.Offset
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// adminErr makes UNKNOWN_TOPIC_OR_PARTITION in an admin response final: the broker answered
+// for the topic, so retrying does not help.
+func adminErr(err error) error {
+	if errors.Is(err, wire.ErrUnknownTopicOrPartition) {
+		return finalError{err}
+	}
+	return err
+}

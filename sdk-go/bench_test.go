@@ -1,0 +1,166 @@
+package spool_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+	spool "github.com/spoolmq/spool/sdk-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// benchAddr starts a broker for one benchmark run; b's cleanup stops it.
+func benchAddr(b *testing.B) string {
+	return brokertest.Start(b, brokertest.Options{}).Addr
+}
+
+func benchTopic(b *testing.B, addr string, partitions int32) string {
+	cl, err := spool.NewClient(spool.SeedBrokers(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	if err := cl.Admin().CreateTopic(context.Background(), name, partitions, 1, nil); err != nil {
+		b.Fatal(err)
+	}
+	return name
+}
+
+// BenchmarkProduce produces b.N records of each size with acks=all through our producer and
+// franz-go's, same broker, same workload.
+func BenchmarkProduce(b *testing.B) {
+	for _, size := range []int{100, 1024} {
+		b.Run(fmt.Sprintf("spool/%dB", size), func(b *testing.B) {
+			addr := benchAddr(b)
+			topic := benchTopic(b, addr, 3)
+			cl, err := spool.NewClient(spool.SeedBrokers(addr), spool.WithPartitioner(spool.Sticky(0, false)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			ctx := context.Background()
+			value := make([]byte, size)
+			recs := make([]spool.Record, b.N)
+			var errOnce sync.Once
+			cb := func(_ *spool.Record, err error) {
+				if err != nil {
+					errOnce.Do(func() { b.Error(err) })
+				}
+			}
+			// Warm up connections and the producer id.
+			if err := cl.ProduceSync(ctx, &spool.Record{Topic: topic, Value: value}); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range recs {
+				recs[i].Topic, recs[i].Value = topic, value
+				cl.Produce(ctx, &recs[i], cb)
+			}
+			if err := cl.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.Run(fmt.Sprintf("franz-go/%dB", size), func(b *testing.B) {
+			addr := benchAddr(b)
+			topic := benchTopic(b, addr, 3)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			ctx := context.Background()
+			value := make([]byte, size)
+			recs := make([]kgo.Record, b.N)
+			var errOnce sync.Once
+			cb := func(_ *kgo.Record, err error) {
+				if err != nil {
+					errOnce.Do(func() { b.Error(err) })
+				}
+			}
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value}).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range recs {
+				recs[i].Topic, recs[i].Value = topic, value
+				cl.Produce(ctx, &recs[i], cb)
+			}
+			if err := cl.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkConsume fetches 100-byte records with our consumer and franz-go's.
+func BenchmarkConsume(b *testing.B) {
+	addr := benchAddr(b)
+	const n = 200000
+	topic := benchTopic(b, addr, 3)
+	cl, err := spool.NewClient(spool.SeedBrokers(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, 100)
+	recs := make([]spool.Record, n)
+	for i := range recs {
+		recs[i].Topic, recs[i].Value = topic, value
+		cl.Produce(context.Background(), &recs[i], nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	cl.Close()
+	b.Run("spool", func(b *testing.B) {
+		b.SetBytes(100)
+		b.ReportAllocs()
+		got := 0
+		for got < b.N {
+			c, err := spool.NewClient(spool.SeedBrokers(addr))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.AssignTopic(context.Background(), topic, spool.OffsetStart()); err != nil {
+				b.Fatal(err)
+			}
+			for seen := 0; seen < n && got < b.N; {
+				rs, err := c.Poll(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				seen += len(rs)
+				got += len(rs)
+			}
+			c.Close()
+		}
+	})
+	b.Run("franz-go", func(b *testing.B) {
+		b.SetBytes(100)
+		b.ReportAllocs()
+		got := 0
+		for got < b.N {
+			c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for seen := 0; seen < n && got < b.N; {
+				fs := c.PollFetches(context.Background())
+				if err := fs.Err0(); err != nil {
+					b.Fatal(err)
+				}
+				k := fs.NumRecords()
+				seen += k
+				got += k
+			}
+			c.Close()
+		}
+	})
+}

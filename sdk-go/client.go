@@ -1,0 +1,467 @@
+// Package spool is the Go client of Spool, and of any Kafka broker: a Client that discovers
+// the cluster, keeps one pipelined connection per broker and negotiates API versions, an
+// asynchronous batching idempotent producer, a partition consumer, and admin requests.
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// ErrNoBrokers is returned when no broker could be reached (after a few attempts).
+var ErrNoBrokers = errors.New("spool: no broker reachable")
+
+// ErrClosed is returned by calls on a closed Client.
+var ErrClosed = errors.New("spool: client closed")
+
+// Client talks to a cluster. It is safe for concurrent use.
+type Client struct {
+	cfg config
+
+	mu      sync.Mutex
+	conns   map[string]*conn // by address
+	dialing map[string]*dialWait
+	brokers map[int32]string // node id → address, from metadata
+
+	meta      atomic.Pointer[metadata]
+	metaMu    sync.Mutex // serializes refreshes
+	topicsMu  sync.Mutex
+	topics    map[string]struct{} // topics this client uses
+	refreshCh chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	prod *producer
+	cons *consumer
+}
+
+type dialWait struct {
+	done chan struct{}
+	c    *conn
+	err  error
+}
+
+// metadata is an immutable snapshot of the cluster.
+type metadata struct {
+	clusterID  string
+	controller int32
+	brokers    map[int32]string
+	topics     map[string]*topicMeta
+	at         time.Time
+}
+
+type topicMeta struct {
+	name       string
+	err        error
+	partitions []partitionMeta
+}
+
+type partitionMeta struct {
+	leader int32
+	err    error
+}
+
+// NewClient checks the options and returns a Client. It connects lazily: the first call that
+// needs the cluster dials the seed brokers.
+func NewClient(opts ...Opt) (*Client, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	for _, s := range cfg.seeds {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, fmt.Errorf("spool: seed broker %q: %w", s, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cl := &Client{
+		cfg: cfg, conns: map[string]*conn{}, dialing: map[string]*dialWait{},
+		brokers: map[int32]string{}, topics: map[string]struct{}{},
+		refreshCh: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
+	}
+	cl.prod = newProducer(cl)
+	cl.cons = newConsumer(cl)
+	cl.wg.Add(1)
+	go cl.metadataLoop()
+	return cl, nil
+}
+
+// Close waits up to RequestTimeout for buffered records to be delivered (call Flush first
+// to wait longer), then stops background work and closes every connection. Records still
+// buffered fail with ErrClosed. Close is idempotent.
+func (cl *Client) Close() {
+	if !cl.closed() && cl.prod.buffered.Load() > 0 {
+		ctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.requestTimeout)
+		cl.Flush(ctx)
+		cancel()
+	}
+	cl.cancel()
+	cl.prod.close()
+	cl.cons.close()
+	cl.wg.Wait()
+	cl.mu.Lock()
+	for _, c := range cl.conns {
+		c.close(ErrClosed)
+	}
+	cl.mu.Unlock()
+}
+
+func (cl *Client) closed() bool { return cl.ctx.Err() != nil }
+
+// connTo returns the connection to addr, dialing it if needed.
+func (cl *Client) connTo(ctx context.Context, addr string) (*conn, error) {
+	if cl.closed() {
+		return nil, ErrClosed
+	}
+	cl.mu.Lock()
+	if c, ok := cl.conns[addr]; ok && !c.isClosed() {
+		cl.mu.Unlock()
+		return c, nil
+	}
+	w, ok := cl.dialing[addr]
+	if !ok {
+		w = &dialWait{done: make(chan struct{})}
+		cl.dialing[addr] = w
+		go func() {
+			dctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.dialTimeout+cl.cfg.requestTimeout)
+			defer cancel()
+			w.c, w.err = dialConn(dctx, &cl.cfg, addr)
+			cl.mu.Lock()
+			delete(cl.dialing, addr)
+			if w.err == nil {
+				if cl.closed() {
+					w.c.close(ErrClosed)
+					w.err = ErrClosed
+				} else {
+					cl.conns[addr] = w.c
+				}
+			}
+			cl.mu.Unlock()
+			close(w.done)
+		}()
+	}
+	cl.mu.Unlock()
+	select {
+	case <-w.done:
+		return w.c, w.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// connToNode returns the connection to broker id.
+func (cl *Client) connToNode(ctx context.Context, id int32) (*conn, error) {
+	cl.mu.Lock()
+	addr, ok := cl.brokers[id]
+	cl.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("spool: unknown broker %d: %w", id, wire.ErrBrokerNotAvailable)
+	}
+	return cl.connTo(ctx, addr)
+}
+
+// anyConn returns a connection to some live broker: a known one, else a seed.
+func (cl *Client) anyConn(ctx context.Context) (*conn, error) {
+	cl.mu.Lock()
+	for _, c := range cl.conns {
+		if !c.isClosed() {
+			cl.mu.Unlock()
+			return c, nil
+		}
+	}
+	addrs := make([]string, 0, len(cl.brokers)+len(cl.cfg.seeds))
+	for _, a := range cl.brokers {
+		addrs = append(addrs, a)
+	}
+	addrs = append(addrs, cl.cfg.seeds...)
+	cl.mu.Unlock()
+	var errs []error
+	for _, a := range addrs {
+		c, err := cl.connTo(ctx, a)
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNoBrokers, errors.Join(errs...))
+}
+
+// backoff is the wait before retry attempt n (0-based).
+func (cl *Client) backoff(n int) time.Duration {
+	d := cl.cfg.retryBackoff
+	for i := 0; i < n && d < cl.cfg.retryBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, cl.cfg.retryBackoffMax)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retriable reports whether err is worth another attempt: a retriable protocol error or a
+// broken connection.
+func retriable(err error) bool {
+	var f finalError
+	if errors.As(err, &f) {
+		return false
+	}
+	if wire.IsRetriable(err) || errors.Is(err, ErrConnClosed) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// withRetries runs fn until it succeeds, fails with a non-retriable error, or ctx ends,
+// waiting with backoff in between.
+func (cl *Client) withRetries(ctx context.Context, fn func(ctx context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, cl.cfg.requestTimeout)
+		err := fn(rctx)
+		cancel()
+		if err == nil || !retriable(err) || ctx.Err() != nil || cl.closed() {
+			return err
+		}
+		if errors.Is(err, ErrNoBrokers) && attempt >= 2 {
+			return err
+		}
+		if isLeadershipErr(err) {
+			cl.triggerRefresh()
+		}
+		if e := sleepCtx(ctx, cl.backoff(attempt)); e != nil {
+			return err
+		}
+	}
+}
+
+// finalError marks an error as not worth retrying even if its code is retriable, such as
+// UNKNOWN_TOPIC_OR_PARTITION from the controller for a topic an admin request names.
+type finalError struct{ error }
+
+func (f finalError) Unwrap() error { return f.error }
+
+func isLeadershipErr(err error) bool {
+	return errors.Is(err, wire.ErrNotLeaderOrFollower) || errors.Is(err, wire.ErrUnknownTopicOrPartition) ||
+		errors.Is(err, wire.ErrLeaderNotAvailable) || errors.Is(err, wire.ErrBrokerNotAvailable) ||
+		errors.Is(err, ErrConnClosed) || errors.Is(err, wire.ErrFencedLeaderEpoch) || errors.Is(err, wire.ErrNotController)
+}
+
+// Request sends a raw protocol request to any broker at the negotiated version and decodes the
+// response into resp. It is the escape hatch for APIs the SDK does not wrap.
+func (cl *Client) Request(ctx context.Context, req, resp wire.Message) error {
+	c, err := cl.anyConn(ctx)
+	if err != nil {
+		return err
+	}
+	return c.request(ctx, req, resp)
+}
+
+// RequestNode is Request to broker id.
+func (cl *Client) RequestNode(ctx context.Context, id int32, req, resp wire.Message) error {
+	c, err := cl.connToNode(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.request(ctx, req, resp)
+}
+
+// --- metadata ---
+
+func (cl *Client) addTopics(names ...string) {
+	cl.topicsMu.Lock()
+	for _, n := range names {
+		cl.topics[n] = struct{}{}
+	}
+	cl.topicsMu.Unlock()
+}
+
+func (cl *Client) triggerRefresh() {
+	select {
+	case cl.refreshCh <- struct{}{}:
+	default:
+	}
+}
+
+func (cl *Client) metadataLoop() {
+	defer cl.wg.Done()
+	t := time.NewTicker(cl.cfg.metadataMaxAge)
+	defer t.Stop()
+	for {
+		select {
+		case <-cl.ctx.Done():
+			return
+		case <-t.C:
+		case <-cl.refreshCh:
+		}
+		ctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.requestTimeout)
+		if _, err := cl.refreshMetadata(ctx); err != nil {
+			cl.cfg.logger.Debug("metadata refresh failed", "err", err)
+		}
+		cancel()
+		// Bound how often error-driven refreshes run.
+		if sleepCtx(cl.ctx, cl.cfg.retryBackoff) != nil {
+			return
+		}
+		cl.prod.wake()
+		cl.cons.wake()
+	}
+}
+
+// refreshMetadata asks for the metadata of the client's topics and installs it.
+func (cl *Client) refreshMetadata(ctx context.Context) (*metadata, error) {
+	cl.topicsMu.Lock()
+	names := make([]string, 0, len(cl.topics))
+	for n := range cl.topics {
+		names = append(names, n)
+	}
+	cl.topicsMu.Unlock()
+	if len(names) == 0 && cl.meta.Load() != nil {
+		return cl.meta.Load(), nil
+	}
+	cl.metaMu.Lock()
+	defer cl.metaMu.Unlock()
+	m, err := cl.fetchMetadata(ctx, names, false)
+	if err != nil {
+		return nil, err
+	}
+	cl.meta.Store(m)
+	return m, nil
+}
+
+// fetchMetadata requests metadata for topics (all topics when all is set).
+func (cl *Client) fetchMetadata(ctx context.Context, topics []string, all bool) (*metadata, error) {
+	req := &wire.MetadataRequest{}
+	req.Default()
+	if all {
+		req.Topics = nil
+	} else {
+		req.Topics = make([]wire.MetadataRequestTopic, len(topics))
+		for i := range topics {
+			req.Topics[i].Name = &topics[i]
+		}
+	}
+	req.AllowAutoTopicCreation = false
+	resp := &wire.MetadataResponse{}
+	var err error
+	for attempt := 0; ; attempt++ {
+		var c *conn
+		c, err = cl.anyConn(ctx)
+		if err == nil {
+			err = c.request(ctx, req, resp)
+			if err == nil {
+				break
+			}
+		} else if attempt >= 2 {
+			return nil, err // no broker reachable at all
+		}
+		if ctx.Err() != nil || cl.closed() || !retriable(err) {
+			return nil, err
+		}
+		if sleepCtx(ctx, cl.backoff(attempt)) != nil {
+			return nil, err
+		}
+	}
+	m := &metadata{controller: resp.ControllerId, brokers: map[int32]string{}, topics: map[string]*topicMeta{}, at: time.Now()}
+	if resp.ClusterId != nil {
+		m.clusterID = *resp.ClusterId
+	}
+	for _, b := range resp.Brokers {
+		m.brokers[b.NodeId] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+	for _, t := range resp.Topics {
+		if t.Name == nil {
+			continue
+		}
+		tm := &topicMeta{name: *t.Name, err: wire.ErrorForCode(t.ErrorCode)}
+		maxP := int32(-1)
+		for _, p := range t.Partitions {
+			maxP = max(maxP, p.PartitionIndex)
+		}
+		tm.partitions = make([]partitionMeta, maxP+1)
+		for i := range tm.partitions {
+			tm.partitions[i] = partitionMeta{leader: -1, err: wire.ErrLeaderNotAvailable}
+		}
+		for _, p := range t.Partitions {
+			tm.partitions[p.PartitionIndex] = partitionMeta{leader: p.LeaderId, err: wire.ErrorForCode(p.ErrorCode)}
+		}
+		m.topics[tm.name] = tm
+	}
+	cl.mu.Lock()
+	for id, a := range m.brokers {
+		cl.brokers[id] = a
+	}
+	cl.mu.Unlock()
+	return m, nil
+}
+
+// topic returns the metadata of topic, refreshing until it is known, it is reported as not
+// existing (after a few tries, in case it is being created), or ctx ends.
+func (cl *Client) topic(ctx context.Context, name string) (*topicMeta, error) {
+	if m := cl.meta.Load(); m != nil {
+		if tm, ok := m.topics[name]; ok && tm.err == nil && len(tm.partitions) > 0 {
+			return tm, nil
+		}
+	}
+	cl.addTopics(name)
+	var last error
+	for attempt := 0; attempt < 5; attempt++ {
+		m, err := cl.refreshMetadata(ctx)
+		if err != nil {
+			return nil, err
+		}
+		tm, ok := m.topics[name]
+		switch {
+		case ok && tm.err == nil && len(tm.partitions) > 0:
+			return tm, nil
+		case ok && tm.err != nil && !wire.IsRetriable(tm.err):
+			return nil, fmt.Errorf("spool: topic %q: %w", name, tm.err)
+		case ok && tm.err != nil:
+			last = tm.err
+		default:
+			last = wire.ErrUnknownTopicOrPartition
+		}
+		if err := sleepCtx(ctx, cl.backoff(attempt)); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("spool: topic %q: %w", name, last)
+}
+
+// leaderOf returns the leader of a partition from the current metadata, or -1.
+func (cl *Client) leaderOf(topic string, partition int32) int32 {
+	m := cl.meta.Load()
+	if m == nil {
+		return -1
+	}
+	tm, ok := m.topics[topic]
+	if !ok || partition < 0 || int(partition) >= len(tm.partitions) {
+		return -1
+	}
+	return tm.partitions[partition].leader
+}

@@ -1,0 +1,606 @@
+// Command spool is a command-line client for Spool and any Kafka cluster: topics, produce,
+// consume, cluster info and benchmarks.
+//
+//	spool [--brokers HOST:PORT,...] topic create NAME [--partitions N] [--replication-factor R] [--config k=v]...
+//	spool topic list | describe NAME... | delete NAME...
+//	spool produce --topic T [--key-separator S] [--partitioner hash|roundrobin|sticky] [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd]
+//	spool consume --topic T [--from-beginning] [--count N] [--format FMT]
+//	spool cluster info
+//	spool bench produce|consume --topic T [--records N] [--size B] [--json]
+//
+// --brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092. Bad usage exits 2, other
+// errors exit 1, both with a message on stderr.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/wire/compress"
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: spool [--brokers HOST:PORT,...] COMMAND
+
+commands:
+  topic create NAME [--partitions N] [--replication-factor R] [--config k=v]...
+  topic list
+  topic describe NAME...
+  topic delete NAME...
+  produce --topic T [--key-separator S] [--partitioner hash|roundrobin|sticky]
+          [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd]   (records from stdin, one per line)
+  consume --topic T [--from-beginning] [--count N] [--format FMT]
+          FMT: %t topic %p partition %o offset %k key %v value %h headers %T timestamp (ms), \n \t
+  cluster info
+  bench produce --topic T [--records N] [--size B] [--acks ...] [--compression ...] [--json]
+  bench consume --topic T [--records N] [--json]
+
+--brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092.
+`
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdin, stdout, stderr)
+	if err == nil {
+		return 0
+	}
+	var ue usageError
+	if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "spool: %s\n", ue.msg)
+		}
+		io.WriteString(stderr, usage)
+		return 2
+	}
+	fmt.Fprintf(stderr, "spool: %v\n", err)
+	return 1
+}
+
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	// Allow flags after positional arguments.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{fmt.Sprintf("%s: %v", fs.Name(), err)}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	g := newFlags("spool")
+	def := os.Getenv("SPOOL_BROKERS")
+	if def == "" {
+		def = "127.0.0.1:9092"
+	}
+	brokers := g.String("brokers", def, "")
+	if err := g.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	rest := g.Args()
+	if len(rest) == 0 {
+		return usageError{"no command"}
+	}
+	clientFor := func(opts ...spool.Opt) (*spool.Client, error) {
+		seeds := strings.Split(*brokers, ",")
+		return spool.NewClient(append([]spool.Opt{spool.SeedBrokers(seeds...), spool.ClientID("spool-cli"),
+			spool.DialTimeout(5 * time.Second), spool.RequestTimeout(10 * time.Second)}, opts...)...)
+	}
+	cmd, rest := rest[0], rest[1:]
+	sub := func() (string, []string, error) {
+		if len(rest) == 0 {
+			return "", nil, usageError{cmd + ": missing subcommand"}
+		}
+		return rest[0], rest[1:], nil
+	}
+	switch cmd {
+	case "topic":
+		s, a, err := sub()
+		if err != nil {
+			return err
+		}
+		return topicCmd(ctx, clientFor, s, a, stdout)
+	case "produce":
+		return produceCmd(ctx, clientFor, rest, stdin, stderr)
+	case "consume":
+		return consumeCmd(ctx, clientFor, rest, stdout)
+	case "cluster":
+		s, _, err := sub()
+		if err != nil {
+			return err
+		}
+		if s != "info" {
+			return usageError{"cluster: unknown subcommand " + s}
+		}
+		cl, err := clientFor()
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		ci, err := cl.Admin().Cluster(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "cluster id: %s\ncontroller: %d\nbrokers:\n", ci.ClusterID, ci.Controller)
+		for _, b := range ci.Brokers {
+			fmt.Fprintf(stdout, "  %d\t%s:%d\t%s\n", b.NodeID, b.Host, b.Port, b.Rack)
+		}
+		return nil
+	case "bench":
+		s, a, err := sub()
+		if err != nil {
+			return err
+		}
+		return benchCmd(ctx, clientFor, s, a, stdout, stderr)
+	}
+	return usageError{"unknown command " + cmd}
+}
+
+type clientFunc func(opts ...spool.Opt) (*spool.Client, error)
+
+type kvFlag map[string]string
+
+func (k kvFlag) String() string { return "" }
+func (k kvFlag) Set(s string) error {
+	key, v, ok := strings.Cut(s, "=")
+	if !ok || key == "" {
+		return fmt.Errorf("want k=v, got %q", s)
+	}
+	k[key] = v
+	return nil
+}
+
+func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout io.Writer) error {
+	fs := newFlags("topic " + sub)
+	var partitions, rf *int
+	configs := kvFlag{}
+	if sub == "create" {
+		partitions = fs.Int("partitions", -1, "")
+		rf = fs.Int("replication-factor", -1, "")
+		fs.Var(configs, "config", "")
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	names := fs.Args()
+	switch sub {
+	case "create", "describe", "delete":
+		if len(names) == 0 {
+			return usageError{"topic " + sub + ": missing topic name"}
+		}
+	case "list":
+	default:
+		return usageError{"topic: unknown subcommand " + sub}
+	}
+	cl, err := clientFor()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ad := cl.Admin()
+	switch sub {
+	case "create":
+		for _, n := range names {
+			if err := ad.CreateTopic(ctx, n, int32(*partitions), int16(*rf), configs); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "created %s\n", n)
+		}
+	case "list":
+		ns, err := ad.ListTopics(ctx)
+		if err != nil {
+			return err
+		}
+		for _, n := range ns {
+			fmt.Fprintln(stdout, n)
+		}
+	case "describe":
+		ds, err := ad.DescribeTopics(ctx, names...)
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			if d.Err != nil {
+				return fmt.Errorf("topic %q: %w", d.Name, d.Err)
+			}
+			fmt.Fprintf(stdout, "topic %s partitions %d\n", d.Name, len(d.Partitions))
+			for _, p := range d.Partitions {
+				fmt.Fprintf(stdout, "  partition %d leader %d replicas %v isr %v\n", p.Partition, p.Leader, p.Replicas, p.ISR)
+			}
+			cfgs, err := ad.DescribeTopicConfigs(ctx, d.Name)
+			if err == nil {
+				for _, c := range cfgs {
+					if !c.Default && c.Value != nil {
+						fmt.Fprintf(stdout, "  config %s=%s\n", c.Name, *c.Value)
+					}
+				}
+			}
+		}
+	case "delete":
+		if err := ad.DeleteTopics(ctx, names...); err != nil {
+			return err
+		}
+		for _, n := range names {
+			fmt.Fprintf(stdout, "deleted %s\n", n)
+		}
+	}
+	return nil
+}
+
+func producerOpts(acks, codec, partitioner string) ([]spool.Opt, error) {
+	var opts []spool.Opt
+	switch acks {
+	case "all", "-1":
+		opts = append(opts, spool.RequiredAcks(spool.AcksAll))
+	case "1":
+		opts = append(opts, spool.RequiredAcks(spool.AcksLeader))
+	case "0":
+		opts = append(opts, spool.RequiredAcks(spool.AcksNone))
+	default:
+		return nil, usageError{fmt.Sprintf("--acks %q: want all, 1 or 0", acks)}
+	}
+	c, err := compress.ParseCodec(codec)
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("--compression %q: want none, gzip, snappy, lz4 or zstd", codec)}
+	}
+	opts = append(opts, spool.Compression(c))
+	switch partitioner {
+	case "hash", "":
+		opts = append(opts, spool.WithPartitioner(spool.Hash()))
+	case "roundrobin":
+		opts = append(opts, spool.WithPartitioner(spool.RoundRobin()))
+	case "sticky":
+		opts = append(opts, spool.WithPartitioner(spool.Sticky(0, true)))
+	default:
+		return nil, usageError{fmt.Sprintf("--partitioner %q: want hash, roundrobin or sticky", partitioner)}
+	}
+	return opts, nil
+}
+
+func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin io.Reader, stderr io.Writer) error {
+	fs := newFlags("produce")
+	topic := fs.String("topic", "", "")
+	sep := fs.String("key-separator", "", "")
+	part := fs.String("partitioner", "hash", "")
+	acks := fs.String("acks", "all", "")
+	codec := fs.String("compression", "none", "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *topic == "" {
+		return usageError{"produce: --topic is required"}
+	}
+	opts, err := producerOpts(*acks, *codec, *part)
+	if err != nil {
+		return err
+	}
+	cl, err := clientFor(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	cb := func(_ *spool.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+		}
+	}
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	n := 0
+	for sc.Scan() {
+		line := sc.Text()
+		r := &spool.Record{Topic: *topic}
+		if *sep != "" {
+			k, v, ok := strings.Cut(line, *sep)
+			if ok {
+				r.Key, r.Value = []byte(k), []byte(v)
+			} else {
+				r.Value = []byte(line)
+			}
+		} else {
+			r.Value = []byte(line)
+		}
+		cl.Produce(ctx, r, cb)
+		n++
+		mu.Lock()
+		err := first
+		mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading stdin: %w", err)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if first != nil {
+		return first
+	}
+	fmt.Fprintf(stderr, "produced %d records\n", n)
+	return nil
+}
+
+func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
+	fs := newFlags("consume")
+	topic := fs.String("topic", "", "")
+	fromBeginning := fs.Bool("from-beginning", false, "")
+	count := fs.Int("count", 0, "")
+	format := fs.String("format", `%v\n`, "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *topic == "" {
+		return usageError{"consume: --topic is required"}
+	}
+	if *count < 0 {
+		return usageError{"consume: --count must be >= 0"}
+	}
+	cl, err := clientFor()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	start := spool.OffsetEnd()
+	if *fromBeginning {
+		start = spool.OffsetStart()
+	}
+	if err := cl.AssignTopic(ctx, *topic, start); err != nil {
+		return err
+	}
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	n := 0
+	var buf []byte
+	for *count == 0 || n < *count {
+		rs, err := cl.Poll(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+		for _, r := range rs {
+			buf = formatRecord(buf[:0], *format, r)
+			w.Write(buf)
+			n++
+			if *count > 0 && n >= *count {
+				break
+			}
+		}
+		w.Flush()
+	}
+	return nil
+}
+
+// formatRecord appends r formatted by f: %t topic, %p partition, %o offset, %k key, %v value,
+// %h headers (k=v,...), %T timestamp in Unix ms, %% percent, \n newline, \t tab.
+func formatRecord(b []byte, f string, r *spool.Record) []byte {
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if (c == '%' || c == '\\') && i+1 < len(f) {
+			i++
+			d := f[i]
+			if c == '\\' {
+				switch d {
+				case 'n':
+					b = append(b, '\n')
+				case 't':
+					b = append(b, '\t')
+				case '\\':
+					b = append(b, '\\')
+				default:
+					b = append(b, c, d)
+				}
+				continue
+			}
+			switch d {
+			case 't':
+				b = append(b, r.Topic...)
+			case 'p':
+				b = strconv.AppendInt(b, int64(r.Partition), 10)
+			case 'o':
+				b = strconv.AppendInt(b, r.Offset, 10)
+			case 'k':
+				b = append(b, r.Key...)
+			case 'v':
+				b = append(b, r.Value...)
+			case 'T':
+				b = strconv.AppendInt(b, r.Timestamp.UnixMilli(), 10)
+			case 'h':
+				for j, h := range r.Headers {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					b = append(b, h.Key...)
+					b = append(b, '=')
+					b = append(b, h.Value...)
+				}
+			case '%':
+				b = append(b, '%')
+			default:
+				b = append(b, c, d)
+			}
+			continue
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+type benchResult struct {
+	Mode       string  `json:"mode"`
+	Records    int     `json:"records"`
+	Bytes      int64   `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	RecordsSec float64 `json:"records_per_sec"`
+	MBSec      float64 `json:"mb_per_sec"`
+	P50ms      float64 `json:"p50_ms"`
+	P90ms      float64 `json:"p90_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	P999ms     float64 `json:"p99_9_ms"`
+	Maxms      float64 `json:"max_ms"`
+}
+
+func benchCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench " + sub)
+	topic := fs.String("topic", "", "")
+	records := fs.Int("records", 100000, "")
+	size := fs.Int("size", 100, "")
+	acks := fs.String("acks", "all", "")
+	codec := fs.String("compression", "none", "")
+	asJSON := fs.Bool("json", false, "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *topic == "" {
+		return usageError{"bench: --topic is required"}
+	}
+	if *records <= 0 || *size < 0 {
+		return usageError{"bench: --records must be > 0 and --size >= 0"}
+	}
+	res := benchResult{Mode: sub, Records: *records}
+	var lat []time.Duration
+	var start time.Time
+	switch sub {
+	case "produce":
+		opts, err := producerOpts(*acks, *codec, "roundrobin")
+		if err != nil {
+			return err
+		}
+		cl, err := clientFor(opts...)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if _, err := cl.Admin().DescribeTopics(ctx, *topic); err != nil {
+			return err
+		}
+		value := make([]byte, *size)
+		recs := make([]spool.Record, *records)
+		sent := make([]time.Time, *records)
+		lat = make([]time.Duration, *records)
+		var mu sync.Mutex
+		var first error
+		start = time.Now()
+		for i := range recs {
+			recs[i] = spool.Record{Topic: *topic, Value: value}
+			sent[i] = time.Now()
+			i := i
+			cl.Produce(ctx, &recs[i], func(_ *spool.Record, err error) {
+				lat[i] = time.Since(sent[i])
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			return err
+		}
+		if first != nil {
+			return first
+		}
+		res.Bytes = int64(*records) * int64(*size)
+	case "consume":
+		cl, err := clientFor()
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if err := cl.AssignTopic(ctx, *topic, spool.OffsetStart()); err != nil {
+			return err
+		}
+		start = time.Now()
+		n := 0
+		lat = make([]time.Duration, 0, *records)
+		for n < *records {
+			rs, err := cl.Poll(ctx)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			for _, r := range rs {
+				res.Bytes += int64(len(r.Value) + len(r.Key))
+				lat = append(lat, now.Sub(r.Timestamp))
+			}
+			n += len(rs)
+		}
+		res.Records = n
+	default:
+		return usageError{"bench: unknown subcommand " + sub + " (want produce or consume)"}
+	}
+	el := time.Since(start)
+	res.Seconds = el.Seconds()
+	res.RecordsSec = float64(res.Records) / el.Seconds()
+	res.MBSec = float64(res.Bytes) / el.Seconds() / 1e6
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(q float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		i := min(int(q*float64(len(lat))), len(lat)-1)
+		return float64(lat[i]) / 1e6
+	}
+	res.P50ms, res.P90ms, res.P99ms, res.P999ms, res.Maxms = pct(0.5), pct(0.9), pct(0.99), pct(0.999), pct(1)
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "%-8s %10s %12s %9s %9s %9s %9s %9s %9s\n", "mode", "records", "records/s", "MB/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms")
+	fmt.Fprintf(stdout, "%-8s %10d %12.0f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", res.Mode, res.Records, res.RecordsSec, res.MBSec,
+		res.P50ms, res.P90ms, res.P99ms, res.P999ms, res.Maxms)
+	return nil
+}

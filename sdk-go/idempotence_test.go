@@ -1,0 +1,140 @@
+package spool_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+// proxy forwards TCP connections to a target and can cut all of them at once.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	drops  atomic.Int64
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.drop() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { io.Copy(u, c); u.Close(); c.Close() }()
+			go func() { io.Copy(c, u); u.Close(); c.Close() }()
+		}
+	}()
+	return p
+}
+
+// drop closes every proxied connection in both directions, mid-request or not.
+func (p *proxy) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		c.Close()
+	}
+	p.conns = nil
+	p.drops.Add(1)
+}
+
+// TestIdempotentProduceSurvivesConnectionDrops cuts the producer's connections repeatedly
+// while it produces; every record must then be in the log exactly once, in produce order per
+// partition.
+func TestIdempotentProduceSurvivesConnectionDrops(t *testing.T) {
+	eachTarget(t, func(t *testing.T, addr string) {
+		px := startProxy(t, addr)
+		via := func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, px.ln.Addr().String())
+		}
+		admin := newClient(t, addr)
+		topic := createTopic(t, admin, 3)
+		cl := newClient(t, addr, spool.Dialer(via), spool.Linger(0), spool.MaxBatchBytes(4096), spool.MaxBufferedRecords(500))
+		ctx := testCtx(t)
+		const n = 20000
+		var acked atomic.Int64
+		dropAt := make(chan struct{}, 100)
+		stop := make(chan struct{})
+		dropper := make(chan struct{})
+		go func() {
+			defer close(dropper)
+			for {
+				select {
+				case <-dropAt:
+					px.drop()
+				case <-stop:
+					return
+				}
+			}
+		}()
+		var firstErr atomic.Value
+		for i := range n {
+			r := spool.KeyStringRecord(topic, strconv.Itoa(i%12), strconv.Itoa(i))
+			cl.Produce(ctx, r, func(r *spool.Record, err error) {
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+				if a := acked.Add(1); a%1000 == 0 {
+					dropAt <- struct{}{}
+				}
+			})
+		}
+		err := cl.Flush(ctx)
+		close(stop)
+		<-dropper
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := firstErr.Load(); e != nil {
+			t.Fatalf("produce error: %v", e)
+		}
+		if px.drops.Load() < 3 {
+			t.Fatalf("only %d connection drops happened", px.drops.Load())
+		}
+		got := consumeN(t, newClient(t, addr), topic, n)
+		seen := make(map[int]bool, n)
+		last := map[string]int{}
+		for _, r := range got {
+			v, _ := strconv.Atoi(string(r.Value))
+			if seen[v] {
+				t.Fatalf("duplicate record %d at %s[%d]@%d", v, r.Topic, r.Partition, r.Offset)
+			}
+			seen[v] = true
+			k := string(r.Key)
+			if prev, ok := last[k]; ok && v <= prev {
+				t.Fatalf("key %s: %d after %d (reordered)", k, v, prev)
+			}
+			last[k] = v
+		}
+		if len(seen) != n {
+			t.Fatalf("%d distinct records, want %d", len(seen), n)
+		}
+		t.Logf("%d records, %d connection drops", n, px.drops.Load())
+	})
+}

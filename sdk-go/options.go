@@ -1,0 +1,349 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/wire/compress"
+)
+
+// Version is the SDK version sent to brokers in ApiVersions.
+const Version = "0.1.0"
+
+// Acks is the number of acknowledgements a produce request waits for.
+type Acks int16
+
+const (
+	// AcksNone (acks=0): the broker sends no response; records are done once written.
+	AcksNone Acks = 0
+	// AcksLeader (acks=1): the leader has appended the records.
+	AcksLeader Acks = 1
+	// AcksAll (acks=all, -1): every in-sync replica has the records.
+	AcksAll Acks = -1
+)
+
+// OffsetReset is what a consumer does when its position is missing or out of range
+// (Kafka's auto.offset.reset).
+type OffsetReset int8
+
+const (
+	// ResetEarliest moves to the log start offset.
+	ResetEarliest OffsetReset = iota
+	// ResetLatest moves to the log end offset.
+	ResetLatest
+	// ResetNone surfaces the error from Poll.
+	ResetNone
+)
+
+// IsolationLevel selects which records a consumer sees.
+type IsolationLevel int8
+
+const (
+	// ReadUncommitted reads up to the high watermark.
+	ReadUncommitted IsolationLevel = 0
+	// ReadCommitted reads up to the last stable offset.
+	ReadCommitted IsolationLevel = 1
+)
+
+type config struct {
+	seeds           []string
+	clientID        string
+	dialTimeout     time.Duration
+	requestTimeout  time.Duration
+	retryBackoff    time.Duration
+	retryBackoffMax time.Duration
+	metadataMaxAge  time.Duration
+	logger          *slog.Logger
+	dial            func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// producer
+	acks            Acks
+	idempotent      bool
+	idempotentSet   bool
+	linger          time.Duration
+	maxBatchBytes   int
+	maxBuffered     int
+	blockOnFull     bool
+	codec           compress.Codec
+	partitioner     Partitioner
+	deliveryTimeout time.Duration
+	produceTimeout  time.Duration
+
+	// consumer
+	fetchMaxWait       time.Duration
+	fetchMinBytes      int32
+	fetchMaxBytes      int32
+	fetchPartMaxBytes  int32
+	offsetReset        OffsetReset
+	isolation          IsolationLevel
+	maxBufferedFetches int
+}
+
+func defaultConfig() config {
+	return config{
+		seeds:              []string{"127.0.0.1:9092"},
+		clientID:           "spool-go",
+		dialTimeout:        10 * time.Second,
+		requestTimeout:     30 * time.Second,
+		retryBackoff:       100 * time.Millisecond,
+		retryBackoffMax:    1 * time.Second,
+		metadataMaxAge:     5 * time.Minute,
+		acks:               AcksAll,
+		idempotent:         true,
+		linger:             5 * time.Millisecond,
+		maxBatchBytes:      1 << 20,
+		maxBuffered:        10000,
+		blockOnFull:        true,
+		codec:              compress.None,
+		deliveryTimeout:    2 * time.Minute,
+		produceTimeout:     30 * time.Second,
+		fetchMaxWait:       500 * time.Millisecond,
+		fetchMinBytes:      1,
+		fetchMaxBytes:      50 << 20,
+		fetchPartMaxBytes:  1 << 20,
+		offsetReset:        ResetEarliest,
+		isolation:          ReadUncommitted,
+		maxBufferedFetches: 4,
+	}
+}
+
+// Opt configures a Client. Options are checked once, in NewClient.
+type Opt func(*config) error
+
+// SeedBrokers sets the HOST:PORT addresses used to discover the cluster.
+// Default: 127.0.0.1:9092.
+func SeedBrokers(addrs ...string) Opt {
+	return func(c *config) error {
+		if len(addrs) == 0 {
+			return errors.New("SeedBrokers: at least one address is required")
+		}
+		c.seeds = append([]string(nil), addrs...)
+		return nil
+	}
+}
+
+// ClientID sets the client id sent in every request header. Default: "spool-go".
+func ClientID(id string) Opt { return func(c *config) error { c.clientID = id; return nil } }
+
+// DialTimeout bounds connecting to a broker. Default: 10s.
+func DialTimeout(d time.Duration) Opt { return durOpt("DialTimeout", d, &configField{dial: true}) }
+
+// RequestTimeout bounds one request/response round trip when the caller's context has no
+// earlier deadline, and ApiVersions negotiation. Default: 30s.
+func RequestTimeout(d time.Duration) Opt { return durOpt("RequestTimeout", d, &configField{req: true}) }
+
+type configField struct{ dial, req bool }
+
+func durOpt(name string, d time.Duration, f *configField) Opt {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%s: must be positive, got %v", name, d)
+		}
+		if f.dial {
+			c.dialTimeout = d
+		} else {
+			c.requestTimeout = d
+		}
+		return nil
+	}
+}
+
+// RetryBackoff sets the first and the largest wait between retries of retriable errors; the
+// wait doubles per attempt. Default: 100ms, 1s.
+func RetryBackoff(first, maxWait time.Duration) Opt {
+	return func(c *config) error {
+		if first <= 0 || maxWait < first {
+			return fmt.Errorf("RetryBackoff: need 0 < first <= max, got %v, %v", first, maxWait)
+		}
+		c.retryBackoff, c.retryBackoffMax = first, maxWait
+		return nil
+	}
+}
+
+// MetadataMaxAge sets how often metadata is refreshed even without errors. Default: 5m.
+func MetadataMaxAge(d time.Duration) Opt {
+	return func(c *config) error {
+		if d < time.Second {
+			return fmt.Errorf("MetadataMaxAge: must be at least 1s, got %v", d)
+		}
+		c.metadataMaxAge = d
+		return nil
+	}
+}
+
+// Dialer sets the function that opens broker connections (for proxies, TLS or tests); it
+// gets the broker's HOST:PORT and a context bounded by DialTimeout. Default: a net.Dialer.
+func Dialer(fn func(ctx context.Context, network, addr string) (net.Conn, error)) Opt {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("Dialer: nil")
+		}
+		c.dial = fn
+		return nil
+	}
+}
+
+// Logger sets a logger for connection and retry events. Default: none.
+func Logger(l *slog.Logger) Opt { return func(c *config) error { c.logger = l; return nil } }
+
+// RequiredAcks sets the produce acks. Default: AcksAll. Anything but AcksAll turns idempotence
+// off unless Idempotence(true) was given, which then conflicts.
+func RequiredAcks(a Acks) Opt {
+	return func(c *config) error {
+		if a != AcksNone && a != AcksLeader && a != AcksAll {
+			return fmt.Errorf("RequiredAcks: %d is not 0, 1 or -1 (all)", a)
+		}
+		c.acks = a
+		return nil
+	}
+}
+
+// Idempotence turns the idempotent producer on or off (InitProducerId, per-partition sequence
+// numbers, so retries never duplicate or reorder). Default: on. Requires AcksAll.
+func Idempotence(on bool) Opt {
+	return func(c *config) error { c.idempotent, c.idempotentSet = on, true; return nil }
+}
+
+// Linger sets how long a partition's batch waits for more records before it is sent. Zero
+// sends as soon as the partition has nothing in flight. Default: 5ms.
+func Linger(d time.Duration) Opt {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("Linger: negative %v", d)
+		}
+		c.linger = d
+		return nil
+	}
+}
+
+// MaxBatchBytes caps the uncompressed size of one partition's batch. Default: 1 MiB.
+func MaxBatchBytes(n int) Opt {
+	return func(c *config) error {
+		if n < 1024 || n > 64<<20 {
+			return fmt.Errorf("MaxBatchBytes: %d outside [1 KiB, 64 MiB]", n)
+		}
+		c.maxBatchBytes = n
+		return nil
+	}
+}
+
+// MaxBufferedRecords bounds the records produced but not yet acknowledged. Default: 10000.
+func MaxBufferedRecords(n int) Opt {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("MaxBufferedRecords: %d < 1", n)
+		}
+		c.maxBuffered = n
+		return nil
+	}
+}
+
+// BlockOnFullBuffer chooses between blocking Produce until space frees (true) and failing the
+// record with ErrBufferFull (false) when the buffer is full. Default: true.
+func BlockOnFullBuffer(block bool) Opt {
+	return func(c *config) error { c.blockOnFull = block; return nil }
+}
+
+// Compression sets the batch codec. Default: compress.None.
+func Compression(codec compress.Codec) Opt {
+	return func(c *config) error {
+		if !codec.Valid() {
+			return fmt.Errorf("Compression: unknown codec %d", codec)
+		}
+		c.codec = codec
+		return nil
+	}
+}
+
+// WithPartitioner sets the partitioner. Default: DefaultPartitioner() (keyed records by Hash,
+// unkeyed round-robin).
+func WithPartitioner(p Partitioner) Opt {
+	return func(c *config) error {
+		if p == nil {
+			return errors.New("WithPartitioner: nil")
+		}
+		c.partitioner = p
+		return nil
+	}
+}
+
+// DeliveryTimeout bounds how long a record may be retried before its callback gets the last
+// error. Default: 2m.
+func DeliveryTimeout(d time.Duration) Opt {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("DeliveryTimeout: must be positive, got %v", d)
+		}
+		c.deliveryTimeout = d
+		return nil
+	}
+}
+
+// FetchMaxWait sets how long the broker may hold a fetch waiting for data. Default: 500ms.
+func FetchMaxWait(d time.Duration) Opt {
+	return func(c *config) error {
+		if d < 0 || d > time.Minute {
+			return fmt.Errorf("FetchMaxWait: %v outside [0, 1m]", d)
+		}
+		c.fetchMaxWait = d
+		return nil
+	}
+}
+
+// FetchMaxBytes sets the response and per-partition size caps of one fetch.
+// Default: 50 MiB and 1 MiB.
+func FetchMaxBytes(total, perPartition int32) Opt {
+	return func(c *config) error {
+		if total < 1 || perPartition < 1 || perPartition > total {
+			return fmt.Errorf("FetchMaxBytes: need 0 < perPartition <= total, got %d, %d", total, perPartition)
+		}
+		c.fetchMaxBytes, c.fetchPartMaxBytes = total, perPartition
+		return nil
+	}
+}
+
+// AutoOffsetReset sets the policy for a missing or out-of-range position. Default: ResetEarliest.
+func AutoOffsetReset(r OffsetReset) Opt {
+	return func(c *config) error {
+		if r < ResetEarliest || r > ResetNone {
+			return fmt.Errorf("AutoOffsetReset: unknown policy %d", r)
+		}
+		c.offsetReset = r
+		return nil
+	}
+}
+
+// Isolation sets the consumer's isolation level. Default: ReadUncommitted.
+func Isolation(l IsolationLevel) Opt {
+	return func(c *config) error {
+		if l != ReadUncommitted && l != ReadCommitted {
+			return fmt.Errorf("Isolation: unknown level %d", l)
+		}
+		c.isolation = l
+		return nil
+	}
+}
+
+func (c *config) validate() error {
+	if c.idempotent && c.acks != AcksAll {
+		if c.idempotentSet {
+			return errors.New("Idempotence(true) requires RequiredAcks(AcksAll)")
+		}
+		c.idempotent = false
+	}
+	if c.partitioner == nil {
+		c.partitioner = DefaultPartitioner()
+	}
+	if c.dial == nil {
+		d := &net.Dialer{Timeout: c.dialTimeout}
+		c.dial = d.DialContext
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}

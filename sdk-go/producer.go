@@ -1,0 +1,618 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
+)
+
+// ErrBufferFull is given to a record's callback when the buffer is full and
+// BlockOnFullBuffer(false) is set.
+var ErrBufferFull = errors.New("spool: produce buffer full")
+
+// ErrRecordTooLarge is given for a record larger than MaxBatchBytes.
+var ErrRecordTooLarge = errors.New("spool: record larger than MaxBatchBytes")
+
+type promise struct {
+	r  *Record
+	cb func(*Record, error)
+}
+
+// pbatch is one partition's batch: open while records are added, then sent (with the same
+// bytes and sequence on every retry) until it is acknowledged or fails.
+type pbatch struct {
+	b        *batch.Builder
+	proms    []promise
+	size     int
+	created  time.Time
+	data     []byte // the encoded batch, fixed at the first send
+	attempts int
+	lastErr  error
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+type partBuf struct {
+	tp
+	mu       sync.Mutex
+	cur      *pbatch
+	queue    []*pbatch // sealed batches, oldest first; queue[0] is in flight when inflight
+	inflight bool
+	retryAt  time.Time
+	seq      int32
+	pidGen   uint64
+}
+
+type producer struct {
+	cl       *Client
+	sem      chan struct{}
+	mu       sync.RWMutex
+	parts    map[tp]*partBuf
+	list     []*partBuf
+	wakeCh   chan struct{}
+	flushing atomic.Int32
+	buffered atomic.Int64
+	doneMu   sync.Mutex
+	doneCh   chan struct{}
+	quit     chan struct{}
+	quitOnce sync.Once
+	wg       sync.WaitGroup
+	start    sync.Once
+	free     chan *pbatch // recycled batches, whose buffers have grown
+
+	// Idempotence state, owned by the sender goroutine except pidGen (atomic).
+	pid     int64
+	epoch   int16
+	pidGen  atomic.Uint64
+	needPID atomic.Bool
+	idemp   atomic.Bool
+}
+
+func newProducer(cl *Client) *producer {
+	p := &producer{
+		cl: cl, sem: make(chan struct{}, cl.cfg.maxBuffered), parts: map[tp]*partBuf{},
+		wakeCh: make(chan struct{}, 1), doneCh: make(chan struct{}), quit: make(chan struct{}),
+		pid: -1, epoch: -1, free: make(chan *pbatch, 256),
+	}
+	p.idemp.Store(cl.cfg.idempotent)
+	p.needPID.Store(cl.cfg.idempotent)
+	return p
+}
+
+func (p *producer) wake() {
+	select {
+	case p.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// Produce buffers r for its topic and calls cb (which may be nil) once the record is
+// acknowledged or has failed. It blocks only to look up an unknown topic and, with
+// BlockOnFullBuffer(true), while the buffer is full; ctx bounds that wait. Records of one
+// partition are delivered in the order they were produced. cb runs on an internal goroutine
+// and must not block for long.
+func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error)) {
+	p := cl.prod
+	fail := func(err error) {
+		if cb != nil {
+			cb(r, err)
+		}
+	}
+	if cl.closed() {
+		fail(ErrClosed)
+		return
+	}
+	if cl.cfg.blockOnFull {
+		select {
+		case p.sem <- struct{}{}:
+		default:
+			select {
+			case p.sem <- struct{}{}:
+			case <-ctx.Done():
+				fail(ctx.Err())
+				return
+			case <-p.quit:
+				fail(ErrClosed)
+				return
+			}
+		}
+	} else {
+		select {
+		case p.sem <- struct{}{}:
+		default:
+			fail(ErrBufferFull)
+			return
+		}
+	}
+	tm, err := cl.topic(ctx, r.Topic)
+	if err != nil {
+		<-p.sem
+		fail(err)
+		return
+	}
+	n := len(tm.partitions)
+	part := cl.cfg.partitioner.Partition(r, n)
+	if part < 0 || part >= n {
+		<-p.sem
+		fail(fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q", part, n, r.Topic))
+		return
+	}
+	r.Partition = int32(part)
+	if r.Timestamp.IsZero() {
+		r.Timestamp = time.Now()
+	}
+	size := 21 + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		size += 10 + len(h.Key) + len(h.Value)
+	}
+	if size+batch.HeaderSize > cl.cfg.maxBatchBytes {
+		<-p.sem
+		fail(ErrRecordTooLarge)
+		return
+	}
+	p.start.Do(func() {
+		p.wg.Add(1)
+		go p.run()
+	})
+	pb := p.part(r.Topic, r.Partition)
+	pb.mu.Lock()
+	wake := false
+	if pb.cur != nil && pb.cur.size+size > cl.cfg.maxBatchBytes {
+		pb.queue = append(pb.queue, pb.cur)
+		pb.cur = nil
+		wake = true
+	}
+	if pb.cur == nil {
+		var b *pbatch
+		select {
+		case b = <-p.free:
+		default:
+			b = &pbatch{b: batch.NewBuilder()}
+		}
+		b.b.Reset()
+		b.b.SetCodec(cl.cfg.codec)
+		b.b.SetSkipIneffectiveCompression(true)
+		b.created = time.Now()
+		b.size = batch.HeaderSize
+		pb.cur = b
+		wake = true
+	}
+	b := pb.cur
+	b.b.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
+	b.proms = append(b.proms, promise{r, cb})
+	b.size += size
+	if cl.cfg.linger == 0 {
+		wake = true
+	}
+	pb.mu.Unlock()
+	p.buffered.Add(1)
+	if wake {
+		p.wake()
+	}
+}
+
+// ProduceSync produces the records and waits until all are acknowledged or failed, returning
+// the first error.
+func (cl *Client) ProduceSync(ctx context.Context, rs ...*Record) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	wg.Add(len(rs))
+	cb := func(_ *Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+		}
+		wg.Done()
+	}
+	for _, r := range rs {
+		cl.Produce(ctx, r, cb)
+	}
+	cl.prod.flushing.Add(1)
+	cl.prod.wake()
+	wg.Wait()
+	cl.prod.flushing.Add(-1)
+	return first
+}
+
+// Flush sends every buffered record without waiting for linger and waits until all records
+// produced before the call are acknowledged or failed, or ctx ends.
+func (cl *Client) Flush(ctx context.Context) error {
+	p := cl.prod
+	p.flushing.Add(1)
+	defer p.flushing.Add(-1)
+	p.wake()
+	for {
+		p.doneMu.Lock()
+		ch := p.doneCh
+		p.doneMu.Unlock()
+		if p.buffered.Load() == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// BufferedRecords is the number of records produced and not yet acknowledged or failed.
+func (cl *Client) BufferedRecords() int64 { return cl.prod.buffered.Load() }
+
+func (p *producer) part(topic string, partition int32) *partBuf {
+	k := tp{topic, partition}
+	p.mu.RLock()
+	pb := p.parts[k]
+	p.mu.RUnlock()
+	if pb != nil {
+		return pb
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pb = p.parts[k]; pb == nil {
+		pb = &partBuf{tp: k}
+		p.parts[k] = pb
+		p.list = append(p.list, pb)
+	}
+	return pb
+}
+
+func (p *producer) close() {
+	p.quitOnce.Do(func() { close(p.quit) })
+	p.wg.Wait()
+	// Fail whatever is left.
+	p.mu.RLock()
+	list := append([]*partBuf(nil), p.list...)
+	p.mu.RUnlock()
+	for _, pb := range list {
+		pb.mu.Lock()
+		bs := pb.queue
+		if pb.cur != nil {
+			bs = append(bs, pb.cur)
+		}
+		pb.queue, pb.cur = nil, nil
+		pb.mu.Unlock()
+		for _, b := range bs {
+			p.finish(b, -1, ErrClosed)
+		}
+	}
+}
+
+// finish completes a batch's records and recycles it.
+func (p *producer) finish(b *pbatch, base int64, err error) {
+	for i, pr := range b.proms {
+		if err == nil {
+			if base >= 0 {
+				pr.r.Offset = base + int64(i)
+			} else {
+				pr.r.Offset = -1
+			}
+		}
+		if pr.cb != nil {
+			pr.cb(pr.r, err)
+		}
+		<-p.sem
+	}
+	p.buffered.Add(-int64(len(b.proms)))
+	clear(b.proms)
+	b.proms = b.proms[:0]
+	b.data, b.attempts, b.lastErr = nil, 0, nil
+	select {
+	case p.free <- b:
+	default:
+	}
+	p.doneMu.Lock()
+	close(p.doneCh)
+	p.doneCh = make(chan struct{})
+	p.doneMu.Unlock()
+}
+
+// run is the sender: it collects ready batches, one in flight per partition, into one produce
+// request per leader and sends them pipelined on the leaders' connections.
+func (p *producer) run() {
+	defer p.wg.Done()
+	cl := p.cl
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	pidAttempt := 0
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-p.wakeCh:
+		case <-timer.C:
+		}
+		if p.needPID.Load() {
+			if err := p.initPID(); err != nil {
+				cl.cfg.logger.Warn("InitProducerId failed", "err", err)
+				d := cl.backoff(pidAttempt)
+				pidAttempt++
+				timer.Reset(d)
+				continue
+			}
+			pidAttempt = 0
+		}
+		next := p.collectAndSend()
+		if !next.IsZero() {
+			timer.Reset(max(time.Until(next), 0))
+		}
+	}
+}
+
+func (p *producer) initPID() error {
+	ctx, cancel := context.WithTimeout(p.cl.ctx, p.cl.cfg.requestTimeout)
+	defer cancel()
+	c, err := p.cl.anyConn(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.version(22); err != nil {
+		// A broker without InitProducerId: produce without idempotence, as franz-go does.
+		p.cl.cfg.logger.Warn("broker lacks InitProducerId; producing without idempotence")
+		p.idemp.Store(false)
+		p.needPID.Store(false)
+		return nil
+	}
+	req := &wire.InitProducerIdRequest{}
+	req.Default()
+	req.TransactionalId = nil
+	req.TransactionTimeoutMs = -1
+	req.ProducerId, req.ProducerEpoch = -1, -1
+	resp := &wire.InitProducerIdResponse{}
+	if err := c.request(ctx, req, resp); err != nil {
+		return err
+	}
+	if err := wire.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	p.pid, p.epoch = resp.ProducerId, resp.ProducerEpoch
+	p.pidGen.Add(1)
+	p.needPID.Store(false)
+	return nil
+}
+
+type sendItem struct {
+	pb *partBuf
+	b  *pbatch
+}
+
+func (p *producer) collectAndSend() (next time.Time) {
+	cl := p.cl
+	now := time.Now()
+	flushing := p.flushing.Load() > 0
+	p.mu.RLock()
+	list := p.list
+	p.mu.RUnlock()
+	type pending struct {
+		req   *wire.ProduceRequest
+		items []sendItem
+	}
+	var byLeader map[int32]*pending
+	needMeta := false
+	soonest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	idemp := p.idemp.Load()
+	gen := p.pidGen.Load()
+	for _, pb := range list {
+		pb.mu.Lock()
+		if pb.inflight {
+			pb.mu.Unlock()
+			continue
+		}
+		if len(pb.queue) > 0 && pb.retryAt.After(now) {
+			soonest(pb.retryAt)
+			pb.mu.Unlock()
+			continue
+		}
+		if len(pb.queue) == 0 && pb.cur != nil {
+			if flushing || cl.cfg.linger == 0 || !now.Before(pb.cur.created.Add(cl.cfg.linger)) {
+				pb.queue = append(pb.queue, pb.cur)
+				pb.cur = nil
+			} else {
+				soonest(pb.cur.created.Add(cl.cfg.linger))
+			}
+		}
+		if len(pb.queue) == 0 {
+			pb.mu.Unlock()
+			continue
+		}
+		b := pb.queue[0]
+		if now.Sub(b.created) > cl.cfg.deliveryTimeout && b.lastErr != nil {
+			pb.queue = pb.queue[1:]
+			if b.data != nil && idemp {
+				p.needPID.Store(true)
+			}
+			pb.mu.Unlock()
+			p.finish(b, -1, fmt.Errorf("spool: delivery timeout: %w", b.lastErr))
+			soonest(now)
+			continue
+		}
+		leader := cl.leaderOf(pb.topic, pb.partition)
+		if leader < 0 {
+			needMeta = true
+			cl.addTopics(pb.topic)
+			soonest(now.Add(cl.cfg.retryBackoff))
+			pb.mu.Unlock()
+			continue
+		}
+		if b.data == nil {
+			if idemp {
+				if pb.pidGen != gen {
+					pb.pidGen, pb.seq = gen, 0
+				}
+				b.b.SetProducer(p.pid, p.epoch, pb.seq)
+				pb.seq += int32(len(b.proms))
+			}
+			data, err := b.b.Finish()
+			if err != nil {
+				pb.queue = pb.queue[1:]
+				pb.mu.Unlock()
+				p.finish(b, -1, err)
+				continue
+			}
+			b.data = data
+		}
+		pb.inflight = true
+		pb.mu.Unlock()
+		if byLeader == nil {
+			byLeader = map[int32]*pending{}
+		}
+		pd := byLeader[leader]
+		if pd == nil {
+			req := &wire.ProduceRequest{}
+			req.Default()
+			req.Acks = int16(cl.cfg.acks)
+			req.TimeoutMs = int32(cl.cfg.produceTimeout / time.Millisecond)
+			pd = &pending{req: req}
+			byLeader[leader] = pd
+		}
+		req := pd.req
+		ti := -1
+		for i := range req.TopicData {
+			if req.TopicData[i].Name == pb.topic {
+				ti = i
+				break
+			}
+		}
+		if ti < 0 {
+			req.TopicData = append(req.TopicData, wire.ProduceRequestTopicProduceData{Name: pb.topic})
+			ti = len(req.TopicData) - 1
+		}
+		req.TopicData[ti].PartitionData = append(req.TopicData[ti].PartitionData,
+			wire.ProduceRequestPartitionProduceData{Index: pb.partition, Records: b.data})
+		pd.items = append(pd.items, sendItem{pb, b})
+	}
+	if needMeta {
+		cl.triggerRefresh()
+	}
+	for leader, pd := range byLeader {
+		p.send(leader, pd.req, pd.items)
+	}
+	return next
+}
+
+// send issues one produce request and handles its response on another goroutine.
+func (p *producer) send(leader int32, req *wire.ProduceRequest, items []sendItem) {
+	cl := p.cl
+	var resp *wire.ProduceResponse
+	if req.Acks != 0 {
+		resp = &wire.ProduceResponse{}
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		timeout := cl.cfg.requestTimeout + cl.cfg.produceTimeout
+		ctx, cancel := context.WithTimeout(cl.ctx, timeout)
+		defer cancel()
+		c, err := cl.connToNode(ctx, leader)
+		if err == nil {
+			var v int16
+			v, err = c.version(0)
+			if err == nil {
+				cll := &call{key: 0, version: v, req: req, done: make(chan error, 1)}
+				if resp != nil {
+					cll.resp = resp
+				}
+				if err = c.send(ctx, cll); err == nil {
+					select {
+					case err = <-cll.done:
+					case <-ctx.Done():
+						// A broker that does not answer: drop the connection so that
+						// nothing sent on it can land after a retry.
+						c.close(fmt.Errorf("produce response timeout after %v", timeout))
+						err = <-cll.done
+					}
+				}
+			}
+		}
+		p.handle(req, resp, items, err)
+	}()
+}
+
+func (p *producer) handle(req *wire.ProduceRequest, resp *wire.ProduceResponse, items []sendItem, reqErr error) {
+	cl := p.cl
+	type result struct {
+		base int64
+		err  error
+	}
+	results := make(map[tp]result, len(items))
+	if reqErr == nil && resp != nil {
+		for _, t := range resp.Responses {
+			for _, pr := range t.PartitionResponses {
+				err := wire.ErrorForCode(pr.ErrorCode)
+				if errors.Is(err, wire.ErrDuplicateSequenceNumber) {
+					err = nil
+					pr.BaseOffset = -1
+				}
+				if err != nil && pr.ErrorMessage != nil && *pr.ErrorMessage != "" {
+					err = fmt.Errorf("%w (%s)", err, *pr.ErrorMessage)
+				}
+				results[tp{t.Name, pr.Index}] = result{pr.BaseOffset, err}
+			}
+		}
+	}
+	refresh := false
+	for _, it := range items {
+		var res result
+		switch {
+		case reqErr != nil:
+			res = result{-1, reqErr}
+		case resp == nil:
+			res = result{-1, nil}
+		default:
+			var ok bool
+			if res, ok = results[it.pb.tp]; !ok {
+				res = result{-1, fmt.Errorf("spool: produce response lacks %s[%d]: %w", it.pb.topic, it.pb.partition, wire.ErrUnknownServerError)}
+			}
+		}
+		pb, b := it.pb, it.b
+		pb.mu.Lock()
+		pb.inflight = false
+		if res.err == nil {
+			pb.queue = pb.queue[1:]
+			pb.retryAt = time.Time{}
+			pb.mu.Unlock()
+			p.finish(b, res.base, nil)
+			continue
+		}
+		b.attempts++
+		b.lastErr = res.err
+		if retriable(res.err) && !p.cl.closed() && time.Since(b.created) < cl.cfg.deliveryTimeout {
+			pb.retryAt = time.Now().Add(cl.backoff(b.attempts - 1))
+			if isLeadershipErr(res.err) {
+				refresh = true
+			}
+			pb.mu.Unlock()
+			continue
+		}
+		pb.queue = pb.queue[1:]
+		pb.mu.Unlock()
+		if p.idemp.Load() {
+			// The sequence of this partition now has a gap: start over with a new producer id.
+			p.needPID.Store(true)
+		}
+		p.finish(b, -1, res.err)
+	}
+	if refresh {
+		cl.triggerRefresh()
+	}
+	p.wake()
+}

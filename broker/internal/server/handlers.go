@@ -31,6 +31,15 @@ func init() {
 		wire.KeyCreatePartitions:        handleCreatePartitions,
 		wire.KeyIncrementalAlterConfigs: handleIncrementalAlterConfigs,
 		wire.KeyDescribeCluster:         handleDescribeCluster,
+		wire.KeyOffsetCommit:            handleOffsetCommit,
+		wire.KeyOffsetFetch:             handleOffsetFetch,
+		wire.KeyJoinGroup:               handleJoinGroup,
+		wire.KeyHeartbeat:               handleHeartbeat,
+		wire.KeyLeaveGroup:              handleLeaveGroup,
+		wire.KeySyncGroup:               handleSyncGroup,
+		wire.KeyDescribeGroups:          handleDescribeGroups,
+		wire.KeyListGroups:              handleListGroups,
+		wire.KeyDeleteGroups:            handleDeleteGroups,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/storage"
 )
 
@@ -46,6 +47,7 @@ type Server struct {
 
 	parts      partitions
 	producers  *producerIDs
+	groups     *group.Coordinator
 	createMu   sync.Mutex // serialises topic creation with opening its logs
 	closeOnce  sync.Once
 	closeError error
@@ -92,6 +94,12 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 			s.md.Close()
 			return nil, err
 		}
+	}
+	if s.groups, err = s.newGroupCoordinator(); err != nil {
+		s.producers.close()
+		s.logs.Close()
+		s.md.Close()
+		return nil, fmt.Errorf("loading consumer groups: %w", err)
 	}
 	return s, nil
 }
@@ -195,6 +203,7 @@ func (s *Server) Close() error {
 			s.ln.Close()
 		}
 		s.wg.Wait()
+		s.groups.Close()
 		s.closeError = errors.Join(s.logs.Close(), s.producers.close(), s.md.Close())
 		s.log.Info("broker stopped", "err", s.closeError)
 	})

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
@@ -119,6 +120,10 @@ func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic s
 	var none storage.AppendResult
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return nil, none, fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", wire.ErrInvalidRequiredAcks, r.Acks)
+	}
+	if topic == group.Topic {
+		// Only the group coordinator writes its internal topic, as in Kafka.
+		return nil, none, fmt.Errorf("%w: clients cannot produce to %s", wire.ErrInvalidTopicException, topic)
 	}
 	part, err := s.partitionForWrite(ctx, topic, rp.Index)
 	if err != nil {

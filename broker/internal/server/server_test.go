@@ -230,6 +230,7 @@ func TestProduceErrorsArePerPartition(t *testing.T) {
 		{"unknown partition", "p", 7, good, wire.ErrUnknownTopicOrPartition},
 		{"unknown topic", "nope", 0, good, wire.ErrUnknownTopicOrPartition},
 		{"two batches", "p", 0, append(slices.Clone(good), good...), wire.ErrInvalidRecord},
+		{"internal topic", "__consumer_offsets", 0, good, wire.ErrInvalidTopicException},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,53 @@
+package server
+
+// OffsetFetch (key 9), versions 1-7; flexible from 6.
+//
+// Returns the group's committed offsets (-1 and no error for a partition without one, and for
+// an unknown group), with the leader epoch from v5 and the committed metadata string. Topics
+// null (v2+) asks for every committed partition. RequireStable (v7) would wait out pending
+// transactional commits; there are no transactions, so committed offsets are always stable.
+
+import (
+	"context"
+
+	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+func handleOffsetFetch(s *Server, _ context.Context, req *request) *pending {
+	r := req.msg.(*wire.OffsetFetchRequest)
+	resp := &wire.OffsetFetchResponse{}
+	resp.Default()
+	if r.GroupId == "" {
+		resp.ErrorCode = wire.ErrInvalidGroupId.Code
+		return ready(reply{msg: resp})
+	}
+	all := r.Topics == nil && req.version >= 2
+	var ask []group.TopicPartitions
+	for _, t := range r.Topics {
+		ask = append(ask, group.TopicPartitions{Topic: t.Name, Partitions: t.PartitionIndexes})
+	}
+	got := s.groups.FetchOffsets(r.GroupId, ask, all)
+	byTopic := map[string]int{}
+	for _, f := range got {
+		i, ok := byTopic[f.Topic]
+		if !ok {
+			i = len(resp.Topics)
+			byTopic[f.Topic] = i
+			resp.Topics = append(resp.Topics, wire.OffsetFetchResponseTopic{Name: f.Topic})
+		}
+		md := f.Metadata
+		p := wire.OffsetFetchResponsePartition{PartitionIndex: f.Partition, CommittedOffset: f.Offset, CommittedLeaderEpoch: f.LeaderEpoch, Metadata: &md}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, p)
+	}
+	if !all {
+		// Requested topics with no partitions still appear, as Kafka answers.
+		for _, t := range r.Topics {
+			if _, ok := byTopic[t.Name]; !ok {
+				byTopic[t.Name] = len(resp.Topics)
+				resp.Topics = append(resp.Topics, wire.OffsetFetchResponseTopic{Name: t.Name, Partitions: []wire.OffsetFetchResponsePartition{}})
+			}
+		}
+	}
+	return ready(reply{msg: resp})
+}

@@ -1,0 +1,34 @@
+package server
+
+// DescribeGroups (key 15), versions 0-5; flexible from 5.
+//
+// State, protocol type, and members (client id, instance id from v4). A Stable group also
+// shows its protocol and each member's metadata and assignment; other states show them empty,
+// as Kafka does. An unknown group is described as Dead with no error (as Kafka before
+// DescribeGroups v6). Authorized operations are not computed (INT32_MIN).
+
+import (
+	"context"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+func handleDescribeGroups(s *Server, _ context.Context, req *request) *pending {
+	r := req.msg.(*wire.DescribeGroupsRequest)
+	resp := &wire.DescribeGroupsResponse{}
+	resp.Default()
+	for _, id := range r.Groups {
+		d := s.groups.Describe(id)
+		dg := wire.DescribeGroupsResponseDescribedGroup{GroupId: d.GroupID, GroupState: d.State, ProtocolType: d.ProtocolType, ProtocolData: d.Protocol, AuthorizedOperations: -1 << 31}
+		if id == "" {
+			dg.ErrorCode = wire.ErrInvalidGroupId.Code
+		}
+		dg.Members = []wire.DescribeGroupsResponseDescribedGroupMember{}
+		for _, m := range d.Members {
+			dg.Members = append(dg.Members, wire.DescribeGroupsResponseDescribedGroupMember{MemberId: m.MemberID, GroupInstanceId: m.InstanceID,
+				ClientId: m.ClientID, ClientHost: m.ClientHost, MemberMetadata: m.Metadata, MemberAssignment: m.Assignment})
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return ready(reply{msg: resp})
+}

@@ -1,0 +1,161 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// buildJavaMember compiles testdata/group_GroupMember.java against the kafka-clients
+// classpath of testdata/java/pom.xml and returns the java command's classpath.
+func buildJavaMember(t *testing.T) (java, cp string) {
+	mvn := need(t, "/usr/bin/mvn", "maven")
+	java = need(t, "/usr/bin/java", "openjdk-17-jre-headless")
+	javac := need(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
+	build := t.TempDir()
+	pom, err := filepath.Abs("testdata/java/pom.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpFile := filepath.Join(build, "classpath.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, mvn, "-q", "-B", "-Dstyle.color=never", "-f", pom, "-Dspool.buildDir="+build,
+		"-Dmdep.outputFile="+cpFile, "dependency:build-classpath").CombinedOutput(); err != nil {
+		t.Fatalf("mvn: %v\n%s", err, out)
+	}
+	deps, err := os.ReadFile(cpFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := filepath.Join(build, "group-classes")
+	if out, err := exec.CommandContext(ctx, javac, "-d", classes, "-cp", strings.TrimSpace(string(deps)), "testdata/group_GroupMember.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	return java, classes + string(os.PathListSeparator) + strings.TrimSpace(string(deps))
+}
+
+// startJavaMember runs one Java member, feeding its output into the ledger under name.
+func (l *groupLedger) startJavaMember(t *testing.T, java, cp, addr, topic, group, name, assignors string) io.WriteCloser {
+	t.Helper()
+	cmd := exec.Command(java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "GroupMember", addr, topic, group, assignors)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	l.mu.Lock()
+	l.owned[name] = map[int32]bool{}
+	l.mu.Unlock()
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "ASSIGNED ") || strings.HasPrefix(line, "REVOKED "):
+				f := strings.Fields(line)
+				l.mu.Lock()
+				if len(f) == 2 {
+					for _, s := range strings.Split(f[1], ",") {
+						p, _ := strconv.Atoi(s)
+						if f[0] == "ASSIGNED" {
+							l.owned[name][int32(p)] = true
+						} else {
+							delete(l.owned[name], int32(p))
+							l.revokes[name]++
+						}
+					}
+				}
+				l.notifyLocked()
+				l.mu.Unlock()
+			default:
+				l.record(group, name, line)
+			}
+		}
+	}()
+	return in
+}
+
+// Java members: in a range group with franz-go each record is consumed once and a leaving
+// member's partitions move; with cooperative-sticky, partitions that do not move are never
+// revoked when a member joins or leaves.
+func TestGroupJavaClient(t *testing.T) {
+	java, cp := buildJavaMember(t)
+	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
+	adm := kadm.NewClient(mustClient(t, b.Addr))
+
+	t.Run("range-with-franz-go", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		const topic, group = "jrange", "jrange-group"
+		createTopicKadm(t, ctx, b.Addr, topic, 6)
+		l := newLedger()
+		l.startMember(t, ctx, b.Addr, group, "fz", topic, kgo.Balancers(kgo.RangeBalancer()))
+		j := l.startJavaMember(t, java, cp, b.Addr, topic, group, "java", "range,cooperative-sticky")
+		waitDescribed(t, ctx, adm, group, "two members on range", func(d kadm.DescribedGroup) bool {
+			return d.State == "Stable" && len(d.Members) == 2 && d.Protocol == "range"
+		})
+		l.waitFor(t, ctx, "half each", func() bool { return l.exclusiveOwners([]string{"fz", "java"}, 6) && len(l.owned["fz"]) == 3 })
+		vals := produceValues(t, ctx, b.Addr, topic, "j", 600)
+		l.waitFor(t, ctx, "all consumed", func() bool { return l.consumedOnce(t, group, vals) })
+		l.mu.Lock()
+		who := map[string]int{}
+		for _, v := range vals {
+			who[l.by[group+"/"+v]]++
+		}
+		l.mu.Unlock()
+		if who["fz"] != 300 || who["java"] != 300 {
+			t.Fatalf("consumed by %v", who)
+		}
+		j.Close()
+		l.waitFor(t, ctx, "franz-go taking over", func() bool { return len(l.owned["fz"]) == 6 })
+		vals2 := produceValues(t, ctx, b.Addr, topic, "k", 300)
+		l.waitFor(t, ctx, "rest consumed", func() bool { return l.consumedOnce(t, group, vals2) })
+	})
+
+	t.Run("cooperative-sticky", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		const topic, group = "jcoop", "jcoop-group"
+		createTopicKadm(t, ctx, b.Addr, topic, 6)
+		l := newLedger()
+		l.startJavaMember(t, java, cp, b.Addr, topic, group, "j1", "cooperative-sticky")
+		l.waitFor(t, ctx, "j1 owning all", func() bool { return len(l.owned["j1"]) == 6 })
+		j2 := l.startJavaMember(t, java, cp, b.Addr, topic, group, "j2", "cooperative-sticky")
+		l.waitFor(t, ctx, "three each", func() bool {
+			return l.exclusiveOwners([]string{"j1", "j2"}, 6) && len(l.owned["j2"]) == 3
+		})
+		l.mu.Lock()
+		if l.revokes["j1"] != 3 {
+			t.Errorf("j1 revoked %d partitions for j2's three", l.revokes["j1"])
+		}
+		l.mu.Unlock()
+		vals := produceValues(t, ctx, b.Addr, topic, "c", 300)
+		l.waitFor(t, ctx, "all consumed", func() bool { return l.consumedOnce(t, group, vals) })
+		j2.Close()
+		l.waitFor(t, ctx, "j1 owning all again", func() bool { return len(l.owned["j1"]) == 6 })
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.revokes["j1"] != 3 {
+			t.Errorf("j1 revoked %d partitions in all, want only the 3 that moved", l.revokes["j1"])
+		}
+	})
+}

@@ -1,24 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/spoolmq/spool/broker/brokertest"
+	"github.com/spoolmq/spool/examples/go/internal/exampletest"
 )
 
-func TestExample(t *testing.T) {
-	addr := brokertest.Start(t, brokertest.Options{}).Addr
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	if err := run(ctx, addr, &out); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "key1→2 key2→5 key3→1") {
-		t.Fatalf("output %q lacks %q", out.String(), "key1→2 key2→5 key3→1")
-	}
-}
+func TestExample(t *testing.T) { exampletest.Run(t, run, "key1→2 key2→5 key3→1") }

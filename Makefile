@@ -5,7 +5,7 @@ MODULES := protocol-spec broker sdk-go sdk-cgo conformance examples
 FUZZTIME ?= 3s
 BENCHTIME ?= 1s
 
-.PHONY: all build run test deps gen gen-check lint unit gowork-off fuzz-smoke bench clean
+.PHONY: all build run test deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke clean
 
 all: build
 
@@ -22,7 +22,7 @@ run: build
 	./bin/spoold --listen 127.0.0.1:9092 --data-dir ./data
 
 ## test: install what the tests need, then run every check and test
-test: deps gen-check lint unit gowork-off fuzz-smoke
+test: deps gen-check lint unit gowork-off fuzz-smoke bench-smoke
 
 deps:
 	@scripts/install-deps.sh
@@ -36,8 +36,9 @@ gen-check:
 	cd protocol-spec && $(GO) run ./cmd/specgen -check
 
 lint:
-	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $(MODULES) bench); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do scripts/each-module.sh $$m vet || exit 1; done
+	cd bench && GOWORK=off $(GO) vet .
 
 unit:
 	@for m in $(MODULES); do scripts/each-module.sh $$m test || exit 1; done
@@ -53,6 +54,16 @@ fuzz-smoke:
 ## bench: run every benchmark once (BENCHTIME per benchmark)
 bench:
 	@for m in $(MODULES); do BENCHTIME=$(BENCHTIME) scripts/each-module.sh $$m bench || exit 1; done
+
+## bench-compare: Apache Kafka 3.9 and Spool side by side on this machine (same workloads and
+## load generators, interleaved, medians and ratios) into docs/benchmarks.md and docs/bench-*.png;
+## QUICK=1: a smoke run in seconds, its report under bench/.cache/quick-report/; BENCHFLAGS=-help lists the rest
+bench-compare: build
+	cd bench && GOWORK=off $(GO) run . $(if $(filter-out 0,$(QUICK)),-quick) $(BENCHFLAGS)
+
+## bench-smoke: bench-compare QUICK=1, run by make test so the harness keeps working
+bench-smoke:
+	@$(MAKE) --no-print-directory bench-compare QUICK=1
 
 clean:
 	rm -rf bin

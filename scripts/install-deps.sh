@@ -40,3 +40,4 @@ fi
 for m in protocol-spec broker sdk-go sdk-cgo conformance examples; do
   (cd "$m" && go mod download)
 done
+(cd bench && GOWORK=off go mod download)

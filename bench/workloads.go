@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// result is one measured run of one workload against one broker.
+type result struct {
+	Records    int64
+	RecPerSec  float64
+	MBPerSec   float64 // 10^6 bytes/s of record values
+	HasLatency bool
+	P50        float64 // ms
+	P99        float64
+	P999       float64
+	PeakRSS    int64   // bytes, broker VmHWM over its life in this run
+	CPU        float64 // broker utime+stime during the measured phase, seconds
+}
+
+type workload struct {
+	ID      string
+	Title   string
+	Setting string // what the load generator does, stated in the report
+	Latency string // what the latency columns mean for this row
+	// run prepares the broker (topics, fill) and returns the measured phase's result;
+	// measure wraps the measured phase so CPU is counted for it alone.
+	run func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error)
+}
+
+type sizes struct {
+	w1, w2, w3, w4, w4b, w5, w6 int64
+	w4bRate, w6Rate             int
+}
+
+var fullSizes = sizes{w1: 15_000_000, w2: 10_000_000, w3: 2_000_000, w4: 10_000, w4b: 300_000, w5: 10_000_000, w6: 150_000, w4bRate: 10_000, w6Rate: 5_000}
+var quickSizes = sizes{w1: 30_000, w2: 30_000, w3: 10_000, w4: 300, w4b: 2_000, w5: 30_000, w6: 2_000, w4bRate: 2_000, w6Rate: 2_000}
+
+func workloads(s sizes) []workload {
+	produce := func(topic string, parts int, spec produceSpec) func(context.Context, loadgen, string, func(func() (result, error)) (result, error)) (result, error) {
+		return func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
+			if err := lg.CreateTopic(ctx, addr, topic, parts); err != nil {
+				return result{}, err
+			}
+			spec.Topic = topic
+			return measure(func() (result, error) { return lg.Produce(ctx, addr, spec) })
+		}
+	}
+	return []workload{
+		{ID: "W1", Title: "produce 100 B, 6 partitions, acks=1",
+			Setting: fmt.Sprintf("ProducerPerformance --num-records %d --record-size 100 --throughput -1, acks=1, client defaults otherwise (batch.size 16384, linger.ms 0, no compression)", s.w1),
+			Latency: "produce latency (send to ack) under saturation: queueing, not service time",
+			run:     produce("w1", 6, produceSpec{Records: s.w1, Size: 100, Acks: "1", Throughput: -1})},
+		{ID: "W2", Title: "produce 100 B, 6 partitions, acks=all",
+			Setting: fmt.Sprintf("as W1 with acks=all, --num-records %d", s.w2),
+			Latency: "produce latency under saturation",
+			run:     produce("w2", 6, produceSpec{Records: s.w2, Size: 100, Acks: "all", Throughput: -1})},
+		{ID: "W3", Title: "produce 1 KiB, 6 partitions, acks=all",
+			Setting: fmt.Sprintf("ProducerPerformance --num-records %d --record-size 1024 --throughput -1, acks=all", s.w3),
+			Latency: "produce latency under saturation",
+			run:     produce("w3", 6, produceSpec{Records: s.w3, Size: 1024, Acks: "all", Throughput: -1})},
+		{ID: "W4", Title: "end-to-end latency, 100 B, 1 partition, acks=all",
+			Setting: fmt.Sprintf("EndToEndLatency, %d records one at a time (closed loop: the next is sent when the previous is consumed, so the rate is 1/latency, far below saturation)", s.w4),
+			Latency: "end-to-end, send until the consumer has it, in whole milliseconds truncated (the tool's resolution, so 0 means under 1 ms); records/s is 1 / mean latency",
+			run: func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
+				if err := lg.CreateTopic(ctx, addr, "w4", 1); err != nil {
+					return result{}, err
+				}
+				return measure(func() (result, error) { return lg.EndToEnd(ctx, addr, "w4", s.w4, 100, "all") })
+			}},
+		{ID: "W4b", Title: fmt.Sprintf("produce latency at %d records/s, 100 B, 6 partitions, acks=all", s.w4bRate),
+			Setting: fmt.Sprintf("ProducerPerformance --num-records %d --record-size 100 --throughput %d, acks=all", s.w4b, s.w4bRate),
+			Latency: "produce latency (send to ack) at a fixed rate below saturation",
+			run:     produce("w4b", 6, produceSpec{Records: s.w4b, Size: 100, Acks: "all", Throughput: s.w4bRate})},
+		{ID: "W5", Title: "consume 100 B from the start, 6 partitions",
+			Setting: fmt.Sprintf("fill with ProducerPerformance (%d records, acks=1), then ConsumerPerformance --messages %d from the earliest offset; fetch.* figures (group join excluded)", s.w5, s.w5),
+			Latency: "",
+			run: func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
+				if err := lg.CreateTopic(ctx, addr, "w5", 6); err != nil {
+					return result{}, err
+				}
+				if _, err := lg.Produce(ctx, addr, produceSpec{Topic: "w5", Records: s.w5, Size: 100, Acks: "1", Throughput: -1}); err != nil {
+					return result{}, fmt.Errorf("fill: %w", err)
+				}
+				return measure(func() (result, error) { return lg.Consume(ctx, addr, "w5", s.w5) })
+			}},
+		{ID: "W6", Title: fmt.Sprintf("1,000 partitions at %d records/s, 100 B, acks=all", s.w6Rate),
+			Setting: fmt.Sprintf("TopicCommand --partitions 1000, then ProducerPerformance --num-records %d --record-size 100 --throughput %d, acks=all", s.w6, s.w6Rate),
+			Latency: "produce latency at a fixed rate",
+			run:     produce("w6", 1000, produceSpec{Records: s.w6, Size: 100, Acks: "all", Throughput: s.w6Rate})},
+	}
+}
+
+// runOne starts a fresh broker for sys, runs w with lg, stops the broker and returns the result.
+func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen, rep int) (result, error) {
+	dir := fmt.Sprintf("%s/%s-%s-r%d", h.workDir, w.ID, sys.Name, rep)
+	b, err := h.startBroker(ctx, sys, dir)
+	if err != nil {
+		return result{}, err
+	}
+	defer b.Stop()
+	var cpu float64
+	measure := func(f func() (result, error)) (result, error) {
+		c0, err := b.CPUSeconds()
+		if err != nil {
+			return result{}, err
+		}
+		r, err := f()
+		if err != nil {
+			return r, err
+		}
+		c1, err := b.CPUSeconds()
+		if err != nil {
+			return r, fmt.Errorf("broker CPU: %w (%v)", err, b.Alive())
+		}
+		cpu = c1 - c0
+		return r, nil
+	}
+	start := time.Now()
+	r, err := w.run(ctx, lg, b.addr, measure)
+	if aerr := b.Alive(); aerr != nil {
+		return result{}, aerr
+	}
+	if err != nil {
+		return result{}, fmt.Errorf("%s on %s: %w\nbroker output:\n%s", w.ID, sys.Name, err, b.logTail())
+	}
+	r.CPU = cpu
+	r.PeakRSS = b.PeakRSS()
+	if err := b.Stop(); err != nil {
+		return result{}, err
+	}
+	logf("  %-4s %-14s rep %d: %10.0f rec/s %8.1f MB/s  p50 %6.1f p99 %6.1f p99.9 %6.1f ms  RSS %6.1f MiB  CPU %5.1f s  (%.1fs)",
+		w.ID, sys.Name, rep, r.RecPerSec, r.MBPerSec, r.P50, r.P99, r.P999, float64(r.PeakRSS)/(1<<20), r.CPU, time.Since(start).Seconds())
+	if !h.keep {
+		removeAll(dir)
+	}
+	return r, nil
+}

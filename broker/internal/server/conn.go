@@ -23,6 +23,7 @@ const maxInFlight = 64
 // request is one decoded request. msg may alias frame; a handler that keeps a byte slice past
 // its synchronous part must copy it, because the frame buffer is reused for the next request.
 type request struct {
+	remote  net.Addr // the client's address; nil when not from a network connection
 	api     *wire.API
 	version int16
 	header  wire.RequestHeader
@@ -194,6 +195,9 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 	}
 	r := wire.NewReader(frame)
 	req := &request{api: api, version: version}
+	if c.nc != nil {
+		req.remote = c.nc.RemoteAddr()
+	}
 	if !api.HasVersion(version) {
 		if key != wire.KeyApiVersions {
 			return nil, fmt.Errorf("%s v%d is not supported (%d-%d)", api.Name, version, api.MinVersion, api.MaxVersion)

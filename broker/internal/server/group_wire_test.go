@@ -188,6 +188,11 @@ func TestGroupRebalanceProtocolVoteAndErrors(t *testing.T) {
 	if d := dr.Groups[0]; d.GroupState != "Stable" || d.ProtocolData != "roundrobin" || d.ProtocolType != "consumer" || len(d.Members) != 3 {
 		t.Fatalf("describe: %+v", d)
 	}
+	for _, m := range dr.Groups[0].Members {
+		if m.ClientHost != "/127.0.0.1" {
+			t.Errorf("member %s: client host %q, want /127.0.0.1", m.MemberId, m.ClientHost)
+		}
+	}
 	if d := dr.Groups[1]; d.GroupState != "Dead" || d.ErrorCode != 0 {
 		t.Fatalf("describe unknown: %+v", d)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/config"
@@ -54,9 +55,17 @@ func (s *Server) offsetsLogs(create bool) ([]*storage.Log, error) {
 	return logs, nil
 }
 
-// clientHost is the host a member connected from, as Kafka shows it ("/127.0.0.1"). The
-// request does not carry the connection's address yet, so it is empty.
-func clientHost(*request) string { return "" }
+// clientHost is the host a member connected from, as Kafka shows it ("/127.0.0.1").
+func clientHost(req *request) string {
+	if req.remote == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(req.remote.String())
+	if err != nil {
+		return ""
+	}
+	return "/" + host
+}
 
 func strPtr(s string) *string { return &s }
 

@@ -207,82 +207,72 @@ var palette = []color.Color{color.RGBA{R: 0xd9, G: 0x5f, B: 0x02, A: 0xff}, colo
 // charts draws bench-throughput.png (MB/s per throughput workload, one bar per broker) and
 // bench-latency.png (p50/p99/p99.9 per broker for each latency workload).
 func (r *report) charts(dir string) error {
-	var tw []workload
+	var tw, lw []workload
 	for _, w := range r.ws {
-		if w.ID != "W4" && w.ID != "W4b" {
+		if w.ID == "W4" || w.ID == "W4b" {
+			lw = append(lw, w)
+		} else {
 			tw = append(tw, w)
 		}
 	}
 	if len(tw) > 0 {
-		p := plot.New()
-		p.Title.Text = "Throughput (median MB/s, higher is better)"
-		p.Y.Label.Text = "MB/s"
 		names := make([]string, len(tw))
 		for i, w := range tw {
 			names[i] = w.ID
 		}
-		width := vg.Points(14)
-		for i, s := range r.systems {
-			vals := make(plotter.Values, len(tw))
-			for j, w := range tw {
-				vals[j] = r.med[w.ID][s.Name].MBPerSec
-			}
-			bars, err := plotter.NewBarChart(vals, width)
-			if err != nil {
-				return err
-			}
-			bars.Color = palette[i%len(palette)]
-			bars.LineStyle.Width = 0
-			bars.Offset = width * vg.Length(float64(i)-float64(len(r.systems)-1)/2)
-			p.Add(bars)
-			p.Legend.Add(s.Name, bars)
-		}
-		p.Legend.Top, p.Legend.Left = true, true
-		p.Legend.XOffs = vg.Points(8)
-		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.3 // headroom for the legend
-		p.NominalX(names...)
-		if err := p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(dir, "bench-throughput.png")); err != nil {
+		err := r.barChart("Throughput (median MB/s, higher is better)", "MB/s", names, vg.Points(14), 7*vg.Inch,
+			filepath.Join(dir, "bench-throughput.png"), func(s system) plotter.Values {
+				vals := make(plotter.Values, len(tw))
+				for j, w := range tw {
+					vals[j] = r.med[w.ID][s.Name].MBPerSec
+				}
+				return vals
+			})
+		if err != nil {
 			return err
 		}
 	}
-	var lw []workload
-	for _, w := range r.ws {
-		if w.ID == "W4" || w.ID == "W4b" {
-			lw = append(lw, w)
-		}
-	}
 	if len(lw) > 0 {
-		p := plot.New()
-		p.Title.Text = "Latency percentiles (median of runs, ms, lower is better)"
-		p.Y.Label.Text = "ms"
 		var names []string
 		for _, w := range lw {
 			names = append(names, w.ID+" p50", w.ID+" p99", w.ID+" p99.9")
 		}
-		width := vg.Points(12)
-		for i, s := range r.systems {
-			var vals plotter.Values
-			for _, w := range lw {
-				m := r.med[w.ID][s.Name]
-				vals = append(vals, m.P50, m.P99, m.P999)
-			}
-			bars, err := plotter.NewBarChart(vals, width)
-			if err != nil {
-				return err
-			}
-			bars.Color = palette[i%len(palette)]
-			bars.LineStyle.Width = 0
-			bars.Offset = width * vg.Length(float64(i)-float64(len(r.systems)-1)/2)
-			p.Add(bars)
-			p.Legend.Add(s.Name, bars)
-		}
-		p.Legend.Top, p.Legend.Left = true, true
-		p.Legend.XOffs = vg.Points(8)
-		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.3 // headroom for the legend
-		p.NominalX(names...)
-		if err := p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "bench-latency.png")); err != nil {
+		err := r.barChart("Latency percentiles (median of runs, ms, lower is better)", "ms", names, vg.Points(12), 8*vg.Inch,
+			filepath.Join(dir, "bench-latency.png"), func(s system) plotter.Values {
+				var vals plotter.Values
+				for _, w := range lw {
+					m := r.med[w.ID][s.Name]
+					vals = append(vals, m.P50, m.P99, m.P999)
+				}
+				return vals
+			})
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// barChart draws one group of bars per name, one bar per broker (values gives a broker's bars
+// in name order), and saves it as a PNG of the given width.
+func (r *report) barChart(title, unit string, names []string, barWidth, imgWidth vg.Length, path string, values func(system) plotter.Values) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = unit
+	for i, s := range r.systems {
+		bars, err := plotter.NewBarChart(values(s), barWidth)
+		if err != nil {
+			return err
+		}
+		bars.Color = palette[i%len(palette)]
+		bars.LineStyle.Width = 0
+		bars.Offset = barWidth * vg.Length(float64(i)-float64(len(r.systems)-1)/2)
+		p.Add(bars)
+		p.Legend.Add(s.Name, bars)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(8)
+	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.3 // headroom for the legend
+	p.NominalX(names...)
+	return p.Save(imgWidth, 4*vg.Inch, path)
 }

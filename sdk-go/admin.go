@@ -311,10 +311,7 @@ func (a *Admin) DescribeTopicConfigs(ctx context.Context, topic string, keys ...
 	res := wire.DescribeConfigsRequestResource{ResourceType: resourceTopic, ResourceName: topic, ConfigurationKeys: keys}
 	req.Resources = []wire.DescribeConfigsRequestResource{res}
 	resp := &wire.DescribeConfigsResponse{}
-	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
-		if err := a.cl.Request(ctx, req, resp); err != nil {
-			return err
-		}
+	err := a.cl.requestChecked(ctx, req, resp, func() error {
 		for _, r := range resp.Results {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
 				return withMessage(adminErr(err), r.ErrorMessage)
@@ -356,10 +353,7 @@ func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, set map[str
 	}
 	req.Resources = []wire.IncrementalAlterConfigsRequestAlterConfigsResource{res}
 	resp := &wire.IncrementalAlterConfigsResponse{}
-	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
-		if err := a.cl.Request(ctx, req, resp); err != nil {
-			return err
-		}
+	err := a.cl.requestChecked(ctx, req, resp, func() error {
 		for _, r := range resp.Responses {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
 				return withMessage(adminErr(err), r.ErrorMessage)
@@ -449,4 +443,15 @@ func adminErr(err error) error {
 		return finalError{err}
 	}
 	return err
+}
+
+// requestChecked sends req to any broker with retries; check reads the error codes of resp
+// after each attempt, and a retriable one makes the call try again.
+func (cl *Client) requestChecked(ctx context.Context, req, resp wire.Message, check func() error) error {
+	return cl.withRetries(ctx, func(ctx context.Context) error {
+		if err := cl.Request(ctx, req, resp); err != nil {
+			return err
+		}
+		return check()
+	})
 }

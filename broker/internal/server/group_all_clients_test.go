@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -81,54 +79,8 @@ func TestGroupAllSevenClients(t *testing.T) {
 	l.startPythonMember(t, b.Addr, "kafka-python", topic, group)
 	l.startMember(t, ctx, b.Addr, group, "fz", topic, kgo.Balancers(kgo.RangeBalancer(), kgo.CooperativeStickyBalancer()))
 
-	cfg := saramaConfig(sarama.V3_6_0_0)
-	cfg.ClientID = "sarama"
-	cfg.Consumer.Offsets.AutoCommit.Enable = false
-	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
-	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
-	cfg.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
-	cfg.Consumer.MaxWaitTime = 20 * time.Millisecond // see TestGroupSaramaKafkaGoFranzGoMixed
-	sg, err := sarama.NewConsumerGroup([]string{b.Addr}, group, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, scancel := context.WithCancel(ctx)
-	sdone := make(chan struct{})
-	go func() {
-		defer close(sdone)
-		for sctx.Err() == nil {
-			if err := sg.Consume(sctx, []string{topic}, saramaGroupHandler{l, group, "sarama"}); err != nil && sctx.Err() == nil {
-				t.Logf("sarama consume: %v", err)
-			}
-		}
-	}()
-	go func() {
-		for range sg.Errors() {
-		}
-	}()
-	t.Cleanup(func() { scancel(); <-sdone; sg.Close() })
-
-	kr := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr}, GroupID: group, Topic: topic,
-		Dialer:      &kafka.Dialer{ClientID: "kafka-go", Timeout: 10 * time.Second, DualStack: true},
-		StartOffset: kafka.FirstOffset, GroupBalancers: []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
-		SessionTimeout: 6 * time.Second, HeartbeatInterval: 300 * time.Millisecond, MaxWait: 200 * time.Millisecond})
-	kctx, kcancel := context.WithCancel(ctx)
-	kdone := make(chan struct{})
-	go func() {
-		defer close(kdone)
-		for {
-			m, err := kr.FetchMessage(kctx)
-			if err != nil {
-				return
-			}
-			if err := kr.CommitMessages(kctx, m); err != nil {
-				return
-			}
-			l.record(group, "kafka-go", string(m.Value))
-		}
-	}()
-	t.Cleanup(func() { kcancel(); <-kdone; kr.Close() })
+	l.startSaramaMember(t, ctx, b.Addr, group, topic)
+	l.startKafkaGoMember(t, ctx, b.Addr, group, topic)
 
 	l.startJavaMember(t, java, cp, b.Addr, topic, group, "java", "range")
 

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,55 +52,8 @@ func TestGroupSaramaKafkaGoFranzGoMixed(t *testing.T) {
 	l := newLedger()
 	l.startMember(t, ctx, b.Addr, group, "fz", topic, kgo.Balancers(kgo.RangeBalancer()))
 
-	cfg := saramaConfig(sarama.V3_6_0_0)
-	cfg.Consumer.Offsets.AutoCommit.Enable = false
-	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
-	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
-	cfg.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
-	// sarama commits on the connection its fetches long-poll on, and responses leave in
-	// request order (as Kafka's do): a short fetch wait keeps per-record commits quick.
-	cfg.Consumer.MaxWaitTime = 20 * time.Millisecond
-	sg, err := sarama.NewConsumerGroup([]string{b.Addr}, group, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, scancel := context.WithCancel(ctx)
-	sdone := make(chan struct{})
-	go func() {
-		defer close(sdone)
-		for sctx.Err() == nil {
-			if err := sg.Consume(sctx, []string{topic}, saramaGroupHandler{l, group, "sarama"}); err != nil && sctx.Err() == nil {
-				t.Logf("sarama consume: %v", err)
-			}
-		}
-	}()
-	go func() {
-		for range sg.Errors() {
-		}
-	}()
-	t.Cleanup(func() { scancel(); <-sdone; sg.Close() })
-
-	kr := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr}, GroupID: group, Topic: topic,
-		StartOffset: kafka.FirstOffset, GroupBalancers: []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
-		SessionTimeout: 6 * time.Second, HeartbeatInterval: 300 * time.Millisecond, MaxWait: 200 * time.Millisecond})
-	kctx, kcancel := context.WithCancel(ctx)
-	kdone := make(chan struct{})
-	go func() {
-		defer close(kdone)
-		for {
-			m, err := kr.FetchMessage(kctx)
-			if err != nil {
-				return
-			}
-			if err := kr.CommitMessages(kctx, m); err != nil {
-				return
-			}
-			l.record(group, "kafka-go", string(m.Value))
-		}
-	}()
-	stopKafkaGo := func() { kcancel(); <-kdone; kr.Close() }
-	t.Cleanup(stopKafkaGo)
+	l.startSaramaMember(t, ctx, b.Addr, group, topic)
+	stopKafkaGo := l.startKafkaGoMember(t, ctx, b.Addr, group, topic)
 
 	waitDescribed(t, ctx, adm, group, "three members on range", func(d kadm.DescribedGroup) bool {
 		return d.State == "Stable" && len(d.Members) == 3 && d.Protocol == "range"
@@ -107,12 +61,7 @@ func TestGroupSaramaKafkaGoFranzGoMixed(t *testing.T) {
 	l.waitFor(t, ctx, "franz-go owning two partitions", func() bool { return len(l.owned["fz"]) == 2 })
 	vals := produceValues(t, ctx, b.Addr, topic, "g", 600)
 	l.waitFor(t, ctx, "all consumed", func() bool { return l.consumedOnce(t, group, vals) })
-	l.mu.Lock()
-	who := map[string]int{}
-	for _, v := range vals {
-		who[l.by[group+"/"+v]]++
-	}
-	l.mu.Unlock()
+	who := l.countBy(group, vals)
 	if who["fz"] != 200 || who["sarama"] != 200 || who["kafka-go"] != 200 {
 		t.Fatalf("consumed by %v, want 200 each", who)
 	}
@@ -169,4 +118,79 @@ func TestGroupFranzGoStaticMemberRestart(t *testing.T) {
 	if l.revokes["dyn"] != dynRevokes || len(l.owned["dyn"]) != 2 {
 		t.Fatalf("the dynamic member was disturbed: revokes %d -> %d, owns %v", dynRevokes, l.revokes["dyn"], l.owned["dyn"])
 	}
+}
+
+// startSaramaMember runs a sarama group member ("sarama", range, manual commits) until the
+// test ends.
+func (l *groupLedger) startSaramaMember(t *testing.T, ctx context.Context, addr, group, topic string) {
+	t.Helper()
+	cfg := saramaConfig(sarama.V3_6_0_0)
+	cfg.ClientID = "sarama"
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
+	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
+	cfg.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
+	// sarama commits on the connection its fetches long-poll on, and responses leave in
+	// request order (as Kafka's do): a short fetch wait keeps per-record commits quick.
+	cfg.Consumer.MaxWaitTime = 20 * time.Millisecond
+	sg, err := sarama.NewConsumerGroup([]string{addr}, group, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithCancel(ctx)
+	sdone := make(chan struct{})
+	go func() {
+		defer close(sdone)
+		for sctx.Err() == nil {
+			if err := sg.Consume(sctx, []string{topic}, saramaGroupHandler{l, group, "sarama"}); err != nil && sctx.Err() == nil {
+				t.Logf("sarama consume: %v", err)
+			}
+		}
+	}()
+	go func() {
+		for range sg.Errors() {
+		}
+	}()
+	t.Cleanup(func() { scancel(); <-sdone; sg.Close() })
+}
+
+// startKafkaGoMember runs a segmentio/kafka-go group member ("kafka-go", range, a commit per
+// record); stop leaves the group, and the test's end stops it too.
+func (l *groupLedger) startKafkaGoMember(t *testing.T, ctx context.Context, addr, group, topic string) (stop func()) {
+	t.Helper()
+	kr := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, GroupID: group, Topic: topic,
+		Dialer:      &kafka.Dialer{ClientID: "kafka-go", Timeout: 10 * time.Second, DualStack: true},
+		StartOffset: kafka.FirstOffset, GroupBalancers: []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
+		SessionTimeout: 6 * time.Second, HeartbeatInterval: 300 * time.Millisecond, MaxWait: 200 * time.Millisecond})
+	kctx, kcancel := context.WithCancel(ctx)
+	kdone := make(chan struct{})
+	go func() {
+		defer close(kdone)
+		for {
+			m, err := kr.FetchMessage(kctx)
+			if err != nil {
+				return
+			}
+			if err := kr.CommitMessages(kctx, m); err != nil {
+				return
+			}
+			l.record(group, "kafka-go", string(m.Value))
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { kcancel(); <-kdone; kr.Close() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// countBy counts, per member name, how many of values the group consumed.
+func (l *groupLedger) countBy(group string, values []string) map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	who := map[string]int{}
+	for _, v := range values {
+		who[l.by[group+"/"+v]]++
+	}
+	return who
 }

@@ -57,12 +57,7 @@ func TestGroupKcatAndFranzGoMixed(t *testing.T) {
 
 	vals := produceValues(t, ctx, b.Addr, topic, "m", 600)
 	l.waitFor(t, ctx, "all consumed", func() bool { return l.consumedOnce(t, group, vals) })
-	l.mu.Lock()
-	who := map[string]int{}
-	for _, v := range vals {
-		who[l.by[group+"/"+v]]++
-	}
-	l.mu.Unlock()
+	who := l.countBy(group, vals)
 	if who["kcat"] != 300 || who["fz"] != 300 {
 		t.Fatalf("consumed by %v, want 300 each", who)
 	}

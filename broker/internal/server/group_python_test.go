@@ -93,12 +93,7 @@ func TestGroupPythonClientsMixed(t *testing.T) {
 	l.waitFor(t, ctx, "franz-go owning two partitions", func() bool { return len(l.owned["fz"]) == 2 })
 	vals := produceValues(t, ctx, b.Addr, topic, "p", 600)
 	l.waitFor(t, ctx, "all consumed", func() bool { return l.consumedOnce(t, group, vals) })
-	l.mu.Lock()
-	who := map[string]int{}
-	for _, v := range vals {
-		who[l.by[group+"/"+v]]++
-	}
-	l.mu.Unlock()
+	who := l.countBy(group, vals)
 	if who["fz"] != 200 || who["kafka-python"] != 200 || who["confluent-kafka"] != 200 {
 		t.Fatalf("consumed by %v, want 200 each", who)
 	}

@@ -25,6 +25,7 @@ const (
 	KeyCreatePartitions        int16 = 37
 	KeyDeleteGroups            int16 = 42
 	KeyIncrementalAlterConfigs int16 = 44
+	KeyOffsetDelete            int16 = 47
 	KeyDescribeCluster         int16 = 60
 )
 
@@ -93,6 +94,9 @@ var APIs = []API{
 	{Key: 44, Name: "IncrementalAlterConfigs", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 1, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(IncrementalAlterConfigsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(IncrementalAlterConfigsResponse); m.Default(); return m }},
+	{Key: 47, Name: "OffsetDelete", MinVersion: 0, MaxVersion: 0, FlexibleFrom: -1, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(OffsetDeleteRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(OffsetDeleteResponse); m.Default(); return m }},
 	{Key: 60, Name: "DescribeCluster", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DescribeClusterRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DescribeClusterResponse); m.Default(); return m }},

@@ -40,6 +40,7 @@ func init() {
 		wire.KeyDescribeGroups:          handleDescribeGroups,
 		wire.KeyListGroups:              handleListGroups,
 		wire.KeyDeleteGroups:            handleDeleteGroups,
+		wire.KeyOffsetDelete:            handleOffsetDelete,
 	}
 }
 

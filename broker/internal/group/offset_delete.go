@@ -2,6 +2,7 @@ package group
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
@@ -112,21 +113,17 @@ func (g *group) subscribedTopics() func(topic string) bool {
 // subscriptionTopics reads the topics of a consumer protocol Subscription (versions 0-3 all
 // start with version int16 and topics [string]; what follows is not needed here).
 func subscriptionTopics(b []byte) ([]string, error) {
-	d := dec{b: b}
-	if v := d.i16(); v < 0 {
+	r := wire.NewReader(b)
+	if v := r.Int16(); v < 0 && r.Err() == nil {
 		return nil, errBadSubscription
 	}
-	n := d.i32()
-	// Each topic takes at least two bytes, so a larger count cannot be real.
-	if n < 0 || int(n) > len(d.b)/2 {
-		return nil, errBadSubscription
+	n := r.ArrayLen(false, false, 2)
+	topics := make([]string, 0, max(n, 0))
+	for i := 0; i < n && r.Err() == nil; i++ {
+		topics = append(topics, r.String(false))
 	}
-	topics := make([]string, 0, n)
-	for i := int32(0); i < n && d.err == nil; i++ {
-		topics = append(topics, d.str())
-	}
-	if d.err != nil {
-		return nil, d.err
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("consumer protocol subscription: %w", err)
 	}
 	return topics, nil
 }

@@ -1,0 +1,267 @@
+package spool_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+	spool "github.com/spoolmq/spool/sdk-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produceEach writes n records to every partition of topic.
+func produceEach(t *testing.T, cl *spool.Client, topic string, partitions int32, n int) {
+	t.Helper()
+	ctx := testCtx(t)
+	for p := range partitions {
+		for range n {
+			r := &spool.Record{Topic: topic, Partition: p, Value: []byte("v")}
+			cl.Produce(ctx, r, func(_ *spool.Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func listed(t *testing.T, ad *spool.Admin, group string) (spool.GroupListing, bool) {
+	t.Helper()
+	gs, err := ad.ListGroups(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gs {
+		if g.GroupID == group {
+			return g, true
+		}
+	}
+	return spool.GroupListing{}, false
+}
+
+// TestAdminGroupOffsets walks an admin-only group through commit, fetch, lag, offset delete
+// and group delete.
+func TestAdminGroupOffsets(t *testing.T) {
+	eachTarget(t, func(t *testing.T, addr string) {
+		ctx := testCtx(t)
+		cl := newClient(t, addr, spool.WithPartitioner(spool.ManualPartitioner()))
+		ad := cl.Admin()
+		topic := createTopic(t, cl, 3)
+		produceEach(t, cl, topic, 3, 4)
+
+		if err := ad.CommitGroupOffsets(ctx, "offsets", map[string]map[int32]int64{topic: {0: 1, 1: 3}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ad.FetchOffsets(ctx, "offsets")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || len(got[topic]) != 2 || got[topic][0].Offset != 1 || got[topic][1].Offset != 3 {
+			t.Fatalf("fetched %+v", got)
+		}
+		if _, ok := listed(t, ad, "offsets"); !ok {
+			t.Fatal("the group is not listed")
+		}
+		ds, err := ad.DescribeGroups(ctx, "offsets", "no-such-group")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds[0].Err != nil || ds[0].State != "Empty" || len(ds[0].Members) != 0 {
+			t.Fatalf("described %+v", ds[0])
+		}
+		if !errors.Is(ds[1].Err, wire.ErrGroupIdNotFound) {
+			t.Fatalf("unknown group described as %+v", ds[1])
+		}
+
+		lag, err := ad.GroupLag(ctx, "offsets")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []spool.PartitionLag{{Topic: topic, Partition: 0, Committed: 1, End: 4, Lag: 3}, {Topic: topic, Partition: 1, Committed: 3, End: 4, Lag: 1}}
+		if !slices.Equal(lag, want) {
+			t.Fatalf("lag %+v, want %+v", lag, want)
+		}
+
+		res, err := ad.DeleteGroupOffsets(ctx, "offsets", map[string][]int32{topic: {0}})
+		if err != nil || res[topic][0] != nil {
+			t.Fatalf("delete offsets: %v %v", res, err)
+		}
+		if got, _ := ad.FetchOffsets(ctx, "offsets"); len(got[topic]) != 1 || got[topic][1].Offset != 3 {
+			t.Fatalf("after deleting partition 0: %+v", got)
+		}
+		if _, err := ad.DeleteGroupOffsets(ctx, "no-such-group", map[string][]int32{topic: {0}}); !errors.Is(err, wire.ErrGroupIdNotFound) {
+			t.Fatalf("delete offsets of an unknown group: %v", err)
+		}
+		if _, err := ad.GroupLag(ctx, "no-such-group"); !errors.Is(err, wire.ErrGroupIdNotFound) {
+			t.Fatalf("lag of an unknown group: %v", err)
+		}
+
+		del, err := ad.DeleteGroups(ctx, "offsets", "no-such-group")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if del["offsets"] != nil || !errors.Is(del["no-such-group"], wire.ErrGroupIdNotFound) {
+			t.Fatalf("delete groups: %v", del)
+		}
+		if _, ok := listed(t, ad, "offsets"); ok {
+			t.Fatal("a deleted group is still listed")
+		}
+		if got, _ := ad.FetchOffsets(ctx, "offsets"); len(got) != 0 {
+			t.Fatalf("a deleted group still has offsets %+v", got)
+		}
+	})
+}
+
+// startKgoMember runs a franz-go group member consuming topic until the test ends or stop
+// is called; stop leaves the group.
+func startKgoMember(t *testing.T, addr, group, topic string) (stop func()) {
+	t.Helper()
+	m, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ClientID("kgo-member"), kgo.HeartbeatInterval(100*time.Millisecond), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			m.PollFetches(ctx)
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		<-done
+		m.Close() // leaves the group
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestAdminGroupWithMembers checks what an active group refuses and how it is described.
+func TestAdminGroupWithMembers(t *testing.T) {
+	eachTarget(t, func(t *testing.T, addr string) {
+		ctx := testCtx(t)
+		cl := newClient(t, addr)
+		ad := cl.Admin()
+		topic := createTopic(t, cl, 3)
+		other := createTopic(t, cl, 1)
+		stop := startKgoMember(t, addr, "active", topic)
+
+		var d spool.GroupDescription
+		waitCond(t, func() bool {
+			ds, err := ad.DescribeGroups(ctx, "active")
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = ds[0]
+			return d.State == "Stable" && len(d.Members) == 1 && len(d.Members[0].Assignment[topic]) == 3
+		})
+		m := d.Members[0]
+		if d.ProtocolType != "consumer" || d.Protocol == "" || m.ClientID != "kgo-member" || m.MemberID == "" || m.AssignmentErr != nil {
+			t.Fatalf("described %+v", d)
+		}
+		slices.Sort(m.Assignment[topic])
+		if !slices.Equal(m.Assignment[topic], []int32{0, 1, 2}) {
+			t.Fatalf("assignment %v", m.Assignment)
+		}
+		if g, ok := listed(t, ad, "active"); !ok || g.ProtocolType != "consumer" {
+			t.Fatalf("listed %+v %v", g, ok)
+		}
+
+		err := ad.CommitGroupOffsets(ctx, "active", map[string]map[int32]int64{topic: {0: 1}})
+		if !errors.Is(err, spool.ErrGroupActive) {
+			t.Fatalf("admin commit to an active group: %v", err)
+		}
+		del, err := ad.DeleteGroups(ctx, "active")
+		if err != nil || !errors.Is(del["active"], wire.ErrNonEmptyGroup) {
+			t.Fatalf("delete an active group: %v %v", del, err)
+		}
+		lag, err := ad.GroupLag(ctx, "active")
+		if err != nil || len(lag) != 3 || lag[0].MemberID != m.MemberID || lag[0].End != 0 {
+			t.Fatalf("lag of an active group: %+v %v", lag, err)
+		}
+
+		// The member's own commits (none yet) are protected while it consumes the topic;
+		// another topic's are not.
+		res, err := ad.DeleteGroupOffsets(ctx, "active", map[string][]int32{topic: {0}, other: {0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(res[topic][0], wire.ErrGroupSubscribedToTopic) || res[other][0] != nil {
+			t.Fatalf("delete offsets of an active group: %v", res)
+		}
+
+		// Once the member has left, the administrator may move the group.
+		stop()
+		waitCond(t, func() bool {
+			ds, err := ad.DescribeGroups(ctx, "active")
+			return err == nil && ds[0].State == "Empty"
+		})
+		if err := ad.CommitGroupOffsets(ctx, "active", map[string]map[int32]int64{topic: {0: 0}}); err != nil {
+			t.Fatalf("admin commit after the member left: %v", err)
+		}
+	})
+}
+
+// TestAdminGroupCoordinatorMoves sends group requests to a three-broker cluster whose
+// coordinator first answers NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS: the SDK looks
+// the coordinator up again and retries.
+func TestAdminGroupCoordinatorMoves(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.DefaultNumPartitions(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var refused atomic.Int32
+	refuse := func(code int16) func(kmsg.Request) (kmsg.Response, error, bool) {
+		return func(req kmsg.Request) (kmsg.Response, error, bool) {
+			refused.Add(1)
+			resp := req.ResponseKind()
+			switch r := resp.(type) {
+			case *kmsg.OffsetDeleteResponse:
+				r.ErrorCode = code
+			case *kmsg.OffsetFetchResponse:
+				r.ErrorCode = code
+			}
+			return resp, nil, true
+		}
+	}
+	c.ControlKey(int16(kmsg.OffsetDelete), refuse(wire.ErrNotCoordinator.Code))
+	c.ControlKey(int16(kmsg.OffsetFetch), refuse(wire.ErrCoordinatorLoadInProgress.Code))
+	cl := newClient(t, c.ListenAddrs()[0])
+	ad := cl.Admin()
+	ctx := testCtx(t)
+	topic := createTopic(t, cl, 2)
+	if err := ad.CommitGroupOffsets(ctx, "moving", map[string]map[int32]int64{topic: {0: 7, 1: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ad.FetchOffsets(ctx, "moving")
+	if err != nil || got[topic][0].Offset != 7 {
+		t.Fatalf("fetch after COORDINATOR_LOAD_IN_PROGRESS: %+v %v", got, err)
+	}
+	res, err := ad.DeleteGroupOffsets(ctx, "moving", map[string][]int32{topic: {0}})
+	if err != nil || res[topic][0] != nil {
+		t.Fatalf("delete after NOT_COORDINATOR: %v %v", res, err)
+	}
+	if n := refused.Load(); n != 2 {
+		t.Fatalf("%d requests refused, want 2", n)
+	}
+	if got, _ := ad.FetchOffsets(ctx, "moving"); len(got[topic]) != 1 || got[topic][1].Offset != 8 {
+		t.Fatalf("after delete: %+v", got)
+	}
+}

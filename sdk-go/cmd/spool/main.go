@@ -5,6 +5,7 @@
 //	spool topic list | describe NAME... | delete NAME...
 //	spool produce --topic T [--key-separator S] [--partitioner hash|roundrobin|sticky] [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd]
 //	spool consume --topic T [--from-beginning] [--count N] [--format FMT]
+//	spool group list | describe GROUP | delete GROUP... | seek GROUP --topic T --to WHERE | delete-offsets GROUP --topic T
 //	spool cluster info
 //	spool bench produce|consume --topic T [--records N] [--size B] [--json]
 //
@@ -50,6 +51,12 @@ commands:
           [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd]   (records from stdin, one per line)
   consume --topic T [--from-beginning] [--count N] [--format FMT]
           FMT: %t topic %p partition %o offset %k key %v value %h headers %T timestamp (ms), \n \t
+  group list
+  group describe GROUP
+  group delete GROUP...
+  group seek GROUP --topic T [--partitions 0,1] --to earliest|latest|OFFSET|RFC3339-TIME|@UNIX_MS [--create]
+             (only while the group has no members; --create starts a group that does not exist)
+  group delete-offsets GROUP --topic T [--partitions 0,1]
   cluster info
   bench produce --topic T [--records N] [--size B] [--acks ...] [--compression ...] [--json]
   bench consume --topic T [--records N] [--json]
@@ -143,6 +150,12 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return produceCmd(ctx, clientFor, rest, stdin, stderr)
 	case "consume":
 		return consumeCmd(ctx, clientFor, rest, stdout)
+	case "group":
+		s, a, err := sub()
+		if err != nil {
+			return err
+		}
+		return groupCmd(ctx, clientFor, s, a, stdout, stderr)
 	case "cluster":
 		s, _, err := sub()
 		if err != nil {

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+// TestCLIConsumeFormatVerbs checks every --format verb on one record with known fields (its
+// header can only come from the SDK: produce reads plain lines).
+func TestCLIConsumeFormatVerbs(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "topic", "create", "fmt", "--partitions", "2"))
+	cl, err := spool.NewClient(spool.SeedBrokers(addr), spool.WithPartitioner(spool.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts := time.UnixMilli(1700000000123)
+	for i, v := range []string{"first", "second"} {
+		r := &spool.Record{Topic: "fmt", Partition: 1, Key: []byte("k" + v), Value: []byte(v), Timestamp: ts.Add(time.Duration(i) * time.Millisecond),
+			Headers: []spool.Header{{Key: []byte("trace"), Value: []byte("abc")}, {Key: []byte("n"), Value: []byte(v)}}}
+		if err := cl.ProduceSync(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := ok(t, runCLI(t, addr, "", "consume", "--topic", "fmt", "--from-beginning", "--count", "2",
+		"--format", `%t|%p|%o|%k|%v|%h|%T|%%|%x\t\\\n`))
+	want := "fmt|1|0|kfirst|first|trace=abc,n=first|1700000000123|%|%x\t\\\n" +
+		"fmt|1|1|ksecond|second|trace=abc,n=second|1700000000124|%|%x\t\\\n"
+	if r.stdout != want {
+		t.Fatalf("formatted\n%q\nwant\n%q", r.stdout, want)
+	}
+	// Without --from-beginning the consumer starts at the end: a record produced after it
+	// started is the only one it sees.
+	done := make(chan result, 1)
+	go func() { done <- runCLI(t, addr, "", "consume", "--topic", "fmt", "--count", "1", "--format", `%v`) }()
+	// The end is only known once the consumer is running, so keep producing until it sees one.
+	for i := 0; ; i++ {
+		select {
+		case r := <-done:
+			if r.code != 0 || !strings.HasPrefix(r.stdout, "late") {
+				t.Fatalf("consume from the end: exit %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			return
+		default:
+		}
+		if err := cl.ProduceSync(ctx, &spool.Record{Topic: "fmt", Partition: 0, Value: []byte("late")}); err != nil {
+			t.Fatal(err)
+		}
+		if i > 5000 {
+			t.Fatal("consume from the end never returned")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCLIProducePartitioners checks where each --partitioner puts unkeyed lines.
+func TestCLIProducePartitioners(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "topic", "create", "rr", "--partitions", "3"))
+	ok(t, runCLI(t, addr, "a\nb\nc\nd\ne\nf\n", "produce", "--topic", "rr", "--partitioner", "roundrobin", "--acks", "1", "--compression", "lz4"))
+	r := ok(t, runCLI(t, addr, "", "consume", "--topic", "rr", "--from-beginning", "--count", "6", "--format", `%p\n`))
+	per := map[string]int{}
+	for _, p := range strings.Fields(r.stdout) {
+		per[p]++
+	}
+	if per["0"] != 2 || per["1"] != 2 || per["2"] != 2 {
+		t.Fatalf("roundrobin spread %v, want 2 per partition", per)
+	}
+	// Keyed lines with --partitioner hash (the default) follow murmur2 whatever the codec.
+	ok(t, runCLI(t, addr, "", "topic", "create", "keyed", "--partitions", "3"))
+	ok(t, runCLI(t, addr, "key3=x\n", "produce", "--topic", "keyed", "--key-separator", "=", "--compression", "gzip", "--acks", "all"))
+	r = ok(t, runCLI(t, addr, "", "consume", "--topic", "keyed", "--from-beginning", "--count", "1", "--format", `%p %k %v`))
+	if r.stdout != "1 key3 x" {
+		t.Fatalf("keyed record: %q, want partition 1", r.stdout)
+	}
+	// A line without the separator has no key.
+	ok(t, runCLI(t, addr, "nokey\n", "produce", "--topic", "keyed", "--key-separator", "=", "--partitioner", "sticky", "--acks", "0"))
+	r = ok(t, runCLI(t, addr, "", "consume", "--topic", "keyed", "--from-beginning", "--count", "2", "--format", `[%k]%v\n`))
+	if !strings.Contains(r.stdout, "[]nokey\n") {
+		t.Fatalf("unkeyed line: %q", r.stdout)
+	}
+}
+
+// TestCLICommandsBadInput covers every subcommand's usage errors, unknown topics and a
+// broker that is down, with the message each prints.
+func TestCLICommandsBadInput(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "topic", "create", "exists", "--partitions", "1"))
+	const down = "127.0.0.1:1"
+	cases := []struct {
+		name   string
+		addr   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"help", addr, []string{"--help"}, 2, "usage: spool"},
+		{"topic bad sub", addr, []string{"topic", "rename"}, 2, "topic: unknown subcommand rename"},
+		{"topic create no name", addr, []string{"topic", "create"}, 2, "topic create: missing topic name"},
+		{"topic create bad config", addr, []string{"topic", "create", "x", "--config", "retention"}, 2, `want k=v, got "retention"`},
+		{"topic create exists", addr, []string{"topic", "create", "exists"}, 1, "TOPIC_ALREADY_EXISTS"},
+		{"topic create bad flag", addr, []string{"topic", "create", "x", "--replicas", "3"}, 2, "flag provided but not defined: -replicas"},
+		{"topic list bad flag", addr, []string{"topic", "list", "--all"}, 2, "flag provided but not defined: -all"},
+		{"topic describe no name", addr, []string{"topic", "describe"}, 2, "topic describe: missing topic name"},
+		{"topic describe bad flag", addr, []string{"topic", "describe", "exists", "--partitions", "1"}, 2, "flag provided but not defined: -partitions"},
+		{"topic delete no name", addr, []string{"topic", "delete"}, 2, "topic delete: missing topic name"},
+		{"topic delete bad flag", addr, []string{"topic", "delete", "x", "--force"}, 2, "flag provided but not defined: -force"},
+		{"consume no topic", addr, []string{"consume"}, 2, "consume: --topic is required"},
+		{"consume bad flag", addr, []string{"consume", "--topic", "exists", "--from-end"}, 2, "flag provided but not defined: -from-end"},
+		{"consume negative count", addr, []string{"consume", "--topic", "exists", "--count", "-1"}, 2, "--count must be >= 0"},
+		{"consume bad count", addr, []string{"consume", "--topic", "exists", "--count", "ten"}, 2, `invalid value "ten" for flag -count`},
+		{"produce bad flag value", addr, []string{"produce", "--topic", "exists", "--acks", "most"}, 2, `--acks "most": want all, 1 or 0`},
+		{"cluster no sub", addr, []string{"cluster"}, 2, "cluster: missing subcommand"},
+		{"cluster bad sub", addr, []string{"cluster", "health"}, 2, "cluster: unknown subcommand health"},
+		{"bench no sub", addr, []string{"bench"}, 2, "bench: missing subcommand"},
+		{"bench no topic", addr, []string{"bench", "produce"}, 2, "bench: --topic is required"},
+		{"bench zero records", addr, []string{"bench", "produce", "--topic", "exists", "--records", "0"}, 2, "--records must be > 0"},
+		{"bench bad flag", addr, []string{"bench", "consume", "--topic", "exists", "--threads", "2"}, 2, "flag provided but not defined: -threads"},
+		{"bench bad acks", addr, []string{"bench", "produce", "--topic", "exists", "--acks", "2"}, 2, `--acks "2"`},
+		{"bench consume unknown topic", addr, []string{"bench", "consume", "--topic", "nope", "--records", "10"}, 1, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"down topic create", down, []string{"topic", "create", "x"}, 1, "no broker reachable"},
+		{"down topic describe", down, []string{"topic", "describe", "x"}, 1, "no broker reachable"},
+		{"down topic delete", down, []string{"topic", "delete", "x"}, 1, "no broker reachable"},
+		{"down produce", down, []string{"produce", "--topic", "x"}, 1, "no broker reachable"},
+		{"down consume", down, []string{"consume", "--topic", "x"}, 1, "no broker reachable"},
+		{"down cluster info", down, []string{"cluster", "info"}, 1, "no broker reachable"},
+		{"down bench produce", down, []string{"bench", "produce", "--topic", "x"}, 1, "no broker reachable"},
+		{"down bench consume", down, []string{"bench", "consume", "--topic", "x"}, 1, "no broker reachable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := runCLI(t, c.addr, "line\n", c.args...)
+			if r.code != c.code || !strings.Contains(r.stderr, c.stderr) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, c.code, c.stderr)
+			}
+			if c.code == 2 && !strings.Contains(r.stderr, "usage: spool") {
+				t.Fatalf("usage error without the usage text: %q", r.stderr)
+			}
+		})
+	}
+}

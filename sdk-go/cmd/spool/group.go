@@ -285,8 +285,18 @@ func groupSeek(ctx context.Context, ad *spool.Admin, group, topic string, parts 
 	}
 	offsets := map[int32]int64{}
 	if to.exact {
+		// Clamped into the log, as kafka-consumer-groups.sh --to-offset does: an offset past
+		// either end would only make the consumers reset.
+		first, err := ad.ListOffsets(ctx, topic, spool.OffsetEarliest)
+		if err != nil {
+			return err
+		}
+		end, err := ad.ListOffsets(ctx, topic, spool.OffsetLatest)
+		if err != nil {
+			return err
+		}
 		for _, p := range parts {
-			offsets[p] = to.offset
+			offsets[p] = min(max(to.offset, first[p]), end[p])
 		}
 	} else {
 		all, err := ad.ListOffsets(ctx, topic, to.at)

@@ -83,6 +83,11 @@ func TestCLIGroupOffsets(t *testing.T) {
 	if got := seek("1", "1"); !equalMaps(got, want) {
 		t.Fatalf("seek to offset 1 of partition 1: %v", got)
 	}
+	// Past the end: clamped to the end, as kafka-consumer-groups.sh does.
+	want["orders/2"] = "2 2 0"
+	if got := seek("99", "2"); !equalMaps(got, want) {
+		t.Fatalf("seek past the end: %v", got)
+	}
 	want = map[string]string{"orders/0": "2 2 0", "orders/1": "2 2 0", "orders/2": "2 2 0"}
 	if got := seek("latest"); !equalMaps(got, want) {
 		t.Fatalf("seek to latest: %v", got)

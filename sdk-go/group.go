@@ -384,13 +384,15 @@ func (g *grouper) partitionCounts(ctx context.Context, topics []string) (map[str
 func (g *grouper) joinAndSync() error {
 	ctx := g.ctx
 	g.mu.Lock()
-	eager := g.protocol != "" && !balancerByName(g.protocol).cooperative()
-	owned := clonePartitions(g.assigned)
+	eager := g.protocol == "" || !balancerByName(g.protocol).cooperative()
+	owned, gen := clonePartitions(g.assigned), g.generation
 	g.mu.Unlock()
-	if eager && len(owned) > 0 {
-		// Eager protocols give up everything before rejoining.
+	if eager {
+		// Eager protocols give up everything before rejoining. Their subscription then names
+		// no owned partitions and no generation, so a restarted static member's metadata is
+		// unchanged and the coordinator can skip the rebalance (KIP-345).
 		g.revoke(ctx, owned)
-		owned = map[string][]int32{}
+		owned, gen = map[string][]int32{}, -1
 	}
 	topics, err := g.subscribedTopics(ctx)
 	if err != nil {
@@ -399,7 +401,7 @@ func (g *grouper) joinAndSync() error {
 
 	jctx, cancel := context.WithTimeout(ctx, g.cfg.rebalanceTimeout+g.cl.cfg.requestTimeout)
 	defer cancel()
-	join, err := g.join(jctx, topics, owned)
+	join, err := g.join(jctx, topics, owned, gen)
 	if err != nil {
 		return err
 	}
@@ -461,10 +463,7 @@ func (g *grouper) joinAndSync() error {
 
 // join sends JoinGroup until the coordinator accepts the member, taking the member id it
 // hands out (MEMBER_ID_REQUIRED) or dropping one it forgot (UNKNOWN_MEMBER_ID).
-func (g *grouper) join(ctx context.Context, topics []string, owned map[string][]int32) (*wire.JoinGroupResponse, error) {
-	g.mu.Lock()
-	gen := g.generation
-	g.mu.Unlock()
+func (g *grouper) join(ctx context.Context, topics []string, owned map[string][]int32, gen int32) (*wire.JoinGroupResponse, error) {
 	sub := subscription{version: subscriptionVersion, topics: topics, owned: owned, generation: gen}
 	meta := sub.encode(nil)
 	for range 5 {

@@ -2,7 +2,9 @@ package spool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
+	"github.com/spoolmq/spool/protocol-spec/wire"
 	spool "github.com/spoolmq/spool/sdk-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -69,7 +72,11 @@ func (l *ledger) opts(name string) []spool.Opt {
 		return func(_ context.Context, ps map[string][]int32) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			l.events = append(l.events, name+":"+kind)
+			n := 0
+			for _, parts := range ps {
+				n += len(parts)
+			}
+			l.events = append(l.events, fmt.Sprintf("%s:%s:%d", name, kind, n))
 			if l.owned[name] == nil {
 				l.owned[name] = map[string][]int32{}
 			}
@@ -245,4 +252,247 @@ func TestGroupOptionsValidated(t *testing.T) {
 	if id, gen := cl.GroupMemberID(); id != "" || gen != -1 {
 		t.Fatalf("GroupMemberID without a group: %q %d", id, gen)
 	}
+}
+
+// memberEvents returns the callback events of member, as "kind:count".
+func (l *ledger) memberEvents(member string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.events {
+		if rest, ok := strings.CutPrefix(e, member+":"); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+// produceTo writes n records to each partition of topic, values "prefix-p-i".
+func produceTo(t *testing.T, addr, topic, prefix string, partitions int32, n int) {
+	t.Helper()
+	cl := newClient(t, addr, spool.WithPartitioner(spool.ManualPartitioner()))
+	ctx := testCtx(t)
+	for p := range partitions {
+		for i := range n {
+			cl.Produce(ctx, &spool.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%s-%d-%d", prefix, p, i)}, func(_ *spool.Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pollUntil polls cl until it has n records.
+func pollUntil(t *testing.T, cl *spool.Client, n int) []*spool.Record {
+	t.Helper()
+	ctx := testCtx(t)
+	var out []*spool.Record
+	for len(out) < n {
+		rs, err := cl.Poll(ctx)
+		if err != nil {
+			t.Fatalf("poll after %d of %d records: %v", len(out), n, err)
+		}
+		out = append(out, rs...)
+	}
+	return out
+}
+
+// TestGroupCommitsSurviveRestart: manual commits (sync, async, records) decide where the next
+// client of the group starts; auto commit on Close covers everything polled.
+func TestGroupCommitsSurviveRestart(t *testing.T) {
+	eachGroupTarget(t, func(t *testing.T, addr string) {
+		admin := newClient(t, addr)
+		topic := createTopic(t, admin, 3)
+		group := groupName()
+		produceTo(t, addr, topic, "a", 3, 20)
+		opts := []spool.Opt{spool.ConsumerGroup(group), spool.ConsumeTopics(topic), spool.HeartbeatInterval(100 * time.Millisecond),
+			spool.FetchMaxWait(100 * time.Millisecond)}
+
+		c1 := newClient(t, addr, append(opts, spool.DisableAutoCommit())...)
+		recs := pollUntil(t, c1, 60)
+		ctx := testCtx(t)
+		if err := c1.CommitOffsets(ctx, map[string]map[int32]int64{topic: {0: 5}}); err != nil {
+			t.Fatal(err)
+		}
+		var p1 []*spool.Record
+		for _, r := range recs {
+			if r.Partition == 1 && r.Offset < 8 {
+				p1 = append(p1, r)
+			}
+		}
+		if err := c1.CommitRecords(ctx, p1...); err != nil {
+			t.Fatal(err)
+		}
+		asyncDone := make(chan error, 1)
+		c1.CommitAsync(map[string]map[int32]int64{topic: {2: 12}}, func(err error) { asyncDone <- err })
+		if err := <-asyncDone; err != nil {
+			t.Fatal(err)
+		}
+		c1.Close() // no auto commit: nothing more is committed
+
+		c2 := newClient(t, addr, opts...)
+		recs = pollUntil(t, c2, 15+12+8)
+		first := map[int32]int64{0: -1, 1: -1, 2: -1}
+		for _, r := range recs {
+			if first[r.Partition] < 0 {
+				first[r.Partition] = r.Offset
+			}
+		}
+		if want := map[int32]int64{0: 5, 1: 8, 2: 12}; !reflect.DeepEqual(first, want) {
+			t.Fatalf("restart resumed at %v, want the commits %v", first, want)
+		}
+		if len(recs) != 35 {
+			t.Fatalf("got %d records after restart, want 35", len(recs))
+		}
+		c2.Close() // auto commit: everything polled
+
+		produceTo(t, addr, topic, "b", 3, 1)
+		c3 := newClient(t, addr, opts...)
+		recs = pollUntil(t, c3, 3)
+		for _, r := range recs {
+			if !strings.HasPrefix(string(r.Value), "b-") {
+				t.Fatalf("after an auto-committed close, got old record %s[%d]@%d %q", r.Topic, r.Partition, r.Offset, r.Value)
+			}
+		}
+		if err := c3.CommitUncommitted(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestGroupRegexPicksUpNewTopic: a regex member gets a matching topic created after it joined.
+func TestGroupRegexPicksUpNewTopic(t *testing.T) {
+	eachGroupTarget(t, func(t *testing.T, addr string) {
+		admin := newClient(t, addr)
+		prefix := groupName()
+		ctx := testCtx(t)
+		if err := admin.Admin().CreateTopic(ctx, prefix+"-one", 2, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		l := newLedger()
+		groupMember(t, addr, groupName(), "r", l, spool.ConsumeRegex("^"+prefix+"-"), spool.MetadataMaxAge(time.Second))
+		waitCond(t, func() bool { return l.count("r") == 2 })
+		if err := admin.Admin().CreateTopic(ctx, prefix+"-two", 3, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitCond(t, func() bool { return l.count("r") == 5 })
+		if got := l.ownedBy("r", prefix+"-two"); !reflect.DeepEqual(got, []int32{0, 1, 2}) {
+			t.Fatalf("new topic partitions %v", got)
+		}
+		vals := produceValues(t, admin, prefix+"-two", "x", 30)
+		waitCond(t, func() bool { return l.all(vals) })
+	})
+}
+
+// TestGroupCallbackOrder: with an eager balancer, a member revokes everything before it gets
+// its new share; a member fenced by a newer static member with its instance id loses its
+// partitions (OnLost, not OnRevoked) and Poll reports the fencing.
+func TestGroupCallbackOrder(t *testing.T) {
+	eachGroupTarget(t, func(t *testing.T, addr string) {
+		admin := newClient(t, addr)
+		topic := createTopic(t, admin, 4)
+		group := groupName()
+		l := newLedger()
+		a := newClient(t, addr, append(l.opts("a"), spool.ConsumerGroup(group), spool.ConsumeTopics(topic),
+			spool.InstanceID("a-instance"), spool.HeartbeatInterval(50*time.Millisecond))...)
+		waitCond(t, func() bool { return l.count("a") == 4 })
+		groupMember(t, addr, group, "b", l, spool.ConsumeTopics(topic))
+		waitCond(t, func() bool { return l.count("a") == 2 && l.count("b") == 2 })
+		if got, want := l.memberEvents("a"), []string{"assigned:4", "revoked:4", "assigned:2"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("a's callbacks %v, want %v", got, want)
+		}
+
+		// A second client with a's instance id fences a.
+		groupMember(t, addr, group, "a2", l, spool.ConsumeTopics(topic), spool.InstanceID("a-instance"))
+		waitCond(t, func() bool { return l.count("a") == 0 })
+		if got := l.memberEvents("a"); got[len(got)-1] != "lost:2" {
+			t.Fatalf("a's callbacks after fencing %v, want lost:2 last", got)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for {
+			_, err := a.Poll(ctx)
+			if errors.Is(err, wire.ErrFencedInstanceId) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("Poll of the fenced member: %v, want FENCED_INSTANCE_ID", err)
+			}
+		}
+		waitCond(t, func() bool { return l.count("a2")+l.count("b") == 4 })
+	})
+}
+
+// TestGroupStaticRejoinKeepsAssignment: a static member that closes and comes back with the
+// same instance id gets the same partitions, and the other member sees no rebalance.
+func TestGroupStaticRejoinKeepsAssignment(t *testing.T) {
+	eachGroupTarget(t, func(t *testing.T, addr string) {
+		admin := newClient(t, addr)
+		topic := createTopic(t, admin, 6)
+		group := groupName()
+		l := newLedger()
+		static := func(name, instance string) *spool.Client {
+			return newClient(t, addr, append(l.opts(name), spool.ConsumerGroup(group), spool.ConsumeTopics(topic),
+				spool.InstanceID(instance), spool.HeartbeatInterval(100*time.Millisecond), spool.SessionTimeout(20*time.Second))...)
+		}
+		s1 := static("s1", "i1")
+		s2 := static("s2", "i2")
+		waitCond(t, func() bool { return l.count("s1") == 3 && l.count("s2") == 3 })
+		_, gen := s2.GroupMemberID()
+		before := l.ownedBy("s1", topic)
+		s1.Close()
+		static("s1again", "i1")
+		waitCond(t, func() bool { return l.count("s1again") == 3 })
+		if got := l.ownedBy("s1again", topic); !reflect.DeepEqual(got, before) {
+			t.Fatalf("rejoined static member owns %v, before %v", got, before)
+		}
+		if got := l.memberEvents("s2"); !reflect.DeepEqual(got, []string{"assigned:3"}) {
+			t.Fatalf("s2 callbacks %v: a rebalance happened", got)
+		}
+		if _, gen2 := s2.GroupMemberID(); gen2 != gen {
+			t.Fatalf("generation moved from %d to %d", gen, gen2)
+		}
+	})
+}
+
+// TestGroupCooperativeMovesOnlyWhatIsNeeded: with cooperative-sticky, members joining one by
+// one take partitions only from members that have too many; nobody revokes all, and records
+// flow throughout.
+func TestGroupCooperativeMovesOnlyWhatIsNeeded(t *testing.T) {
+	eachGroupTarget(t, func(t *testing.T, addr string) {
+		admin := newClient(t, addr)
+		topic := createTopic(t, admin, 6)
+		group := groupName()
+		l := newLedger()
+		coop := spool.Balancers(spool.BalancerCooperativeSticky)
+		groupMember(t, addr, group, "a", l, spool.ConsumeTopics(topic), coop)
+		waitCond(t, func() bool { return l.count("a") == 6 })
+		first := produceValues(t, admin, topic, "first", 120)
+		groupMember(t, addr, group, "b", l, spool.ConsumeTopics(topic), coop)
+		waitCond(t, func() bool { return l.count("a") == 3 && l.count("b") == 3 })
+		groupMember(t, addr, group, "c", l, spool.ConsumeTopics(topic), coop)
+		waitCond(t, func() bool { return l.count("a") == 2 && l.count("b") == 2 && l.count("c") == 2 })
+		second := produceValues(t, admin, topic, "second", 120)
+		waitCond(t, func() bool { return l.all(first) && l.all(second) })
+		if got, want := l.memberEvents("a"), []string{"assigned:6", "revoked:3", "revoked:1"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("a's callbacks %v, want %v", got, want)
+		}
+		if got, want := l.memberEvents("b"), []string{"assigned:3", "revoked:1"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("b's callbacks %v, want %v", got, want)
+		}
+		if got, want := l.memberEvents("c"), []string{"assigned:2"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("c's callbacks %v, want %v", got, want)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, v := range second {
+			if len(l.consumed[v]) != 1 {
+				t.Errorf("%s consumed by %v in a stable group, want once", v, l.consumed[v])
+			}
+		}
+	})
 }

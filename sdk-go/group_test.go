@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -494,5 +495,82 @@ func TestGroupCooperativeMovesOnlyWhatIsNeeded(t *testing.T) {
 				t.Errorf("%s consumed by %v in a stable group, want once", v, l.consumed[v])
 			}
 		}
+	})
+}
+
+// freezer hands out connections whose writes block while it is frozen: to the broker the
+// client falls silent, as behind a network partition.
+type freezer struct {
+	mu     sync.Mutex
+	thawed chan struct{} // closed while not frozen
+}
+
+func newFreezer() *freezer {
+	f := &freezer{thawed: make(chan struct{})}
+	close(f.thawed)
+	return f
+}
+
+func (f *freezer) freeze() {
+	f.mu.Lock()
+	f.thawed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+func (f *freezer) thaw() {
+	f.mu.Lock()
+	select {
+	case <-f.thawed:
+	default:
+		close(f.thawed)
+	}
+	f.mu.Unlock()
+}
+
+func (f *freezer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &frozenConn{Conn: c, f: f}, nil
+}
+
+type frozenConn struct {
+	net.Conn
+	f *freezer
+}
+
+func (c *frozenConn) Write(p []byte) (int, error) {
+	c.f.mu.Lock()
+	thawed := c.f.thawed
+	c.f.mu.Unlock()
+	<-thawed
+	return c.Conn.Write(p)
+}
+
+// TestGroupSessionExpiryLosesPartitions: a member cut off from the coordinator past its
+// session timeout loses its partitions (OnLost, never OnRevoked); the other member gets them,
+// and the cut-off member rejoins once it can talk again.
+func TestGroupSessionExpiryLosesPartitions(t *testing.T) {
+	eachGroupTarget(t, func(t *testing.T, addr string) {
+		admin := newClient(t, addr)
+		topic := createTopic(t, admin, 4)
+		group := groupName()
+		l := newLedger()
+		f := newFreezer()
+		groupMember(t, addr, group, "a", l, spool.ConsumeTopics(topic), spool.Dialer(f.dial), spool.RequestTimeout(time.Second))
+		t.Cleanup(f.thaw) // runs before a's Close, which was registered earlier
+		waitCond(t, func() bool { return l.count("a") == 4 })
+		groupMember(t, addr, group, "b", l, spool.ConsumeTopics(topic))
+		waitCond(t, func() bool { return l.count("a") == 2 && l.count("b") == 2 })
+
+		f.freeze()
+		waitCond(t, func() bool { return l.count("b") == 4 && l.count("a") == 0 })
+		if got, want := l.memberEvents("a"), []string{"assigned:4", "revoked:4", "assigned:2", "lost:2"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("a's callbacks %v, want %v", got, want)
+		}
+		f.thaw()
+		waitCond(t, func() bool { return l.count("a") == 2 && l.count("b") == 2 })
 	})
 }

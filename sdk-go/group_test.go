@@ -7,6 +7,7 @@ import (
 	"net"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -268,6 +269,17 @@ func (l *ledger) memberEvents(member string) []string {
 	return out
 }
 
+// totals sums member's callback partition counts by kind.
+func (l *ledger) totals(member string) map[string]int {
+	out := map[string]int{}
+	for _, e := range l.memberEvents(member) {
+		kind, n, _ := strings.Cut(e, ":")
+		v, _ := strconv.Atoi(n)
+		out[kind] += v
+	}
+	return out
+}
+
 // produceTo writes n records to each partition of topic, values "prefix-p-i".
 func produceTo(t *testing.T, addr, topic, prefix string, partitions int32, n int) {
 	t.Helper()
@@ -445,14 +457,15 @@ func TestGroupStaticRejoinKeepsAssignment(t *testing.T) {
 		waitCond(t, func() bool { return l.count("s1") == 3 && l.count("s2") == 3 })
 		_, gen := s2.GroupMemberID()
 		before := l.ownedBy("s1", topic)
+		s2Events := l.memberEvents("s2")
 		s1.Close()
 		static("s1again", "i1")
 		waitCond(t, func() bool { return l.count("s1again") == 3 })
 		if got := l.ownedBy("s1again", topic); !reflect.DeepEqual(got, before) {
 			t.Fatalf("rejoined static member owns %v, before %v", got, before)
 		}
-		if got := l.memberEvents("s2"); !reflect.DeepEqual(got, []string{"assigned:3"}) {
-			t.Fatalf("s2 callbacks %v: a rebalance happened", got)
+		if got := l.memberEvents("s2"); !reflect.DeepEqual(got, s2Events) {
+			t.Fatalf("s2 callbacks went from %v to %v: a rebalance happened", s2Events, got)
 		}
 		if _, gen2 := s2.GroupMemberID(); gen2 != gen {
 			t.Fatalf("generation moved from %d to %d", gen, gen2)
@@ -479,14 +492,15 @@ func TestGroupCooperativeMovesOnlyWhatIsNeeded(t *testing.T) {
 		waitCond(t, func() bool { return l.count("a") == 2 && l.count("b") == 2 && l.count("c") == 2 })
 		second := produceValues(t, admin, topic, "second", 120)
 		waitCond(t, func() bool { return l.all(first) && l.all(second) })
-		if got, want := l.memberEvents("a"), []string{"assigned:6", "revoked:3", "revoked:1"}; !reflect.DeepEqual(got, want) {
-			t.Fatalf("a's callbacks %v, want %v", got, want)
-		}
-		if got, want := l.memberEvents("b"), []string{"assigned:3", "revoked:1"}; !reflect.DeepEqual(got, want) {
-			t.Fatalf("b's callbacks %v, want %v", got, want)
-		}
-		if got, want := l.memberEvents("c"), []string{"assigned:2"}; !reflect.DeepEqual(got, want) {
-			t.Fatalf("c's callbacks %v, want %v", got, want)
+		// Whatever the number of rounds (a member whose SyncGroup raced a follow-up rebalance
+		// takes one more), a gives up exactly 4 partitions, b 1, c none: only what must move.
+		for _, c := range []struct {
+			member            string
+			assigned, revoked int
+		}{{"a", 6, 4}, {"b", 3, 1}, {"c", 2, 0}} {
+			if got := l.totals(c.member); got["assigned"] != c.assigned || got["revoked"] != c.revoked || got["lost"] != 0 {
+				t.Fatalf("%s: callbacks %v, want %d assigned and %d revoked in all", c.member, l.memberEvents(c.member), c.assigned, c.revoked)
+			}
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()

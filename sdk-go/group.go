@@ -47,9 +47,13 @@ type grouper struct {
 	assigned   map[string][]int32
 	committed  map[tp]int64 // last committed (or fetched) offset per assigned partition
 	coordAddr  string
-	joinConn   *conn // dedicated: JoinGroup blocks for a whole rebalance
-	fatal      error
-	watched    map[string]int32 // partition counts the current assignment was computed from
+	// The group's own connections to the coordinator: JoinGroup blocks for a whole rebalance,
+	// and a broker answers a connection's requests in order, so neither joins nor heartbeats
+	// and commits may queue behind the consumer's long-polling fetches, or each other.
+	joinConn *conn
+	ctrlConn *conn
+	fatal    error
+	watched  map[string]int32 // partition counts the current assignment was computed from
 
 	async asyncCommitter
 }
@@ -207,12 +211,18 @@ func (g *grouper) shutdown() {
 		}
 	}
 	g.mu.Lock()
-	if g.joinConn != nil {
-		g.joinConn.close(ErrGroupStopped)
-		g.joinConn = nil
-	}
+	g.closeConnsLocked(ErrGroupStopped)
 	g.memberID, g.generation = "", -1
 	g.mu.Unlock()
+}
+
+func (g *grouper) closeConnsLocked(err error) {
+	for _, c := range []**conn{&g.joinConn, &g.ctrlConn} {
+		if *c != nil {
+			(*c).close(err)
+			*c = nil
+		}
+	}
 }
 
 func (g *grouper) sendLeave(ctx context.Context, member string) error {
@@ -274,10 +284,7 @@ func (g *grouper) coordinatorMoved(err error) bool {
 	}
 	g.mu.Lock()
 	g.coordAddr = ""
-	if g.joinConn != nil {
-		g.joinConn.close(err)
-		g.joinConn = nil
-	}
+	g.closeConnsLocked(err)
 	g.mu.Unlock()
 	return true
 }
@@ -292,29 +299,28 @@ func (g *grouper) coordRequest(ctx context.Context, req, resp wire.Message, chec
 }
 
 func (g *grouper) coordOnce(ctx context.Context, req, resp wire.Message, check func() error) error {
-	addr, err := g.coordinator(ctx)
-	if err != nil {
-		return err
-	}
-	c, err := g.cl.connTo(ctx, addr)
-	if err != nil {
-		return err
-	}
-	if err := c.request(ctx, req, resp); err != nil {
+	if err := g.dedicated(ctx, &g.ctrlConn, req, resp); err != nil {
 		return err
 	}
 	return check()
 }
 
-// joinRequest sends a JoinGroup or SyncGroup on the group's own connection to the
-// coordinator, so that a rebalance never holds up fetches or commits.
+// joinRequest sends a JoinGroup or SyncGroup on the group's join connection.
 func (g *grouper) joinRequest(ctx context.Context, req, resp wire.Message) error {
+	err := g.dedicated(ctx, &g.joinConn, req, resp)
+	g.coordinatorMoved(err)
+	return err
+}
+
+// dedicated sends req on one of the group's own connections to the coordinator (slot, guarded
+// by g.mu), dialing it when needed.
+func (g *grouper) dedicated(ctx context.Context, slot **conn, req, resp wire.Message) error {
 	addr, err := g.coordinator(ctx)
 	if err != nil {
 		return err
 	}
 	g.mu.Lock()
-	c := g.joinConn
+	c := *slot
 	g.mu.Unlock()
 	if c == nil || c.isClosed() {
 		if c, err = dialConn(ctx, &g.cl.cfg, addr); err != nil {
@@ -322,15 +328,18 @@ func (g *grouper) joinRequest(ctx context.Context, req, resp wire.Message) error
 			return err
 		}
 		g.mu.Lock()
-		g.joinConn = c
+		if old := *slot; old != nil {
+			old.close(ErrConnClosed)
+		}
+		*slot = c
 		g.mu.Unlock()
 	}
 	err = c.request(ctx, req, resp)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		// The response may still come and would answer the next request: start afresh.
+		// Requests queued behind it would wait for its late answer (a JoinGroup can take a
+		// whole rebalance): start afresh.
 		c.close(err)
 	}
-	g.coordinatorMoved(err)
 	return err
 }
 

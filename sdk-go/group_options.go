@@ -115,9 +115,11 @@ func ConsumeRegex(patterns ...string) Opt {
 }
 
 // Balancers sets the assignors this member offers, most preferred first: BalancerRange,
-// BalancerRoundRobin, BalancerCooperativeSticky. The group uses one every member offers.
-// Cooperative-sticky cannot be mixed with eager assignors other than as a later choice (as
-// the Java client's upgrade path). Default: range, cooperative-sticky (as the Java client).
+// BalancerRoundRobin, BalancerCooperativeSticky. The coordinator picks one every member
+// offers (most first choices wins); the member then rebalances eagerly (range, roundrobin:
+// revoke all, rejoin) or cooperatively (cooperative-sticky: give up only what moves), as the
+// chosen one requires. Default: range, cooperative-sticky (as the Java client, so groups
+// mixed with librdkafka, Java or sarama members settle on range).
 func Balancers(names ...string) Opt {
 	return groupOpt("Balancers", func(g *groupConfig) error {
 		if len(names) == 0 {

@@ -349,7 +349,7 @@ func (g *grouper) dedicated(ctx context.Context, slot **conn, req, resp wire.Mes
 // names, or the cluster's topics matching the patterns.
 func (g *grouper) subscribedTopics(ctx context.Context) ([]string, error) {
 	if len(g.cfg.regexps) == 0 {
-		return slices.Sorted(slices.Values(slices.Compact(slices.Sorted(slices.Values(g.cfg.topics))))), nil
+		return slices.Compact(slices.Sorted(slices.Values(g.cfg.topics))), nil
 	}
 	m, err := g.cl.fetchMetadata(ctx, nil, true)
 	if err != nil {
@@ -451,10 +451,12 @@ func (g *grouper) joinAndSync() error {
 	}
 	if err := wire.ErrorForCode(syncResp.ErrorCode); err != nil {
 		switch {
-		case errors.Is(err, wire.ErrUnknownMemberId):
-			g.resetMember(true)
+		case errors.Is(err, wire.ErrUnknownMemberId), errors.Is(err, wire.ErrIllegalGeneration):
+			// Out of the group: what a cooperative member kept through the join is lost.
+			g.lose()
+			g.resetMember(errors.Is(err, wire.ErrUnknownMemberId))
 			return errRejoin
-		case errors.Is(err, wire.ErrRebalanceInProgress), errors.Is(err, wire.ErrIllegalGeneration):
+		case errors.Is(err, wire.ErrRebalanceInProgress):
 			return errRejoin
 		}
 		g.coordinatorMoved(err)
@@ -501,15 +503,19 @@ func (g *grouper) join(ctx context.Context, topics []string, owned map[string][]
 			g.mu.Unlock()
 			continue
 		case errors.Is(err, wire.ErrUnknownMemberId):
+			// A cooperative member that still holds partitions is no longer in the group: they
+			// are lost, and the subscription must stop naming them.
+			g.lose()
 			g.resetMember(true)
-			continue
+			return nil, errRejoin
 		case errors.Is(err, wire.ErrRebalanceInProgress):
 			continue
 		}
 		g.coordinatorMoved(err)
 		return nil, fmt.Errorf("spool: join group %q: %w", g.cfg.id, err)
 	}
-	return nil, fmt.Errorf("spool: join group %q: no stable membership after 5 attempts: %w", g.cfg.id, errRejoin)
+	// Not errRejoin: the caller backs off before trying again.
+	return nil, fmt.Errorf("spool: join group %q: no stable membership after 5 attempts", g.cfg.id)
 }
 
 func (g *grouper) resetMember(dropID bool) {

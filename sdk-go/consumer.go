@@ -288,6 +288,29 @@ func (c *consumer) polledOffsets(ps map[string][]int32) map[tp]int64 {
 	return out
 }
 
+// release unassigns ps and returns, for those Poll returned records of, the offset after
+// the last one. Poll returns no record of them afterwards, so the offsets cover everything
+// handed out.
+func (c *consumer) release(ps map[string][]int32) map[tp]int64 {
+	out := map[tp]int64{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for topic, parts := range ps {
+		for _, p := range parts {
+			cp := c.parts[tp{topic, p}]
+			if cp == nil {
+				continue
+			}
+			if cp.polled > 0 {
+				out[cp.tp] = cp.polled
+			}
+			cp.epoch++
+			delete(c.parts, cp.tp)
+		}
+	}
+	return out
+}
+
 // Records iterates over consumed records until ctx ends or Poll fails; the error of the
 // last pair, if any, is why it stopped.
 func (cl *Client) Records(ctx context.Context) iter.Seq2[*Record, error] {

@@ -46,6 +46,7 @@ type grouper struct {
 	protocol   string
 	assigned   map[string][]int32
 	committed  map[tp]int64 // last committed (or fetched) offset per assigned partition
+	releasing  map[tp]int64 // polled offsets of partitions being revoked, for their last commit
 	coordAddr  string
 	// The group's own connections to the coordinator: JoinGroup blocks for a whole rebalance,
 	// and a broker answers a connection's requests in order, so neither joins nor heartbeats
@@ -602,11 +603,17 @@ func (g *grouper) generationNow() int32 {
 	return g.generation
 }
 
-// revoke gives partitions up in order: commit them (auto commit), OnRevoked, stop consuming.
+// revoke gives partitions up in order: Poll stops returning them, what it returned is
+// committed (auto commit), OnRevoked runs, and only then may the member rejoin. Stopping Poll
+// first makes the commit cover every record handed out, so the next owner starts right after.
 func (g *grouper) revoke(ctx context.Context, ps map[string][]int32) {
 	if len(ps) == 0 {
 		return
 	}
+	released := g.cl.cons.release(ps)
+	g.mu.Lock()
+	g.releasing = released // CommitUncommitted in OnRevoked still sees them
+	g.mu.Unlock()
 	if g.cfg.autoCommit {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cl.cfg.requestTimeout)
 		if err := g.commitPolled(cctx, ps); err != nil {
@@ -617,7 +624,7 @@ func (g *grouper) revoke(ctx context.Context, ps map[string][]int32) {
 	if fn := g.cfg.onRevoked; fn != nil {
 		fn(ctx, clonePartitions(ps))
 	}
-	g.drop(ps)
+	g.forget(ps)
 }
 
 // lose gives partitions up without committing: the member is no longer in the group.
@@ -628,14 +635,18 @@ func (g *grouper) lose() {
 	if len(ps) == 0 {
 		return
 	}
+	g.cl.cons.release(ps)
 	if fn := g.cfg.onLost; fn != nil {
 		fn(g.ctx, clonePartitions(ps))
 	}
-	g.drop(ps)
+	g.forget(ps)
 }
 
-func (g *grouper) drop(ps map[string][]int32) {
+// forget drops the group's bookkeeping of partitions already released from the consumer.
+func (g *grouper) forget(ps map[string][]int32) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.releasing = nil
 	for t, parts := range ps {
 		for _, p := range parts {
 			delete(g.committed, tp{t, p})
@@ -644,10 +655,6 @@ func (g *grouper) drop(ps map[string][]int32) {
 		if len(g.assigned[t]) == 0 {
 			delete(g.assigned, t)
 		}
-	}
-	g.mu.Unlock()
-	for t, parts := range ps {
-		g.cl.Unassign(t, parts...)
 	}
 }
 

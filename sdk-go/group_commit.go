@@ -104,6 +104,11 @@ func (g *grouper) commit(ctx context.Context, offsets map[tp]int64) error {
 func (g *grouper) commitPolled(ctx context.Context, ps map[string][]int32) error {
 	polled := g.cl.cons.polledOffsets(ps)
 	g.mu.Lock()
+	for k, o := range g.releasing {
+		if ps == nil || slices.Contains(ps[k.topic], k.partition) {
+			polled[k] = o
+		}
+	}
 	for k, o := range polled {
 		if c, ok := g.committed[k]; (ok && c == o) || !slices.Contains(g.assigned[k.topic], k.partition) {
 			delete(polled, k)

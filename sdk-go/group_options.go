@@ -217,8 +217,9 @@ func OnAssigned(fn PartitionsFunc) Opt {
 }
 
 // OnRevoked sets a callback run, from the group's goroutine, before partitions are given up in
-// a rebalance or on Close (after their offsets are committed when auto commit is on); commit
-// there with manual commits. Default: none.
+// a rebalance or on Close: Poll no longer returns them, and with auto commit what it returned
+// is committed already; with manual commits, commit there (CommitUncommitted still covers
+// them). Default: none.
 func OnRevoked(fn PartitionsFunc) Opt {
 	return groupOpt("OnRevoked", func(g *groupConfig) error { g.onRevoked = fn; return nil })
 }

@@ -588,3 +588,64 @@ func TestGroupSessionExpiryLosesPartitions(t *testing.T) {
 		waitCond(t, func() bool { return l.count("a") == 2 && l.count("b") == 2 })
 	})
 }
+
+// TestGroupNoLossThroughRebalances: records produced all along while a third member joins and
+// then two leave are all consumed; a record comes twice only when a partition changed hands
+// (never twice to one member), since revocation commits what was polled.
+func TestGroupNoLossThroughRebalances(t *testing.T) {
+	eachGroupTarget(t, func(t *testing.T, addr string) {
+		admin := newClient(t, addr)
+		topic := createTopic(t, admin, 6)
+		group := groupName()
+		l := newLedger()
+		groupMember(t, addr, group, "a", l, spool.ConsumeTopics(topic))
+		b := groupMember(t, addr, group, "b", l, spool.ConsumeTopics(topic))
+		waitCond(t, func() bool { return l.count("a") == 3 && l.count("b") == 3 })
+
+		ctx := testCtx(t)
+		stop := make(chan struct{})
+		producerDone := make(chan []string)
+		go func() {
+			var vals []string
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					if err := admin.Flush(ctx); err != nil {
+						t.Error(err)
+					}
+					producerDone <- vals
+					return
+				default:
+				}
+				v := fmt.Sprint("r-", i)
+				vals = append(vals, v)
+				if err := admin.ProduceSync(ctx, spool.StringRecord(topic, v)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		waitCond(t, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return len(l.consumed) > 50 })
+		c := groupMember(t, addr, group, "c", l, spool.ConsumeTopics(topic))
+		waitCond(t, func() bool { return l.count("a") == 2 && l.count("b") == 2 && l.count("c") == 2 })
+		b.Close()
+		waitCond(t, func() bool { return l.count("a") == 3 && l.count("c") == 3 })
+		c.Close()
+		waitCond(t, func() bool { return l.count("a") == 6 })
+		close(stop)
+		vals := <-producerDone
+		waitCond(t, func() bool { return l.all(vals) })
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		dups := 0
+		for _, v := range vals {
+			by := l.consumed[v]
+			if len(by) > 1 {
+				dups++
+				if len(slices.Compact(slices.Sorted(slices.Values(by)))) != len(by) {
+					t.Errorf("%s consumed by %v: twice by one member", v, by)
+				}
+			}
+		}
+		t.Logf("%d records, %d consumed more than once", len(vals), dups)
+	})
+}

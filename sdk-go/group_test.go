@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -647,5 +648,46 @@ func TestGroupNoLossThroughRebalances(t *testing.T) {
 			}
 		}
 		t.Logf("%d records, %d consumed more than once", len(vals), dups)
+	})
+}
+
+// TestGroupManualCommitInOnRevoked: with auto commit off, CommitUncommitted called from
+// OnRevoked commits what Poll returned, so the partition's next owner starts after it.
+func TestGroupManualCommitInOnRevoked(t *testing.T) {
+	eachGroupTarget(t, func(t *testing.T, addr string) {
+		admin := newClient(t, addr)
+		topic := createTopic(t, admin, 2)
+		group := groupName()
+		produceTo(t, addr, topic, "old", 2, 30)
+		var m atomic.Pointer[spool.Client]
+		commitErr := make(chan error, 10)
+		l := newLedger()
+		cl := newClient(t, addr, spool.ConsumerGroup(group), spool.ConsumeTopics(topic), spool.DisableAutoCommit(),
+			spool.HeartbeatInterval(100*time.Millisecond), spool.OnRevoked(func(ctx context.Context, _ map[string][]int32) {
+				commitErr <- m.Load().CommitUncommitted(ctx)
+			}))
+		m.Store(cl)
+		pollUntil(t, cl, 60)
+		go l.consume(testCtx(t), cl, "m")
+
+		groupMember(t, addr, group, "n", l, spool.ConsumeTopics(topic))
+		waitCond(t, func() bool { return l.count("n") == 1 })
+		if err := <-commitErr; err != nil {
+			t.Fatalf("CommitUncommitted in OnRevoked: %v", err)
+		}
+		produceTo(t, addr, topic, "new", 2, 10)
+		mine := fmt.Sprintf("new-%d-", l.ownedBy("n", topic)[0])
+		var want []string
+		for i := range 10 {
+			want = append(want, fmt.Sprint(mine, i))
+		}
+		waitCond(t, func() bool { return l.all(want) })
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for v, by := range l.consumed {
+			if slices.Contains(by, "n") && !strings.HasPrefix(v, mine) {
+				t.Errorf("n consumed %q, which m had polled and committed in OnRevoked", v)
+			}
+		}
 	})
 }

@@ -16,7 +16,10 @@ const (
 	BalancerCooperativeSticky = "cooperative-sticky"
 )
 
-// PartitionsFunc is a group callback: it gets the partitions concerned, by topic.
+// PartitionsFunc is a group callback: it gets the partitions concerned, by topic. Callbacks
+// run on the group's goroutine, which does not heartbeat meanwhile, so they must return well
+// within SessionTimeout (OnRevoked: RebalanceTimeout), and must not call Close or LeaveGroup,
+// which wait for that goroutine.
 type PartitionsFunc func(ctx context.Context, partitions map[string][]int32)
 
 // groupConfig holds the group consumer options; it is only used when ConsumerGroup is set.

@@ -55,6 +55,11 @@ type grouper struct {
 	ctrlConn *conn
 	fatal    error
 	watched  map[string]int32 // partition counts the current assignment was computed from
+	beating  bool             // heartbeats are due: the member has a generation
+
+	beats    chan beat    // failed heartbeats, for the group goroutine
+	lastBeat atomic.Int64 // Unix ns of the last successful heartbeat (or of SyncGroup)
+	hbDone   chan struct{}
 
 	async asyncCommitter
 }
@@ -63,6 +68,7 @@ func newGrouper(cl *Client) *grouper {
 	cfg := &cl.cfg.group
 	g := &grouper{
 		cl: cl, cfg: cfg, done: make(chan struct{}), rejoinCh: make(chan struct{}, 1), failed: make(chan struct{}),
+		beats: make(chan beat, 1), hbDone: make(chan struct{}),
 		generation: -1, assigned: map[string][]int32{}, committed: map[tp]int64{},
 	}
 	for _, n := range cfg.balancers {
@@ -159,7 +165,10 @@ func (g *grouper) requestRejoin() {
 
 // run is the group goroutine: join, stay stable until a rebalance, repeat.
 func (g *grouper) run() {
+	go func() { defer close(g.hbDone); g.heartbeater() }()
 	defer close(g.done)
+	defer func() { <-g.hbDone }()
+	defer g.cancel() // stops the heartbeater also after a fatal error
 	defer g.shutdown()
 	for attempt := 0; g.ctx.Err() == nil; {
 		err := g.joinAndSync()
@@ -411,6 +420,7 @@ func (g *grouper) joinAndSync() error {
 
 	jctx, cancel := context.WithTimeout(ctx, g.cfg.rebalanceTimeout+g.cl.cfg.requestTimeout)
 	defer cancel()
+	g.setBeating(false)
 	join, err := g.join(jctx, topics, owned, gen)
 	if err != nil {
 		return err
@@ -463,6 +473,7 @@ func (g *grouper) joinAndSync() error {
 		g.coordinatorMoved(err)
 		return fmt.Errorf("spool: sync group %q: %w", g.cfg.id, err)
 	}
+	g.setBeating(true)
 	asg, err := decodeAssignment(syncResp.Assignment)
 	if err != nil {
 		return err
@@ -524,7 +535,7 @@ func (g *grouper) resetMember(dropID bool) {
 	if dropID {
 		g.memberID = ""
 	}
-	g.generation = -1
+	g.generation, g.beating = -1, false
 	g.mu.Unlock()
 }
 
@@ -660,11 +671,56 @@ func (g *grouper) forget(ps map[string][]int32) {
 
 // --- stable phase ---
 
-// stable heartbeats, auto-commits and watches the subscription until the group rebalances
-// or the member must rejoin.
+// beat is a failed heartbeat of a generation.
+type beat struct {
+	gen int32
+	err error
+}
+
+// heartbeater heartbeats on its own goroutine whenever the member has a generation (from
+// SyncGroup until the next JoinGroup), so that callbacks, offset fetches and commits on the
+// group goroutine never delay heartbeats. Failures go to g.beats, latest first.
+func (g *grouper) heartbeater() {
+	t := time.NewTicker(g.cfg.heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C:
+		}
+		g.mu.Lock()
+		on, gen := g.beating, g.generation
+		g.mu.Unlock()
+		if !on {
+			continue
+		}
+		err := g.heartbeat(gen)
+		if err == nil {
+			g.lastBeat.Store(time.Now().UnixNano())
+			continue
+		}
+		select {
+		case <-g.beats: // replaced by the newer failure
+		default:
+		}
+		g.beats <- beat{gen, err}
+	}
+}
+
+// setBeating turns heartbeats on (after SyncGroup) or off (before JoinGroup).
+func (g *grouper) setBeating(on bool) {
+	g.mu.Lock()
+	g.beating = on
+	g.mu.Unlock()
+	if on {
+		g.lastBeat.Store(time.Now().UnixNano())
+	}
+}
+
+// stable auto-commits, watches the subscription and reacts to failed heartbeats until the
+// group rebalances or the member must rejoin.
 func (g *grouper) stable() error {
-	hb := time.NewTicker(g.cfg.heartbeatInterval)
-	defer hb.Stop()
 	watch := time.NewTicker(g.cl.cfg.metadataMaxAge)
 	defer watch.Stop()
 	var commitC <-chan time.Time
@@ -673,7 +729,6 @@ func (g *grouper) stable() error {
 		defer ac.Stop()
 		commitC = ac.C
 	}
-	lastBeat := time.Now()
 	for {
 		select {
 		case <-g.ctx.Done():
@@ -690,11 +745,12 @@ func (g *grouper) stable() error {
 			if g.subscriptionChanged() {
 				return errRejoin
 			}
-		case <-hb.C:
-			err := g.heartbeat()
+		case b := <-g.beats:
+			if b.gen != g.generationNow() {
+				continue // from before the last join
+			}
+			err := b.err
 			switch {
-			case err == nil:
-				lastBeat = time.Now()
 			case errors.Is(err, wire.ErrRebalanceInProgress):
 				return errRejoin
 			case errors.Is(err, wire.ErrUnknownMemberId), errors.Is(err, wire.ErrIllegalGeneration):
@@ -703,7 +759,7 @@ func (g *grouper) stable() error {
 				return errRejoin
 			case errors.Is(err, wire.ErrFencedInstanceId):
 				return err
-			case time.Since(lastBeat) > g.cfg.sessionTimeout:
+			case time.Since(time.Unix(0, g.lastBeat.Load())) > g.cfg.sessionTimeout:
 				// The coordinator has surely dropped us by now.
 				g.lose()
 				g.resetMember(true)
@@ -715,9 +771,9 @@ func (g *grouper) stable() error {
 	}
 }
 
-func (g *grouper) heartbeat() error {
+func (g *grouper) heartbeat(gen int32) error {
 	g.mu.Lock()
-	req := &wire.HeartbeatRequest{GroupId: g.cfg.id, GenerationId: g.generation, MemberId: g.memberID}
+	req := &wire.HeartbeatRequest{GroupId: g.cfg.id, GenerationId: gen, MemberId: g.memberID}
 	g.mu.Unlock()
 	if g.cfg.instanceID != "" {
 		req.GroupInstanceId = &g.cfg.instanceID

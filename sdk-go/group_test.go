@@ -71,28 +71,31 @@ func newLedger() *ledger {
 
 // opts returns the callbacks that keep the ledger's view of member name's partitions.
 func (l *ledger) opts(name string) []spool.Opt {
-	change := func(kind string) spool.PartitionsFunc {
-		return func(_ context.Context, ps map[string][]int32) {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			n := 0
-			for _, parts := range ps {
-				n += len(parts)
-			}
-			l.events = append(l.events, fmt.Sprintf("%s:%s:%d", name, kind, n))
-			if l.owned[name] == nil {
-				l.owned[name] = map[string][]int32{}
-			}
-			for t, parts := range ps {
-				if kind == "assigned" {
-					l.owned[name][t] = append(l.owned[name][t], parts...)
-				} else {
-					l.owned[name][t] = slices.DeleteFunc(l.owned[name][t], func(p int32) bool { return slices.Contains(parts, p) })
-				}
+	return []spool.Opt{spool.OnAssigned(l.callback(name, "assigned")), spool.OnRevoked(l.callback(name, "revoked")),
+		spool.OnLost(l.callback(name, "lost"))}
+}
+
+// callback records a kind ("assigned", "revoked", "lost") of change to member name's partitions.
+func (l *ledger) callback(name, kind string) spool.PartitionsFunc {
+	return func(_ context.Context, ps map[string][]int32) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		n := 0
+		for _, parts := range ps {
+			n += len(parts)
+		}
+		l.events = append(l.events, fmt.Sprintf("%s:%s:%d", name, kind, n))
+		if l.owned[name] == nil {
+			l.owned[name] = map[string][]int32{}
+		}
+		for t, parts := range ps {
+			if kind == "assigned" {
+				l.owned[name][t] = append(l.owned[name][t], parts...)
+			} else {
+				l.owned[name][t] = slices.DeleteFunc(l.owned[name][t], func(p int32) bool { return slices.Contains(parts, p) })
 			}
 		}
 	}
-	return []spool.Opt{spool.OnAssigned(change("assigned")), spool.OnRevoked(change("revoked")), spool.OnLost(change("lost"))}
 }
 
 // count is the number of partitions member owns.
@@ -688,6 +691,45 @@ func TestGroupManualCommitInOnRevoked(t *testing.T) {
 			if slices.Contains(by, "n") && !strings.HasPrefix(v, mine) {
 				t.Errorf("n consumed %q, which m had polled and committed in OnRevoked", v)
 			}
+		}
+	})
+}
+
+// TestGroupSlowCallbackKeepsMembership: heartbeats go on while OnAssigned takes longer than
+// the session timeout, so the member keeps its generation and partitions.
+func TestGroupSlowCallbackKeepsMembership(t *testing.T) {
+	eachGroupTarget(t, func(t *testing.T, addr string) {
+		admin := newClient(t, addr)
+		topic := createTopic(t, admin, 2)
+		l := newLedger()
+		var slow sync.Once
+		session := 6 * time.Second // the broker's group.min.session.timeout.ms
+		group := groupName()
+		cl := groupMember(t, addr, group, "m", l, spool.ConsumeTopics(topic), spool.SessionTimeout(session),
+			spool.HeartbeatInterval(200*time.Millisecond),
+			spool.OnAssigned(func(ctx context.Context, ps map[string][]int32) {
+				slow.Do(func() { time.Sleep(session + 2*time.Second) }) // slow work, not a wait for an event
+				l.callback("m", "assigned")(ctx, ps)
+			}))
+		waitCond(t, func() bool { return l.count("m") == 2 })
+		id, gen := cl.GroupMemberID()
+		// Had heartbeats stopped during the callback, the coordinator would have removed the
+		// member two seconds ago.
+		req := &wire.DescribeGroupsRequest{Groups: []string{group}}
+		resp := &wire.DescribeGroupsResponse{}
+		if err := admin.Request(testCtx(t), req, resp); err != nil {
+			t.Fatal(err)
+		}
+		if g := resp.Groups[0]; g.GroupState != "Stable" || len(g.Members) != 1 || g.Members[0].MemberId != id {
+			t.Fatalf("group %s with %d members after the slow callback, want Stable with member %s", g.GroupState, len(g.Members), id)
+		}
+		vals := produceValues(t, admin, topic, "v", 20)
+		waitCond(t, func() bool { return l.all(vals) })
+		if _, now := cl.GroupMemberID(); now != gen {
+			t.Fatalf("generation went from %d to %d: the member was dropped during the callback", gen, now)
+		}
+		if got, want := l.memberEvents("m"), []string{"assigned:2"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("callbacks %v, want %v", got, want)
 		}
 	})
 }

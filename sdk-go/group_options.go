@@ -17,8 +17,8 @@ const (
 )
 
 // PartitionsFunc is a group callback: it gets the partitions concerned, by topic. Callbacks
-// run on the group's goroutine, which does not heartbeat meanwhile, so they must return well
-// within SessionTimeout (OnRevoked: RebalanceTimeout), and must not call Close or LeaveGroup,
+// run on the group's goroutine (heartbeats go on meanwhile); a rebalance waits for them, so
+// OnRevoked must return within RebalanceTimeout. They must not call Close or LeaveGroup,
 // which wait for that goroutine.
 type PartitionsFunc func(ctx context.Context, partitions map[string][]int32)
 

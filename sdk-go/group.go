@@ -39,7 +39,7 @@ type grouper struct {
 	stopOnce sync.Once
 	leave    atomic.Bool // send LeaveGroup when stopping
 
-	// mu guards the fields below; the group goroutine writes them, callers read them.
+	// mu guards the fields below.
 	mu         sync.Mutex
 	memberID   string
 	generation int32

@@ -51,6 +51,9 @@ func (g *grouper) commit(ctx context.Context, offsets map[tp]int64) error {
 	g.mu.Lock()
 	req := &wire.OffsetCommitRequest{GroupId: g.cfg.id, GenerationIdOrMemberEpoch: g.generation, MemberId: g.memberID, RetentionTimeMs: -1}
 	g.mu.Unlock()
+	if req.MemberId == "" && g.ctx.Err() != nil {
+		return ErrGroupStopped
+	}
 	if g.cfg.instanceID != "" {
 		req.GroupInstanceId = &g.cfg.instanceID
 	}

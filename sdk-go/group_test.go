@@ -378,6 +378,12 @@ func TestGroupCommitsSurviveRestart(t *testing.T) {
 		if err := c3.CommitUncommitted(ctx); err != nil {
 			t.Fatal(err)
 		}
+		if err := c3.LeaveGroup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c3.CommitOffsets(ctx, map[string]map[int32]int64{topic: {0: 1}}); !errors.Is(err, spool.ErrGroupStopped) {
+			t.Fatalf("commit after LeaveGroup: %v, want ErrGroupStopped", err)
+		}
 	})
 }
 

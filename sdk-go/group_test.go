@@ -46,15 +46,9 @@ func eachGroupTarget(t *testing.T, fn func(t *testing.T, addr string)) {
 	}
 }
 
-var groupSeq sync.Mutex
-var groupN int
+var groupSeq atomic.Int64
 
-func groupName() string {
-	groupSeq.Lock()
-	defer groupSeq.Unlock()
-	groupN++
-	return fmt.Sprintf("g%d-%d", time.Now().UnixNano()%1e6, groupN)
-}
+func groupName() string { return fmt.Sprintf("g%d-%d", time.Now().UnixNano()%1e6, groupSeq.Add(1)) }
 
 // ledger records, for a test's group members, which partitions each owns (from the
 // callbacks) and which values each consumed.

@@ -43,6 +43,7 @@ type Client struct {
 
 	prod *producer
 	cons *consumer
+	grp  *grouper // nil without ConsumerGroup; set once in NewClient
 }
 
 type dialWait struct {
@@ -98,13 +99,21 @@ func NewClient(opts ...Opt) (*Client, error) {
 	cl.cons = newConsumer(cl)
 	cl.wg.Add(1)
 	go cl.metadataLoop()
+	if cfg.group.id != "" {
+		cl.grp = newGrouper(cl)
+		go cl.grp.run()
+	}
 	return cl, nil
 }
 
 // Close waits up to RequestTimeout for buffered records to be delivered (call Flush first
 // to wait longer), then stops background work and closes every connection. Records still
-// buffered fail with ErrClosed. Close is idempotent.
+// buffered fail with ErrClosed. A group member first commits (with auto commit), runs
+// OnRevoked and leaves the group (unless static). Close is idempotent.
 func (cl *Client) Close() {
+	if cl.grp != nil {
+		cl.grp.close()
+	}
 	if !cl.closed() && cl.prod.buffered.Load() > 0 {
 		ctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.requestTimeout)
 		cl.Flush(ctx)

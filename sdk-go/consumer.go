@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,6 +57,7 @@ type cpart struct {
 	paused   bool
 	fetching bool
 	epoch    uint64 // bumped on every seek: results fetched before are dropped
+	polled   int64  // offset after the last record Poll returned, 0 when none: what a group commits
 	retryAt  time.Time
 }
 
@@ -231,6 +233,8 @@ func (cl *Client) poll(ctx context.Context) ([]*Record, error) {
 		return nil, ctx.Err()
 	case <-c.quit:
 		return nil, ErrClosed
+	case <-cl.groupFailed():
+		return nil, cl.groupErr()
 	}
 more:
 	for {
@@ -260,11 +264,51 @@ more:
 			if fp.err != nil {
 				errs = append(errs, fp.err)
 			}
+			if n := len(fp.recs); n > 0 {
+				fp.p.polled = fp.recs[n-1].Offset + 1
+			}
 			out = append(out, fp.recs...)
 		}
 	}
 	c.mu.Unlock()
 	return out, errors.Join(errs...)
+}
+
+// polledOffsets returns the offset after the last record Poll returned, for each partition
+// of ps (all assigned partitions when ps is nil) that Poll returned records of.
+func (c *consumer) polledOffsets(ps map[string][]int32) map[tp]int64 {
+	out := map[tp]int64{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, cp := range c.parts {
+		if cp.polled > 0 && (ps == nil || slices.Contains(ps[k.topic], k.partition)) {
+			out[k] = cp.polled
+		}
+	}
+	return out
+}
+
+// release unassigns ps and returns, for those Poll returned records of, the offset after
+// the last one. Poll returns no record of them afterwards, so the offsets cover everything
+// handed out.
+func (c *consumer) release(ps map[string][]int32) map[tp]int64 {
+	out := map[tp]int64{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for topic, parts := range ps {
+		for _, p := range parts {
+			cp := c.parts[tp{topic, p}]
+			if cp == nil {
+				continue
+			}
+			if cp.polled > 0 {
+				out[cp.tp] = cp.polled
+			}
+			cp.epoch++
+			delete(c.parts, cp.tp)
+		}
+	}
+	return out
 }
 
 // Records iterates over consumed records until ctx ends or Poll fails; the error of the

@@ -81,6 +81,8 @@ type config struct {
 	offsetReset        OffsetReset
 	isolation          IsolationLevel
 	maxBufferedFetches int
+
+	group groupConfig
 }
 
 func defaultConfig() config {
@@ -108,6 +110,7 @@ func defaultConfig() config {
 		offsetReset:        ResetEarliest,
 		isolation:          ReadUncommitted,
 		maxBufferedFetches: 4,
+		group:              defaultGroupConfig(),
 	}
 }
 
@@ -334,6 +337,9 @@ func (c *config) validate() error {
 			return errors.New("Idempotence(true) requires RequiredAcks(AcksAll)")
 		}
 		c.idempotent = false
+	}
+	if err := c.group.validate(); err != nil {
+		return err
 	}
 	if c.partitioner == nil {
 		c.partitioner = DefaultPartitioner()

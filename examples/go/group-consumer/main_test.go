@@ -1,0 +1,9 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/spoolmq/spool/examples/go/internal/exampletest"
+)
+
+func TestExample(t *testing.T) { exampletest.Run(t, run, "committed as member") }

@@ -1,0 +1,391 @@
+package spool
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// The consumer protocol: the bytes a member puts in JoinGroup's protocol metadata
+// (subscription) and the leader puts in SyncGroup (assignment). Brokers pass them through
+// verbatim, so every client of a group must agree on them; the layouts are Kafka's
+// ConsumerProtocolSubscription and ConsumerProtocolAssignment, versions 0-3, with the classic
+// (non-compact) encoding. A newer version is read as the fields this code knows, which is how
+// Kafka keeps the format forward compatible.
+
+const consumerProtocolType = "consumer"
+
+// subscriptionVersion is the version this client writes: v3 carries owned partitions (v1),
+// the generation they were owned in (v2) and a rack (v3), which cooperative-sticky needs.
+const subscriptionVersion = 3
+
+// subscription is a member's JoinGroup metadata.
+type subscription struct {
+	version    int16
+	topics     []string
+	userData   []byte
+	owned      map[string][]int32 // v1+
+	generation int32              // v2+, -1 when unknown
+	rack       *string            // v3+
+}
+
+// assignment is what SyncGroup hands one member.
+type assignment struct {
+	version    int16
+	partitions map[string][]int32
+	userData   []byte
+}
+
+var errConsumerProtocol = errors.New("spool: malformed consumer protocol bytes")
+
+func appendTopicPartitions(b []byte, tps map[string][]int32) []byte {
+	topics := slices.Sorted(maps.Keys(tps))
+	b = wire.AppendArrayLen(b, len(topics), false)
+	for _, t := range topics {
+		b = wire.AppendString(b, t, false)
+		ps := tps[t]
+		b = wire.AppendArrayLen(b, len(ps), false)
+		for _, p := range ps {
+			b = wire.AppendInt32(b, p)
+		}
+	}
+	return b
+}
+
+func readTopicPartitions(r *wire.Reader) map[string][]int32 {
+	n := r.ArrayLen(false, false, 6)
+	out := make(map[string][]int32, max(n, 0))
+	for range max(n, 0) {
+		t := r.String(false)
+		np := r.ArrayLen(false, false, 4)
+		ps := make([]int32, 0, max(np, 0))
+		for range max(np, 0) {
+			ps = append(ps, r.Int32())
+		}
+		if r.Err() != nil {
+			return nil
+		}
+		out[t] = append(out[t], ps...)
+	}
+	return out
+}
+
+// encode appends s at s.version.
+func (s *subscription) encode(b []byte) []byte {
+	b = wire.AppendInt16(b, s.version)
+	b = wire.AppendArrayLen(b, len(s.topics), false)
+	for _, t := range s.topics {
+		b = wire.AppendString(b, t, false)
+	}
+	b = wire.AppendNullableBytes(b, s.userData, false)
+	if s.version >= 1 {
+		b = appendTopicPartitions(b, s.owned)
+	}
+	if s.version >= 2 {
+		b = wire.AppendInt32(b, s.generation)
+	}
+	if s.version >= 3 {
+		b = wire.AppendNullableString(b, s.rack, false)
+	}
+	return b
+}
+
+func decodeSubscription(b []byte) (subscription, error) {
+	r := wire.NewReader(b)
+	s := subscription{version: r.Int16(), generation: -1}
+	if r.Err() == nil && s.version < 0 {
+		return s, fmt.Errorf("%w: subscription version %d", errConsumerProtocol, s.version)
+	}
+	n := r.ArrayLen(false, false, 2)
+	for range max(n, 0) {
+		s.topics = append(s.topics, r.String(false))
+	}
+	s.userData = r.NullableBytes(false)
+	if s.version >= 1 {
+		s.owned = readTopicPartitions(r)
+	}
+	if s.version >= 2 {
+		s.generation = r.Int32()
+	}
+	if s.version >= 3 {
+		s.rack = r.NullableString(false)
+	}
+	if err := r.Err(); err != nil {
+		return s, fmt.Errorf("%w: subscription v%d: %w", errConsumerProtocol, s.version, err)
+	}
+	return s, nil
+}
+
+func (a *assignment) encode(b []byte) []byte {
+	b = wire.AppendInt16(b, a.version)
+	b = appendTopicPartitions(b, a.partitions)
+	return wire.AppendNullableBytes(b, a.userData, false)
+}
+
+func decodeAssignment(b []byte) (assignment, error) {
+	if len(b) == 0 {
+		// A member the leader gave nothing may get empty bytes rather than an encoding.
+		return assignment{partitions: map[string][]int32{}}, nil
+	}
+	r := wire.NewReader(b)
+	a := assignment{version: r.Int16()}
+	if r.Err() == nil && a.version < 0 {
+		return a, fmt.Errorf("%w: assignment version %d", errConsumerProtocol, a.version)
+	}
+	a.partitions = readTopicPartitions(r)
+	a.userData = r.NullableBytes(false)
+	if err := r.Err(); err != nil {
+		return a, fmt.Errorf("%w: assignment v%d: %w", errConsumerProtocol, a.version, err)
+	}
+	return a, nil
+}
+
+// groupMember is one member as the leader sees it in the JoinGroup response.
+type groupMember struct {
+	id         string
+	instanceID *string
+	sub        subscription
+}
+
+// memberLess orders members as Kafka's assignors do: by instance id when both are static,
+// else by member id. Ranges and round-robin turns follow this order.
+func memberLess(a, b *groupMember) int {
+	if a.instanceID != nil && b.instanceID != nil {
+		if c := cmp.Compare(*a.instanceID, *b.instanceID); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
+// plan maps member id → topic → sorted partitions.
+type plan map[string]map[string][]int32
+
+func (p plan) add(member, topic string, partition int32) {
+	m := p[member]
+	if m == nil {
+		m = map[string][]int32{}
+		p[member] = m
+	}
+	m[topic] = append(m[topic], partition)
+}
+
+func newPlan(members []groupMember) plan {
+	p := make(plan, len(members))
+	for _, m := range members {
+		p[m.id] = map[string][]int32{}
+	}
+	return p
+}
+
+// balancer computes a group's assignment on the leader. partitions holds the partition count
+// of every topic any member subscribes to that exists.
+type balancer interface {
+	name() string
+	// cooperative reports whether members keep consuming through a rebalance and give up only
+	// what the new assignment takes away.
+	cooperative() bool
+	assign(members []groupMember, partitions map[string]int32) plan
+}
+
+func balancerByName(name string) balancer {
+	switch name {
+	case BalancerRange:
+		return rangeBalancer{}
+	case BalancerRoundRobin:
+		return roundRobinBalancer{}
+	case BalancerCooperativeSticky:
+		return cooperativeStickyBalancer{}
+	}
+	return nil
+}
+
+func subscribes(m *groupMember, topic string) bool { return slices.Contains(m.sub.topics, topic) }
+
+// rangeBalancer is Kafka's RangeAssignor: per topic, the subscribed members in order each get a
+// contiguous range; the first n%members get one extra.
+type rangeBalancer struct{}
+
+func (rangeBalancer) name() string      { return BalancerRange }
+func (rangeBalancer) cooperative() bool { return false }
+
+func (rangeBalancer) assign(members []groupMember, partitions map[string]int32) plan {
+	out := newPlan(members)
+	sorted := slices.Clone(members)
+	slices.SortFunc(sorted, func(a, b groupMember) int { return memberLess(&a, &b) })
+	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
+		var subs []*groupMember
+		for i := range sorted {
+			if subscribes(&sorted[i], topic) {
+				subs = append(subs, &sorted[i])
+			}
+		}
+		if len(subs) == 0 {
+			continue
+		}
+		n := int(partitions[topic])
+		per, extra := n/len(subs), n%len(subs)
+		for i, m := range subs {
+			start := per*i + min(i, extra)
+			length := per
+			if i < extra {
+				length++
+			}
+			for p := start; p < start+length; p++ {
+				out.add(m.id, topic, int32(p))
+			}
+		}
+	}
+	return out
+}
+
+// roundRobinBalancer is Kafka's RoundRobinAssignor: every topic-partition in (topic,
+// partition) order goes to the next member in order that subscribes to its topic.
+type roundRobinBalancer struct{}
+
+func (roundRobinBalancer) name() string      { return BalancerRoundRobin }
+func (roundRobinBalancer) cooperative() bool { return false }
+
+func (roundRobinBalancer) assign(members []groupMember, partitions map[string]int32) plan {
+	out := newPlan(members)
+	if len(members) == 0 {
+		return out
+	}
+	sorted := slices.Clone(members)
+	slices.SortFunc(sorted, func(a, b groupMember) int { return memberLess(&a, &b) })
+	next := 0
+	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
+		for p := range partitions[topic] {
+			for range sorted {
+				m := &sorted[next%len(sorted)]
+				next++
+				if subscribes(m, topic) {
+					out.add(m.id, topic, p)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// cooperativeStickyBalancer balances partitions (counts within one where subscriptions allow)
+// while leaving each owned partition with its owner where it can. A partition that must move
+// is withheld from its new owner in this rebalance: its old owner revokes it and rejoins, and
+// the follow-up rebalance hands it out (KIP-429), so no partition ever has two owners.
+type cooperativeStickyBalancer struct{}
+
+func (cooperativeStickyBalancer) name() string      { return BalancerCooperativeSticky }
+func (cooperativeStickyBalancer) cooperative() bool { return true }
+
+func (cooperativeStickyBalancer) assign(members []groupMember, partitions map[string]int32) plan {
+	sorted := slices.Clone(members)
+	slices.SortFunc(sorted, func(a, b groupMember) int { return memberLess(&a, &b) })
+	exists := func(t tp) bool { n, ok := partitions[t.topic]; return ok && t.partition >= 0 && t.partition < n }
+
+	// Who owns what now. Two claims on one partition (a member that missed a rebalance) go to
+	// the higher generation.
+	owner := map[tp]int{}
+	ownerGen := map[tp]int32{}
+	for i := range sorted {
+		m := &sorted[i]
+		for topic, ps := range m.sub.owned {
+			for _, p := range ps {
+				t := tp{topic, p}
+				if !exists(t) || !subscribes(m, topic) {
+					continue
+				}
+				if g, ok := ownerGen[t]; ok && g >= m.sub.generation {
+					continue
+				}
+				owner[t], ownerGen[t] = i, m.sub.generation
+			}
+		}
+	}
+	held := make([][]tp, len(sorted))
+	for t, i := range owner {
+		held[i] = append(held[i], t)
+	}
+	for i := range held {
+		slices.SortFunc(held[i], tpCompare)
+	}
+
+	var free []tp
+	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
+		for p := range partitions[topic] {
+			if _, ok := owner[tp{topic, p}]; !ok {
+				free = append(free, tp{topic, p})
+			}
+		}
+	}
+	leastLoaded := func(topic string, except int) int {
+		best := -1
+		for i := range sorted {
+			if i != except && subscribes(&sorted[i], topic) && (best < 0 || len(held[i]) < len(held[best])) {
+				best = i
+			}
+		}
+		return best
+	}
+	for _, t := range free {
+		if i := leastLoaded(t.topic, -1); i >= 0 {
+			held[i] = append(held[i], t)
+		}
+	}
+
+	// Move partitions from the most loaded member to a member with at least two fewer that can
+	// take them, newest first so that long-held partitions stay put, until none can move.
+	for {
+		moved := false
+		order := make([]int, len(sorted))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(held[b]), len(held[a])) })
+		for _, from := range order {
+			for k := len(held[from]) - 1; k >= 0 && !moved; k-- {
+				t := held[from][k]
+				to := leastLoaded(t.topic, from)
+				if to < 0 || len(held[to])+1 >= len(held[from]) {
+					continue
+				}
+				held[from] = slices.Delete(held[from], k, k+1)
+				held[to] = append(held[to], t)
+				moved = true
+			}
+			if moved {
+				break
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+
+	out := newPlan(members)
+	for i, ts := range held {
+		for _, t := range ts {
+			if o, ok := owner[t]; ok && o != i {
+				continue // revoked from its owner in this round; handed out in the next
+			}
+			out.add(sorted[i].id, t.topic, t.partition)
+		}
+	}
+	for _, m := range out {
+		for _, ps := range m {
+			slices.Sort(ps)
+		}
+	}
+	return out
+}
+
+func tpCompare(a, b tp) int {
+	if c := cmp.Compare(a.topic, b.topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.partition, b.partition)
+}

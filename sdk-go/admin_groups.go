@@ -176,7 +176,7 @@ func describedGroup(g wire.DescribeGroupsResponseDescribedGroup) GroupDescriptio
 	for _, m := range g.Members {
 		gm := GroupMember{MemberID: m.MemberId, InstanceID: m.GroupInstanceId, ClientID: m.ClientId, ClientHost: m.ClientHost}
 		if g.ProtocolType == "consumer" {
-			gm.Assignment, gm.AssignmentErr = decodeConsumerAssignment(m.MemberAssignment)
+			gm.Assignment, gm.AssignmentErr = assignedPartitions(m.MemberAssignment)
 		}
 		d.Members = append(d.Members, gm)
 	}

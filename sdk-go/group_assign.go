@@ -389,3 +389,9 @@ func tpCompare(a, b tp) int {
 	}
 	return cmp.Compare(a.partition, b.partition)
 }
+
+// assignedPartitions is the topic → partitions part of an Assignment, as admin describes it.
+func assignedPartitions(b []byte) (map[string][]int32, error) {
+	a, err := decodeAssignment(b)
+	return a.partitions, err
+}

@@ -3,7 +3,6 @@ package spool_test
 import (
 	"bufio"
 	"context"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -18,17 +17,6 @@ import (
 )
 
 // needTool returns path, or fails under CI=true and skips otherwise when it is missing.
-func needTool(t *testing.T, path, pkg string) string {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s (Debian %s) is missing; make test installs it", path, pkg)
-		}
-		t.Skipf("%s (Debian %s) is not installed", path, pkg)
-	}
-	return path
-}
-
 // describedOwners asks the coordinator for group's members and decodes their assignments:
 // client id → partitions of topic. It returns nil unless the group is stable with the protocol.
 func describedOwners(t *testing.T, cl *spool.Client, group, topic, protocol string) map[string][]int32 {
@@ -65,7 +53,7 @@ func describedOwners(t *testing.T, cl *spool.Client, group, topic, protocol stri
 // two of eight partitions, every record is consumed exactly once, by the member that owns its
 // partition.
 func TestGroupMixedClients(t *testing.T) {
-	kcat := needTool(t, "/usr/bin/kcat", "kcat")
+	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	for _, c := range []struct {
 		balancer string
 		franz    kgo.GroupBalancer

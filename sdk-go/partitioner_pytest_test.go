@@ -1,10 +1,11 @@
 package spool_test
 
 import (
+	"github.com/spoolmq/spool/broker/brokertest"
+
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -28,13 +29,7 @@ for line in sys.stdin:
 // puts them, for keys of every length up to 40 bytes (ASCII and arbitrary bytes) and
 // partition counts from 1 to 100.
 func TestPartitionerAgreesWithKafkaPython(t *testing.T) {
-	const python = "/usr/bin/python3"
-	if out, err := exec.Command(python, "-c", "import kafka.partitioner.default").CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s cannot import kafka (Debian python3-kafka): %v %s", python, err, out)
-		}
-		t.Skipf("%s cannot import kafka (Debian python3-kafka): %v", python, err)
-	}
+	python := brokertest.NeedPython(t, "kafka.partitioner.default", "python3-kafka")
 	rng := rand.New(rand.NewPCG(1, 2))
 	type probe struct {
 		key []byte

@@ -1,9 +1,10 @@
 package server_test
 
 import (
+	"github.com/spoolmq/spool/broker/brokertest"
+
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -12,31 +13,6 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 )
-
-// need returns the path of a tool the test needs. Missing, it skips locally but fails under
-// CI=true, where make test has installed it: a missing dependency there is a failure.
-func need(t *testing.T, path, pkg string) string {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s (Debian %s) is missing; make test installs it", path, pkg)
-		}
-		t.Skipf("%s (Debian %s) is not installed; run make test as root to install it", path, pkg)
-	}
-	return path
-}
-
-// needPython checks that /usr/bin/python3 can import a Debian-packaged module.
-func needPython(t *testing.T, module, pkg string) {
-	t.Helper()
-	python := need(t, "/usr/bin/python3", "python3")
-	if out, err := exec.Command(python, "-c", "import "+module).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python module %s (Debian %s) is missing: %s", module, pkg, out)
-		}
-		t.Skipf("python module %s (Debian %s) is not installed", module, pkg)
-	}
-}
 
 func run(t *testing.T, stdin string, name string, args ...string) string {
 	t.Helper()
@@ -77,7 +53,7 @@ func lines(prefix string, n int) []string {
 // TestKcat is librdkafka 2.0.2 through Debian's kcat: metadata, produce keyed and unkeyed in
 // every codec (idempotent), and consume everything back byte for byte.
 func TestKcat(t *testing.T) {
-	kcat := need(t, "/usr/bin/kcat", "kcat")
+	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	b := startBroker(t, map[string]string{"num.partitions": "3"})
 	c := dial(t, b.Addr)
 	createTopic(t, c, "kcat", 3, nil)
@@ -117,7 +93,7 @@ func TestKcat(t *testing.T) {
 
 // TestPythonClients runs kafka-python 2.0.2 and confluent-kafka (librdkafka) from Debian.
 func TestPythonClients(t *testing.T) {
-	need(t, "/usr/bin/python3", "python3")
+	brokertest.NeedTool(t, "/usr/bin/python3", "python3")
 	for _, tc := range []struct {
 		name, module, pkg string
 		codecs            []string
@@ -126,9 +102,9 @@ func TestPythonClients(t *testing.T) {
 		{"confluent-kafka", "confluent_kafka", "python3-confluent-kafka", []string{"none", "gzip", "snappy", "lz4", "zstd"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			needPython(t, tc.module, tc.pkg)
+			brokertest.NeedPython(t, tc.module, tc.pkg)
 			for _, m := range []string{"snappy", "lz4.frame", "zstandard"} {
-				needPython(t, m, "python3-"+strings.Split(m, ".")[0])
+				brokertest.NeedPython(t, m, "python3-"+strings.Split(m, ".")[0])
 			}
 			b := startBroker(t, map[string]string{"num.partitions": "3"})
 			script := "testdata/drive_" + strings.ReplaceAll(tc.name, "-", "_") + ".py"

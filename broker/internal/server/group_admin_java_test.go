@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"github.com/spoolmq/spool/broker/brokertest"
+
 	"context"
 	"os"
 	"os/exec"
@@ -15,7 +17,7 @@ import (
 // deleteConsumerGroupOffsets (OffsetDelete) among them.
 func TestJavaAdminGroupOffsets(t *testing.T) {
 	java, cp := buildJavaMember(t)
-	javac := need(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
+	javac := brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
 	classes := filepath.Join(t.TempDir(), "admin-classes")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"github.com/spoolmq/spool/broker/brokertest"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -27,9 +29,9 @@ type allClientsPos struct {
 // range. Every record is consumed exactly once, by the member DescribeGroups says owns its
 // partition; each partition has exactly one owner; the committed offsets end at the log end.
 func TestGroupAllSevenClients(t *testing.T) {
-	kcat := need(t, "/usr/bin/kcat", "kcat")
-	needPython(t, "kafka", "python3-kafka")
-	needPython(t, "confluent_kafka", "python3-confluent-kafka")
+	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
+	brokertest.NeedPython(t, "kafka", "python3-kafka")
+	brokertest.NeedPython(t, "confluent_kafka", "python3-confluent-kafka")
 	java, cp := buildJavaMember(t)
 
 	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})

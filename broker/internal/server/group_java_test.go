@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"github.com/spoolmq/spool/broker/brokertest"
+
 	"bufio"
 	"context"
 	"io"
@@ -19,9 +21,9 @@ import (
 // buildJavaMember compiles testdata/group_GroupMember.java against the kafka-clients
 // classpath of testdata/java/pom.xml and returns the java command's classpath.
 func buildJavaMember(t *testing.T) (java, cp string) {
-	mvn := need(t, "/usr/bin/mvn", "maven")
-	java = need(t, "/usr/bin/java", "openjdk-17-jre-headless")
-	javac := need(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
+	mvn := brokertest.NeedTool(t, "/usr/bin/mvn", "maven")
+	java = brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
+	javac := brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
 	build := t.TempDir()
 	pom, err := filepath.Abs("testdata/java/pom.xml")
 	if err != nil {

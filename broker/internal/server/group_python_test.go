@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"github.com/spoolmq/spool/broker/brokertest"
+
 	"bufio"
 	"context"
 	"io"
@@ -74,9 +76,9 @@ func waitDescribed(t *testing.T, ctx context.Context, adm *kadm.Client, group, w
 // A group of kafka-python, confluent-kafka and franz-go members: the range protocol is chosen,
 // each record is consumed once, and a member leaving cleanly hands its partitions over.
 func TestGroupPythonClientsMixed(t *testing.T) {
-	need(t, "/usr/bin/python3", "python3")
-	needPython(t, "kafka", "python3-kafka")
-	needPython(t, "confluent_kafka", "python3-confluent-kafka")
+	brokertest.NeedTool(t, "/usr/bin/python3", "python3")
+	brokertest.NeedPython(t, "kafka", "python3-kafka")
+	brokertest.NeedPython(t, "confluent_kafka", "python3-confluent-kafka")
 	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()

@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"github.com/spoolmq/spool/broker/brokertest"
+
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -89,9 +91,9 @@ func TestJavaMurmur2Vectors(t *testing.T) {
 // idempotent acks=all producer in every codec, keyed and unkeyed, and a group-less consumer
 // that checks every record byte for byte. Keyed records must sit where murmur2 says.
 func TestJavaClient(t *testing.T) {
-	mvn := need(t, "/usr/bin/mvn", "maven")
-	java := need(t, "/usr/bin/java", "openjdk-17-jre-headless")
-	need(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
+	mvn := brokertest.NeedTool(t, "/usr/bin/mvn", "maven")
+	java := brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
+	brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
 
 	// Build into a temp dir (never the source tree); Maven resolves into the default ~/.m2.
 	build := t.TempDir()

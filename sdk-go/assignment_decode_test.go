@@ -24,7 +24,7 @@ func kmsgAssignment(version int16, parts map[string][]int32, userData []byte) []
 func TestDecodeConsumerAssignment(t *testing.T) {
 	want := map[string][]int32{"orders": {0, 2}, "clicks": {1}, "empty": {}}
 	for v := int16(0); v <= 3; v++ {
-		got, err := decodeConsumerAssignment(kmsgAssignment(v, want, []byte("ud")))
+		got, err := assignedPartitions(kmsgAssignment(v, want, []byte("ud")))
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -32,7 +32,7 @@ func TestDecodeConsumerAssignment(t *testing.T) {
 			t.Fatalf("v%d: %v, want %v", v, got, want)
 		}
 	}
-	if got, err := decodeConsumerAssignment(nil); err != nil || len(got) != 0 {
+	if got, err := assignedPartitions(nil); err != nil || len(got) != 0 {
 		t.Fatalf("empty bytes: %v %v", got, err)
 	}
 	good := kmsgAssignment(1, want, nil)
@@ -42,7 +42,7 @@ func TestDecodeConsumerAssignment(t *testing.T) {
 		"huge count":       {0, 0, 0x7f, 0xff, 0xff, 0xff},
 		"one byte":         {0},
 	} {
-		if got, err := decodeConsumerAssignment(b); err == nil {
+		if got, err := assignedPartitions(b); err == nil {
 			t.Errorf("%s: decoded %v", name, got)
 		}
 	}
@@ -53,7 +53,7 @@ func FuzzDecodeConsumerAssignment(f *testing.F) {
 	f.Add(kmsgAssignment(3, map[string][]int32{"a": {}, "b": {7}}, []byte{1}))
 	f.Add([]byte{0, 0, 0x7f, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := decodeConsumerAssignment(b)
+		got, err := assignedPartitions(b)
 		if err != nil {
 			return
 		}

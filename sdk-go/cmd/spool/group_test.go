@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +227,62 @@ func TestCLIGroupBadInput(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, c.code, c.stderr)
 			}
 		})
+	}
+}
+
+// consume --group commits exactly the records it printed: a second run of the same group
+// continues after them, group describe shows the commit, and a new group starts over.
+func TestCLIConsumeGroup(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "topic", "create", "events", "--partitions", "2"))
+	var in strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	ok(t, runCLI(t, addr, in.String(), "produce", "--topic", "events", "--key-separator", ":"))
+
+	seen := map[string]int{}
+	for _, n := range []int{4, 6} {
+		r := ok(t, runCLI(t, addr, "", "consume", "--topic", "events", "--group", "cli", "--from-beginning", "--count", strconv.Itoa(n), "--format", `%v\n`))
+		lines := strings.Fields(r.stdout)
+		if len(lines) != n {
+			t.Fatalf("consume --count %d printed %q", n, r.stdout)
+		}
+		for _, l := range lines {
+			seen[l]++
+		}
+	}
+	for i := range 10 {
+		if v := fmt.Sprintf("v%d", i); seen[v] != 1 {
+			t.Fatalf("%s consumed %d times across two runs of one group: %v", v, seen[v], seen)
+		}
+	}
+	rows := offsetRows(t, ok(t, runCLI(t, addr, "", "group", "describe", "cli")).stdout)
+	var committed int
+	for _, p := range []string{"events/0", "events/1"} {
+		f := strings.Fields(rows[p])
+		if len(f) != 3 || f[2] != "0" {
+			t.Fatalf("partition %s after consuming everything: %q (want lag 0) in %v", p, rows[p], rows)
+		}
+		c, _ := strconv.Atoi(f[0])
+		committed += c
+	}
+	if committed != 10 {
+		t.Fatalf("committed offsets add up to %d, want 10: %v", committed, rows)
+	}
+	// Nothing left for the group: a run with a short deadline prints nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "consume", "--topic", "events", "--group", "cli", "--count", "1")
+	cmd.Env = append(os.Environ(), "SPOOL_BROKERS="+addr)
+	if out, _ := cmd.Output(); len(out) != 0 {
+		t.Fatalf("the group had consumed everything but a third run printed %q", out)
+	}
+	r := ok(t, runCLI(t, addr, "", "consume", "--topic", "events", "--group", "other", "--from-beginning", "--count", "10"))
+	if n := len(strings.Fields(r.stdout)); n != 10 {
+		t.Fatalf("a new group read %d records from the beginning, want 10", n)
+	}
+	if r := runCLI(t, addr, "", "consume", "--topic", "nope", "--group", "cli"); r.code != 1 || !strings.Contains(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Fatalf("group consume of a missing topic: exit %d stderr %q", r.code, r.stderr)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sort"
@@ -49,7 +50,9 @@ commands:
   topic delete NAME...
   produce --topic T [--key-separator S] [--partitioner hash|roundrobin|sticky]
           [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd]   (records from stdin, one per line)
-  consume --topic T [--from-beginning] [--count N] [--format FMT]
+  consume --topic T[,T2...] [--group G] [--from-beginning] [--count N] [--format FMT]
+          (with --group: offsets of the records printed are committed; --from-beginning applies
+           when the group has no committed offset)
           FMT: %t topic %p partition %o offset %k key %v value %h headers %T timestamp (ms), \n \t
   group list
   group describe GROUP
@@ -387,6 +390,7 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
 	fs := newFlags("consume")
 	topic := fs.String("topic", "", "")
+	group := fs.String("group", "", "")
 	fromBeginning := fs.Bool("from-beginning", false, "")
 	count := fs.Int("count", 0, "")
 	format := fs.String("format", `%v\n`, "")
@@ -399,41 +403,117 @@ func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout
 	if *count < 0 {
 		return usageError{"consume: --count must be >= 0"}
 	}
-	cl, err := clientFor()
+	src, err := openSource(ctx, clientFor, strings.Split(*topic, ","), *group, *fromBeginning)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	start := spool.OffsetEnd()
-	if *fromBeginning {
-		start = spool.OffsetStart()
-	}
-	if err := cl.AssignTopic(ctx, *topic, start); err != nil {
-		return err
-	}
+	defer src.close()
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	n := 0
 	var buf []byte
 	for *count == 0 || n < *count {
-		rs, err := cl.Poll(ctx)
+		rs, err := src.cl.Poll(ctx)
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}
 			return err
 		}
+		if *count > 0 && len(rs) > *count-n {
+			rs = rs[:*count-n]
+		}
 		for _, r := range rs {
 			buf = formatRecord(buf[:0], *format, r)
 			w.Write(buf)
-			n++
-			if *count > 0 && n >= *count {
+		}
+		n += len(rs)
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("consume: write: %w", err)
+		}
+		src.printed(rs)
+	}
+	return nil
+}
+
+// source is where consume reads from: the topic's partitions directly, or a consumer group,
+// whose offsets then advance past exactly the records printed (not the whole fetched batch),
+// so a later `consume --group` with the same group continues where this one stopped.
+type source struct {
+	cl      *spool.Client
+	grouped bool
+	pending []*spool.Record
+}
+
+func openSource(ctx context.Context, clientFor clientFunc, topics []string, group string, fromBeginning bool) (*source, error) {
+	reset := spool.ResetLatest
+	if fromBeginning {
+		reset = spool.ResetEarliest
+	}
+	var opts []spool.Opt
+	if group != "" {
+		opts = []spool.Opt{spool.ConsumerGroup(group), spool.ConsumeTopics(topics...),
+			spool.DisableAutoCommit(), spool.AutoOffsetReset(reset)}
+	}
+	cl, err := clientFor(opts...)
+	if err != nil {
+		return nil, err
+	}
+	src := &source{cl: cl, grouped: group != ""}
+	if !src.grouped {
+		start := spool.OffsetEnd()
+		if fromBeginning {
+			start = spool.OffsetStart()
+		}
+		for _, t := range topics {
+			if err := cl.AssignTopic(ctx, t, start); err != nil {
+				cl.Close()
+				return nil, err
+			}
+		}
+		return src, nil
+	}
+	// A group waits forever for a topic that does not exist; say so instead.
+	ds, err := cl.Admin().DescribeTopics(ctx, topics...)
+	if err == nil {
+		for _, d := range ds {
+			if d.Err != nil {
+				err = fmt.Errorf("topic %s: %w", d.Name, d.Err)
 				break
 			}
 		}
-		w.Flush()
 	}
-	return nil
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return src, nil
+}
+
+// printed records what was written out; in a group it is committed before the next poll and
+// on close.
+func (s *source) printed(rs []*spool.Record) {
+	if s.grouped {
+		s.pending = append(s.pending[:0], rs...)
+		s.commit()
+	}
+}
+
+func (s *source) commit() {
+	if len(s.pending) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.cl.CommitRecords(ctx, s.pending...); err != nil {
+		slog.Warn("consume: commit failed", "err", err)
+	}
+	s.pending = s.pending[:0]
+}
+
+func (s *source) close() {
+	s.commit()
+	s.cl.Close()
 }
 
 // formatRecord appends r formatted by f: %t topic, %p partition, %o offset, %k key, %v value,

@@ -76,6 +76,7 @@ type producer struct {
 	list     []*partBuf
 	wakeCh   chan struct{}
 	flushing atomic.Int32
+	starved  atomic.Int32 // Produce calls waiting for buffer space
 	buffered atomic.Int64
 	doneMu   sync.Mutex
 	doneCh   chan struct{}
@@ -135,12 +136,19 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 		select {
 		case p.sem <- struct{}{}:
 		default:
+			// A full buffer will not drain by lingering: have the sender send everything now
+			// (as Kafka's accumulator does when its memory is exhausted).
+			p.starved.Add(1)
+			p.wake()
 			select {
 			case p.sem <- struct{}{}:
+				p.starved.Add(-1)
 			case <-ctx.Done():
+				p.starved.Add(-1)
 				fail(ctx.Err())
 				return
 			case <-p.quit:
+				p.starved.Add(-1)
 				fail(ErrClosed)
 				return
 			}

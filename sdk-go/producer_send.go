@@ -172,7 +172,7 @@ type leaderPass struct {
 func (p *producer) collectAndSend() (next time.Time) {
 	cl := p.cl
 	now := time.Now()
-	flushing := p.flushing.Load() > 0
+	flushing := p.flushing.Load() > 0 || p.starved.Load() > 0
 	p.mu.RLock()
 	list := p.list
 	p.mu.RUnlock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Version is the SDK version sent to brokers in ApiVersions.
@@ -59,6 +60,7 @@ type config struct {
 	metadataMaxAge  time.Duration
 	logger          *slog.Logger
 	dial            func(ctx context.Context, network, addr string) (net.Conn, error)
+	propagator      propagation.TextMapPropagator
 
 	// producer
 	acks            Acks

@@ -178,6 +178,9 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	if r.Timestamp.IsZero() {
 		r.Timestamp = time.Now()
 	}
+	if cl.cfg.propagator != nil {
+		cl.injectTrace(ctx, r)
+	}
 	size := 21 + len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
 		size += 10 + len(h.Key) + len(h.Value)

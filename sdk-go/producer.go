@@ -70,7 +70,7 @@ type partBuf struct {
 
 type producer struct {
 	cl       *Client
-	sem      chan struct{}
+	slots    bufferSlots
 	mu       sync.RWMutex
 	parts    map[tp]*partBuf
 	list     []*partBuf
@@ -100,10 +100,11 @@ type producer struct {
 
 func newProducer(cl *Client) *producer {
 	p := &producer{
-		cl: cl, sem: make(chan struct{}, cl.cfg.maxBuffered), parts: map[tp]*partBuf{},
+		cl: cl, parts: map[tp]*partBuf{},
 		wakeCh: make(chan struct{}, 1), doneCh: make(chan struct{}), quit: make(chan struct{}),
 		pid: -1, epoch: -1, free: make(chan *pbatch, 256), pipes: map[int32]*pipe{},
 	}
+	p.slots.max = int64(cl.cfg.maxBuffered)
 	p.idemp.Store(cl.cfg.idempotent)
 	p.needPID.Store(cl.cfg.idempotent)
 	return p
@@ -132,45 +133,20 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 		fail(ErrClosed)
 		return
 	}
-	if cl.cfg.blockOnFull {
-		select {
-		case p.sem <- struct{}{}:
-		default:
-			// A full buffer will not drain by lingering: have the sender send everything now
-			// (as Kafka's accumulator does when its memory is exhausted).
-			p.starved.Add(1)
-			p.wake()
-			select {
-			case p.sem <- struct{}{}:
-				p.starved.Add(-1)
-			case <-ctx.Done():
-				p.starved.Add(-1)
-				fail(ctx.Err())
-				return
-			case <-p.quit:
-				p.starved.Add(-1)
-				fail(ErrClosed)
-				return
-			}
-		}
-	} else {
-		select {
-		case p.sem <- struct{}{}:
-		default:
-			fail(ErrBufferFull)
-			return
-		}
+	if err := p.acquireSlot(ctx); err != nil {
+		fail(err)
+		return
 	}
 	tm, err := cl.topic(ctx, r.Topic)
 	if err != nil {
-		<-p.sem
+		p.slots.release(1)
 		fail(err)
 		return
 	}
 	n := len(tm.partitions)
 	part := cl.cfg.partitioner.Partition(r, n)
 	if part < 0 || part >= n {
-		<-p.sem
+		p.slots.release(1)
 		fail(fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q", part, n, r.Topic))
 		return
 	}
@@ -186,7 +162,7 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 		size += 10 + len(h.Key) + len(h.Value)
 	}
 	if size+batch.HeaderSize > cl.cfg.maxBatchBytes {
-		<-p.sem
+		p.slots.release(1)
 		fail(ErrRecordTooLarge)
 		return
 	}
@@ -341,8 +317,8 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 		if pr.cb != nil {
 			pr.cb(pr.r, err)
 		}
-		<-p.sem
 	}
+	p.slots.release(len(b.proms))
 	p.buffered.Add(-int64(len(b.proms)))
 	clear(b.proms)
 	b.proms = b.proms[:0]

@@ -197,9 +197,8 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	b.b.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
 	b.proms = append(b.proms, promise{r, cb})
 	b.size += size
-	if cl.cfg.linger == 0 {
-		wake = true
-	}
+	// A record joining an open batch needs no wake-up even without linger: the sender saw
+	// the batch when it was opened and takes it once a request slot frees up.
 	pb.mu.Unlock()
 	p.buffered.Add(1)
 	if wake {

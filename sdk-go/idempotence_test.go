@@ -2,6 +2,8 @@ package spool_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/spoolmq/spool/protocol-spec/wire"
 	spool "github.com/spoolmq/spool/sdk-go"
 )
 
@@ -162,4 +165,62 @@ func testDrops(t *testing.T, addr string, tc dropCase) {
 		t.Fatalf("%d distinct records, want %d", len(seen), n)
 	}
 	t.Logf("%d records, %d connection drops, peak %d batches of a partition in flight", n, px.drops.Load(), spool.PeakPartitionInFlight(cl))
+}
+
+// TestIdempotentBatchRejectedMidPipeline has the broker reject one batch for good
+// (INVALID_RECORD: a record without key on a compacted topic) while batches behind it are in
+// flight: those fail too (their sequence numbers can no longer be accepted), Flush returns, the
+// producer goes on with a new producer id, and exactly the acknowledged records are in the
+// log, once each, in order.
+func TestIdempotentBatchRejectedMidPipeline(t *testing.T) {
+	addr := targets[0].start(t) // kfake accepts keyless records on compacted topics
+	admin := newClient(t, addr)
+	ctx := testCtx(t)
+	topic := fmt.Sprintf("gap-%d", topicSeq.Add(1))
+	if err := admin.Admin().CreateTopic(ctx, topic, 1, 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, addr, spool.Linger(0), spool.MaxBatchBytes(1024))
+	const n = 20000
+	var (
+		mu      sync.Mutex
+		acked   = map[int]bool{}
+		failed  int
+		invalid bool
+	)
+	for i := range n {
+		r := spool.KeyStringRecord(topic, strconv.Itoa(i), strconv.Itoa(i))
+		if i == n/2 {
+			r.Key = nil
+		}
+		cl.Produce(ctx, r, func(r *spool.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+				invalid = invalid || errors.Is(err, wire.ErrInvalidRecord)
+				return
+			}
+			i, _ := strconv.Atoi(string(r.Value))
+			acked[i] = true
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !invalid || acked[n/2] || len(acked)+failed != n || len(acked) < n/2 {
+		t.Fatalf("invalid-record error seen %v, keyless record acked %v, %d acked + %d failed of %d", invalid, acked[n/2], len(acked), failed, n)
+	}
+	got := consumeN(t, newClient(t, addr), topic, len(acked))
+	prev := -1
+	for _, r := range got {
+		i, err := strconv.Atoi(string(r.Value))
+		if err != nil || !acked[i] || i <= prev {
+			t.Fatalf("record %q at offset %d after %d: not acknowledged, duplicated or reordered", r.Value, r.Offset, prev)
+		}
+		prev = i
+	}
+	t.Logf("%d acked, %d failed, peak %d batches in flight", len(acked), failed, spool.PeakPartitionInFlight(cl))
 }

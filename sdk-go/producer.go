@@ -64,8 +64,12 @@ type partBuf struct {
 	// yet done is resent in order, with its original sequence numbers.
 	rewind  bool
 	retryAt time.Time
-	seq     int32
-	pidGen  uint64
+	// seqGap is set when a batch failed for good under idempotence: the batches encoded
+	// behind it can never be accepted, so their OUT_OF_ORDER_SEQUENCE_NUMBER is final. A new
+	// producer id clears it.
+	seqGap bool
+	seq    int32
+	pidGen uint64
 }
 
 type producer struct {

@@ -209,6 +209,7 @@ func (p *producer) collectAndSend() (next time.Time) {
 					// Its sequence numbers may or may not have been written: only a new
 					// producer id makes the partition's sequence consistent again.
 					p.needPID.Store(true)
+					pb.seqGap = true
 				}
 				pb.mu.Unlock()
 				p.finish(b, -1, fmt.Errorf("spool: delivery timeout: %w", b.lastErr))
@@ -266,7 +267,7 @@ func (p *producer) collectAndSend() (next time.Time) {
 			if b.data == nil {
 				if idemp {
 					if pb.pidGen != gen {
-						pb.pidGen, pb.seq = gen, 0
+						pb.pidGen, pb.seq, pb.seqGap = gen, 0, false
 					}
 					b.b.SetProducer(p.pid, p.epoch, pb.seq)
 					pb.seq += int32(len(b.proms))
@@ -406,6 +407,7 @@ func (p *producer) handle(r *produceReq, reqErr error) {
 			if p.idemp.Load() {
 				// The sequence of this partition now has a gap: start over with a new producer id.
 				p.needPID.Store(true)
+				pb.seqGap = true
 			}
 		}
 		ready := pb.popDone()
@@ -425,7 +427,7 @@ func (p *producer) shouldRetry(pb *partBuf, b *pbatch, err error) bool {
 	if retriable(err) {
 		return true
 	}
-	// A batch sent behind one that failed finds a gap in the sequence: it is resent after
-	// its predecessor.
-	return errors.Is(err, wire.ErrOutOfOrderSequenceNumber) && pb.queue[0] != b
+	// A batch sent behind one that failed retriably finds a gap in the sequence: it is resent
+	// after its predecessor.
+	return errors.Is(err, wire.ErrOutOfOrderSequenceNumber) && pb.queue[0] != b && !pb.seqGap
 }

@@ -88,7 +88,7 @@ func parseBenchOpts(sub string, args []string) (benchOpts, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	bad := func(format string, a ...any) (benchOpts, error) {
-		return o, usageError{fmt.Sprintf("bench %s: ", sub) + fmt.Sprintf(format, a...)}
+		return o, usageError{"bench: " + fmt.Sprintf(format, a...)}
 	}
 	switch {
 	case o.topic == "":
@@ -224,7 +224,7 @@ func (b *bench) result(start time.Time) benchResult {
 func (b *bench) client(opts ...spool.Opt) (*spool.Client, error) {
 	cl, err := b.clientFor(opts...)
 	if err != nil {
-		return nil, usageError{fmt.Sprintf("bench %s: %s", b.o.mode, strings.TrimPrefix(err.Error(), "spool: "))}
+		return nil, usageError{"bench: " + strings.TrimPrefix(err.Error(), "spool: ")}
 	}
 	return cl, nil
 }

@@ -31,13 +31,14 @@ func benchTopic(b *testing.B, addr string, partitions int32) string {
 }
 
 // BenchmarkProduce produces b.N records of each size with acks=all through our producer and
-// franz-go's, same broker, same workload.
+// franz-go's, same broker, same workload. Ours runs with Linger(0), franz-go's default, so
+// both batch the same way (ours defaults to 5ms, as Kafka 4's Java client).
 func BenchmarkProduce(b *testing.B) {
 	for _, size := range []int{100, 1024} {
 		b.Run(fmt.Sprintf("spool/%dB", size), func(b *testing.B) {
 			addr := benchAddr(b)
 			topic := benchTopic(b, addr, 3)
-			cl, err := spool.NewClient(spool.SeedBrokers(addr), spool.WithPartitioner(spool.Sticky(0, false)))
+			cl, err := spool.NewClient(spool.SeedBrokers(addr), spool.WithPartitioner(spool.Sticky(0, false)), spool.Linger(0))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -597,9 +597,9 @@ func (c *consumer) fetch(leader int32, cps []*cpart) {
 // decompressed into a buffer of their own.
 func decodeRecords(topic string, partition int32, region []byte, from int64, limit int32) ([]*Record, int64, error) {
 	next := from
-	sc := batch.NewScanner(region)
-	var recs []Record
+	recs := make([]Record, 0, countRecords(region, from))
 	var n int
+	sc := batch.NewScanner(region)
 	for sc.Next() {
 		b := sc.Batch()
 		h, err := batch.ParseHeader(b)
@@ -617,9 +617,6 @@ func decodeRecords(topic string, partition int32, region []byte, from int64, lim
 		var it batch.Iterator
 		if err := it.Reset(b, int(max(limit, 64<<20))); err != nil {
 			return ptrs(recs[:n]), next, fmt.Errorf("spool: %s[%d] batch at %d: %w", topic, partition, h.BaseOffset, err)
-		}
-		if recs == nil {
-			recs = make([]Record, 0, int(h.RecordsCount)*max(1, len(region)/max(len(b), 1)))
 		}
 		for it.Next() {
 			r := it.Record()
@@ -640,6 +637,24 @@ func decodeRecords(topic string, partition int32, region []byte, from int64, lim
 		next = max(next, last+1)
 	}
 	return ptrs(recs[:n]), next, nil
+}
+
+// countRecords is how many records the batch headers in region announce at or after from
+// (an upper bound: a batch straddling from counts whole), so decodeRecords allocates its
+// records once instead of growing the slice batch by batch.
+func countRecords(region []byte, from int64) int {
+	n := 0
+	sc := batch.NewScanner(region)
+	for sc.Next() {
+		h, err := batch.ParseHeader(sc.Batch())
+		if err != nil {
+			break
+		}
+		if h.BaseOffset+int64(h.LastOffsetDelta) >= from && h.Attributes&batch.AttrControl == 0 {
+			n += int(max(h.RecordsCount, 0))
+		}
+	}
+	return min(n, len(region)/7) // a record takes at least 7 bytes, whatever the header claims
 }
 
 func ptrs(rs []Record) []*Record {

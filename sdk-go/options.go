@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Version is the SDK version sent to brokers in ApiVersions.
@@ -59,6 +60,7 @@ type config struct {
 	metadataMaxAge  time.Duration
 	logger          *slog.Logger
 	dial            func(ctx context.Context, network, addr string) (net.Conn, error)
+	propagator      propagation.TextMapPropagator
 
 	// producer
 	acks            Acks
@@ -72,6 +74,7 @@ type config struct {
 	partitioner     Partitioner
 	deliveryTimeout time.Duration
 	produceTimeout  time.Duration
+	maxInFlight     int
 
 	// consumer
 	fetchMaxWait       time.Duration
@@ -103,6 +106,7 @@ func defaultConfig() config {
 		codec:              compress.None,
 		deliveryTimeout:    2 * time.Minute,
 		produceTimeout:     30 * time.Second,
+		maxInFlight:        5,
 		fetchMaxWait:       500 * time.Millisecond,
 		fetchMinBytes:      1,
 		fetchMaxBytes:      50 << 20,
@@ -212,13 +216,31 @@ func Idempotence(on bool) Opt {
 }
 
 // Linger sets how long a partition's batch waits for more records before it is sent. Zero
-// sends as soon as the partition has nothing in flight. Default: 5ms.
+// sends as soon as a request to the partition's leader may go out (see MaxInFlight).
+// Default: 5ms.
 func Linger(d time.Duration) Opt {
 	return func(c *config) error {
 		if d < 0 {
 			return fmt.Errorf("Linger: negative %v", d)
 		}
 		c.linger = d
+		return nil
+	}
+}
+
+// MaxInFlight bounds the produce requests outstanding on one broker connection (Kafka's
+// max.in.flight.requests.per.connection); each request carries at most one batch per
+// partition, so a partition has at most n batches in flight. With idempotence, order holds
+// across retries because every batch keeps its sequence numbers and is resent behind its
+// predecessors; without it, a retried batch may land after a later one. Brokers remember the
+// last 5 batches per producer, so n > 5 turns idempotence off unless Idempotence(true) was
+// given, which then conflicts. Default: 5.
+func MaxInFlight(n int) Opt {
+	return func(c *config) error {
+		if n < 1 || n > 1000 {
+			return fmt.Errorf("MaxInFlight: %d outside [1, 1000]", n)
+		}
+		c.maxInFlight = n
 		return nil
 	}
 }
@@ -335,6 +357,12 @@ func (c *config) validate() error {
 	if c.idempotent && c.acks != AcksAll {
 		if c.idempotentSet {
 			return errors.New("Idempotence(true) requires RequiredAcks(AcksAll)")
+		}
+		c.idempotent = false
+	}
+	if c.idempotent && c.maxInFlight > 5 {
+		if c.idempotentSet {
+			return fmt.Errorf("Idempotence(true) allows at most MaxInFlight(5), got %d", c.maxInFlight)
 		}
 		c.idempotent = false
 	}

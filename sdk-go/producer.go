@@ -34,6 +34,12 @@ type pbatch struct {
 	data     []byte // the encoded batch, fixed at the first send
 	attempts int
 	lastErr  error
+	inflight bool
+	// done marks a batch whose outcome (base, err) is known but whose records wait for the
+	// batches before it, so that callbacks run in produce order.
+	done bool
+	base int64
+	err  error
 }
 
 type tp struct {
@@ -41,25 +47,40 @@ type tp struct {
 	partition int32
 }
 
+// partBuf is one partition's produce state. Sealed batches wait in queue, oldest first; the
+// first sent of them have gone out in the current round (in flight, done, or failed and
+// waiting to be resent).
 type partBuf struct {
 	tp
 	mu       sync.Mutex
 	cur      *pbatch
-	queue    []*pbatch // sealed batches, oldest first; queue[0] is in flight when inflight
-	inflight bool
-	retryAt  time.Time
-	seq      int32
-	pidGen   uint64
+	queue    []*pbatch
+	sent     int
+	inflight int
+	// delivering counts batches popped from queue whose callbacks are still running.
+	delivering int
+	leader     int32 // the broker the in-flight batches went to
+	// rewind is set when a batch failed retriably: once nothing is in flight, every batch not
+	// yet done is resent in order, with its original sequence numbers.
+	rewind  bool
+	retryAt time.Time
+	// seqGap is set when a batch failed for good under idempotence: the batches encoded
+	// behind it can never be accepted, so their OUT_OF_ORDER_SEQUENCE_NUMBER is final. A new
+	// producer id clears it.
+	seqGap bool
+	seq    int32
+	pidGen uint64
 }
 
 type producer struct {
 	cl       *Client
-	sem      chan struct{}
+	slots    bufferSlots
 	mu       sync.RWMutex
 	parts    map[tp]*partBuf
 	list     []*partBuf
 	wakeCh   chan struct{}
 	flushing atomic.Int32
+	starved  atomic.Int32 // Produce calls waiting for buffer space
 	buffered atomic.Int64
 	doneMu   sync.Mutex
 	doneCh   chan struct{}
@@ -67,7 +88,11 @@ type producer struct {
 	quitOnce sync.Once
 	wg       sync.WaitGroup
 	start    sync.Once
-	free     chan *pbatch // recycled batches, whose buffers have grown
+	free     chan *pbatch    // recycled batches, whose buffers have grown
+	pipes    map[int32]*pipe // per leader; touched only by the sender goroutine
+
+	// peakInFlight is the most batches of one partition seen in flight at once (for tests).
+	peakInFlight atomic.Int32
 
 	// Idempotence state, owned by the sender goroutine except pidGen (atomic).
 	pid     int64
@@ -79,10 +104,11 @@ type producer struct {
 
 func newProducer(cl *Client) *producer {
 	p := &producer{
-		cl: cl, sem: make(chan struct{}, cl.cfg.maxBuffered), parts: map[tp]*partBuf{},
+		cl: cl, parts: map[tp]*partBuf{},
 		wakeCh: make(chan struct{}, 1), doneCh: make(chan struct{}), quit: make(chan struct{}),
-		pid: -1, epoch: -1, free: make(chan *pbatch, 256),
+		pid: -1, epoch: -1, free: make(chan *pbatch, 256), pipes: map[int32]*pipe{},
 	}
+	p.slots.max = int64(cl.cfg.maxBuffered)
 	p.idemp.Store(cl.cfg.idempotent)
 	p.needPID.Store(cl.cfg.idempotent)
 	return p
@@ -111,38 +137,20 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 		fail(ErrClosed)
 		return
 	}
-	if cl.cfg.blockOnFull {
-		select {
-		case p.sem <- struct{}{}:
-		default:
-			select {
-			case p.sem <- struct{}{}:
-			case <-ctx.Done():
-				fail(ctx.Err())
-				return
-			case <-p.quit:
-				fail(ErrClosed)
-				return
-			}
-		}
-	} else {
-		select {
-		case p.sem <- struct{}{}:
-		default:
-			fail(ErrBufferFull)
-			return
-		}
+	if err := p.acquireSlot(ctx); err != nil {
+		fail(err)
+		return
 	}
 	tm, err := cl.topic(ctx, r.Topic)
 	if err != nil {
-		<-p.sem
+		p.slots.release(1)
 		fail(err)
 		return
 	}
 	n := len(tm.partitions)
 	part := cl.cfg.partitioner.Partition(r, n)
 	if part < 0 || part >= n {
-		<-p.sem
+		p.slots.release(1)
 		fail(fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q", part, n, r.Topic))
 		return
 	}
@@ -150,12 +158,15 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	if r.Timestamp.IsZero() {
 		r.Timestamp = time.Now()
 	}
+	if cl.cfg.propagator != nil {
+		cl.injectTrace(ctx, r)
+	}
 	size := 21 + len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
 		size += 10 + len(h.Key) + len(h.Value)
 	}
 	if size+batch.HeaderSize > cl.cfg.maxBatchBytes {
-		<-p.sem
+		p.slots.release(1)
 		fail(ErrRecordTooLarge)
 		return
 	}
@@ -190,9 +201,8 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	b.b.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
 	b.proms = append(b.proms, promise{r, cb})
 	b.size += size
-	if cl.cfg.linger == 0 {
-		wake = true
-	}
+	// A record joining an open batch needs no wake-up even without linger: the sender saw
+	// the batch when it was opened and takes it once a request slot frees up.
 	pb.mu.Unlock()
 	p.buffered.Add(1)
 	if wake {
@@ -288,7 +298,11 @@ func (p *producer) close() {
 		pb.queue, pb.cur = nil, nil
 		pb.mu.Unlock()
 		for _, b := range bs {
-			p.finish(b, -1, ErrClosed)
+			if b.done {
+				p.finish(b, b.base, b.err)
+			} else {
+				p.finish(b, -1, ErrClosed)
+			}
 		}
 	}
 }
@@ -306,12 +320,13 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 		if pr.cb != nil {
 			pr.cb(pr.r, err)
 		}
-		<-p.sem
 	}
+	p.slots.release(len(b.proms))
 	p.buffered.Add(-int64(len(b.proms)))
 	clear(b.proms)
 	b.proms = b.proms[:0]
 	b.data, b.attempts, b.lastErr = nil, 0, nil
+	b.inflight, b.done, b.base, b.err = false, false, 0, nil
 	select {
 	case p.free <- b:
 	default:
@@ -322,8 +337,9 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 	p.doneMu.Unlock()
 }
 
-// run is the sender: it collects ready batches, one in flight per partition, into one produce
-// request per leader and sends them pipelined on the leaders' connections.
+// run is the sender: it collects ready batches into produce requests per leader (at most one
+// batch per partition per request, at most MaxInFlight requests per leader outstanding) and
+// hands them to the leaders' pipes.
 func (p *producer) run() {
 	defer p.wg.Done()
 	cl := p.cl
@@ -384,235 +400,4 @@ func (p *producer) initPID() error {
 	p.pidGen.Add(1)
 	p.needPID.Store(false)
 	return nil
-}
-
-type sendItem struct {
-	pb *partBuf
-	b  *pbatch
-}
-
-func (p *producer) collectAndSend() (next time.Time) {
-	cl := p.cl
-	now := time.Now()
-	flushing := p.flushing.Load() > 0
-	p.mu.RLock()
-	list := p.list
-	p.mu.RUnlock()
-	type pending struct {
-		req   *wire.ProduceRequest
-		items []sendItem
-	}
-	var byLeader map[int32]*pending
-	needMeta := false
-	soonest := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
-	idemp := p.idemp.Load()
-	gen := p.pidGen.Load()
-	for _, pb := range list {
-		pb.mu.Lock()
-		if pb.inflight {
-			pb.mu.Unlock()
-			continue
-		}
-		if len(pb.queue) > 0 && pb.retryAt.After(now) {
-			soonest(pb.retryAt)
-			pb.mu.Unlock()
-			continue
-		}
-		if len(pb.queue) == 0 && pb.cur != nil {
-			if flushing || cl.cfg.linger == 0 || !now.Before(pb.cur.created.Add(cl.cfg.linger)) {
-				pb.queue = append(pb.queue, pb.cur)
-				pb.cur = nil
-			} else {
-				soonest(pb.cur.created.Add(cl.cfg.linger))
-			}
-		}
-		if len(pb.queue) == 0 {
-			pb.mu.Unlock()
-			continue
-		}
-		b := pb.queue[0]
-		if now.Sub(b.created) > cl.cfg.deliveryTimeout && b.lastErr != nil {
-			pb.queue = pb.queue[1:]
-			if b.data != nil && idemp {
-				p.needPID.Store(true)
-			}
-			pb.mu.Unlock()
-			p.finish(b, -1, fmt.Errorf("spool: delivery timeout: %w", b.lastErr))
-			soonest(now)
-			continue
-		}
-		leader := cl.leaderOf(pb.topic, pb.partition)
-		if leader < 0 {
-			needMeta = true
-			cl.addTopics(pb.topic)
-			soonest(now.Add(cl.cfg.retryBackoff))
-			pb.mu.Unlock()
-			continue
-		}
-		if b.data == nil {
-			if idemp {
-				if pb.pidGen != gen {
-					pb.pidGen, pb.seq = gen, 0
-				}
-				b.b.SetProducer(p.pid, p.epoch, pb.seq)
-				pb.seq += int32(len(b.proms))
-			}
-			data, err := b.b.Finish()
-			if err != nil {
-				pb.queue = pb.queue[1:]
-				pb.mu.Unlock()
-				p.finish(b, -1, err)
-				continue
-			}
-			b.data = data
-		}
-		pb.inflight = true
-		pb.mu.Unlock()
-		if byLeader == nil {
-			byLeader = map[int32]*pending{}
-		}
-		pd := byLeader[leader]
-		if pd == nil {
-			req := &wire.ProduceRequest{}
-			req.Default()
-			req.Acks = int16(cl.cfg.acks)
-			req.TimeoutMs = int32(cl.cfg.produceTimeout / time.Millisecond)
-			pd = &pending{req: req}
-			byLeader[leader] = pd
-		}
-		req := pd.req
-		ti := -1
-		for i := range req.TopicData {
-			if req.TopicData[i].Name == pb.topic {
-				ti = i
-				break
-			}
-		}
-		if ti < 0 {
-			req.TopicData = append(req.TopicData, wire.ProduceRequestTopicProduceData{Name: pb.topic})
-			ti = len(req.TopicData) - 1
-		}
-		req.TopicData[ti].PartitionData = append(req.TopicData[ti].PartitionData,
-			wire.ProduceRequestPartitionProduceData{Index: pb.partition, Records: b.data})
-		pd.items = append(pd.items, sendItem{pb, b})
-	}
-	if needMeta {
-		cl.triggerRefresh()
-	}
-	for leader, pd := range byLeader {
-		p.send(leader, pd.req, pd.items)
-	}
-	return next
-}
-
-// send issues one produce request and handles its response on another goroutine.
-func (p *producer) send(leader int32, req *wire.ProduceRequest, items []sendItem) {
-	cl := p.cl
-	var resp *wire.ProduceResponse
-	if req.Acks != 0 {
-		resp = &wire.ProduceResponse{}
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		timeout := cl.cfg.requestTimeout + cl.cfg.produceTimeout
-		ctx, cancel := context.WithTimeout(cl.ctx, timeout)
-		defer cancel()
-		c, err := cl.connToNode(ctx, leader)
-		if err == nil {
-			var v int16
-			v, err = c.version(0)
-			if err == nil {
-				cll := &call{key: 0, version: v, req: req, done: make(chan error, 1)}
-				if resp != nil {
-					cll.resp = resp
-				}
-				if err = c.send(ctx, cll); err == nil {
-					select {
-					case err = <-cll.done:
-					case <-ctx.Done():
-						// A broker that does not answer: drop the connection so that
-						// nothing sent on it can land after a retry.
-						c.close(fmt.Errorf("produce response timeout after %v", timeout))
-						err = <-cll.done
-					}
-				}
-			}
-		}
-		p.handle(req, resp, items, err)
-	}()
-}
-
-func (p *producer) handle(req *wire.ProduceRequest, resp *wire.ProduceResponse, items []sendItem, reqErr error) {
-	cl := p.cl
-	type result struct {
-		base int64
-		err  error
-	}
-	results := make(map[tp]result, len(items))
-	if reqErr == nil && resp != nil {
-		for _, t := range resp.Responses {
-			for _, pr := range t.PartitionResponses {
-				err := wire.ErrorForCode(pr.ErrorCode)
-				if errors.Is(err, wire.ErrDuplicateSequenceNumber) {
-					err = nil
-					pr.BaseOffset = -1
-				}
-				if err != nil && pr.ErrorMessage != nil && *pr.ErrorMessage != "" {
-					err = fmt.Errorf("%w (%s)", err, *pr.ErrorMessage)
-				}
-				results[tp{t.Name, pr.Index}] = result{pr.BaseOffset, err}
-			}
-		}
-	}
-	refresh := false
-	for _, it := range items {
-		var res result
-		switch {
-		case reqErr != nil:
-			res = result{-1, reqErr}
-		case resp == nil:
-			res = result{-1, nil}
-		default:
-			var ok bool
-			if res, ok = results[it.pb.tp]; !ok {
-				res = result{-1, fmt.Errorf("spool: produce response lacks %s[%d]: %w", it.pb.topic, it.pb.partition, wire.ErrUnknownServerError)}
-			}
-		}
-		pb, b := it.pb, it.b
-		pb.mu.Lock()
-		pb.inflight = false
-		if res.err == nil {
-			pb.queue = pb.queue[1:]
-			pb.retryAt = time.Time{}
-			pb.mu.Unlock()
-			p.finish(b, res.base, nil)
-			continue
-		}
-		b.attempts++
-		b.lastErr = res.err
-		if retriable(res.err) && !p.cl.closed() && time.Since(b.created) < cl.cfg.deliveryTimeout {
-			pb.retryAt = time.Now().Add(cl.backoff(b.attempts - 1))
-			if isLeadershipErr(res.err) {
-				refresh = true
-			}
-			pb.mu.Unlock()
-			continue
-		}
-		pb.queue = pb.queue[1:]
-		pb.mu.Unlock()
-		if p.idemp.Load() {
-			// The sequence of this partition now has a gap: start over with a new producer id.
-			p.needPID.Store(true)
-		}
-		p.finish(b, -1, res.err)
-	}
-	if refresh {
-		cl.triggerRefresh()
-	}
-	p.wake()
 }

@@ -7,7 +7,7 @@
 //	spool consume --topic T [--from-beginning] [--count N] [--format FMT]
 //	spool group list | describe GROUP | delete GROUP... | seek GROUP --topic T --to WHERE | delete-offsets GROUP --topic T
 //	spool cluster info
-//	spool bench produce|consume --topic T [--records N] [--size B] [--json]
+//	spool bench produce|consume|e2e --topic T [--records N | --duration D] [--size B] [--rate R] [--json] ...
 //
 // --brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092. Bad usage exits 2, other
 // errors exit 1, both with a message on stderr.
@@ -16,7 +16,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,8 +59,9 @@ commands:
              (only while the group has no members; --create starts a group that does not exist)
   group delete-offsets GROUP --topic T [--partitions 0,1]
   cluster info
-  bench produce --topic T [--records N] [--size B] [--acks ...] [--compression ...] [--json]
-  bench consume --topic T [--records N] [--json]
+  bench produce|consume|e2e --topic T [--records N | --duration D] [--size B] [--rate R]
+          [--acks ...] [--compression ...] [--partitions N] [--linger D] [--batch-bytes B]
+          [--max-in-flight N] [--json]   (e2e: --rate defaults to 1000/s, --size >= 8)
 
 --brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092.
 `
@@ -569,131 +568,4 @@ func formatRecord(b []byte, f string, r *spool.Record) []byte {
 		b = append(b, c)
 	}
 	return b
-}
-
-type benchResult struct {
-	Mode       string  `json:"mode"`
-	Records    int     `json:"records"`
-	Bytes      int64   `json:"bytes"`
-	Seconds    float64 `json:"seconds"`
-	RecordsSec float64 `json:"records_per_sec"`
-	MBSec      float64 `json:"mb_per_sec"`
-	P50ms      float64 `json:"p50_ms"`
-	P90ms      float64 `json:"p90_ms"`
-	P99ms      float64 `json:"p99_ms"`
-	P999ms     float64 `json:"p99_9_ms"`
-	Maxms      float64 `json:"max_ms"`
-}
-
-func benchCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench " + sub)
-	topic := fs.String("topic", "", "")
-	records := fs.Int("records", 100000, "")
-	size := fs.Int("size", 100, "")
-	acks := fs.String("acks", "all", "")
-	codec := fs.String("compression", "none", "")
-	asJSON := fs.Bool("json", false, "")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *topic == "" {
-		return usageError{"bench: --topic is required"}
-	}
-	if *records <= 0 || *size < 0 {
-		return usageError{"bench: --records must be > 0 and --size >= 0"}
-	}
-	res := benchResult{Mode: sub, Records: *records}
-	var lat []time.Duration
-	var start time.Time
-	switch sub {
-	case "produce":
-		opts, err := producerOpts(*acks, *codec, "roundrobin")
-		if err != nil {
-			return err
-		}
-		cl, err := clientFor(opts...)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if _, err := cl.Admin().DescribeTopics(ctx, *topic); err != nil {
-			return err
-		}
-		value := make([]byte, *size)
-		recs := make([]spool.Record, *records)
-		sent := make([]time.Time, *records)
-		lat = make([]time.Duration, *records)
-		var mu sync.Mutex
-		var first error
-		start = time.Now()
-		for i := range recs {
-			recs[i] = spool.Record{Topic: *topic, Value: value}
-			sent[i] = time.Now()
-			i := i
-			cl.Produce(ctx, &recs[i], func(_ *spool.Record, err error) {
-				lat[i] = time.Since(sent[i])
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		if err := cl.Flush(ctx); err != nil {
-			return err
-		}
-		if first != nil {
-			return first
-		}
-		res.Bytes = int64(*records) * int64(*size)
-	case "consume":
-		cl, err := clientFor()
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		if err := cl.AssignTopic(ctx, *topic, spool.OffsetStart()); err != nil {
-			return err
-		}
-		start = time.Now()
-		n := 0
-		lat = make([]time.Duration, 0, *records)
-		for n < *records {
-			rs, err := cl.Poll(ctx)
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			for _, r := range rs {
-				res.Bytes += int64(len(r.Value) + len(r.Key))
-				lat = append(lat, now.Sub(r.Timestamp))
-			}
-			n += len(rs)
-		}
-		res.Records = n
-	default:
-		return usageError{"bench: unknown subcommand " + sub + " (want produce or consume)"}
-	}
-	el := time.Since(start)
-	res.Seconds = el.Seconds()
-	res.RecordsSec = float64(res.Records) / el.Seconds()
-	res.MBSec = float64(res.Bytes) / el.Seconds() / 1e6
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	pct := func(q float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		i := min(int(q*float64(len(lat))), len(lat)-1)
-		return float64(lat[i]) / 1e6
-	}
-	res.P50ms, res.P90ms, res.P99ms, res.P999ms, res.Maxms = pct(0.5), pct(0.9), pct(0.99), pct(0.999), pct(1)
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
-	}
-	fmt.Fprintf(stdout, "%-8s %10s %12s %9s %9s %9s %9s %9s %9s\n", "mode", "records", "records/s", "MB/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms")
-	fmt.Fprintf(stdout, "%-8s %10d %12.0f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", res.Mode, res.Records, res.RecordsSec, res.MBSec,
-		res.P50ms, res.P90ms, res.P99ms, res.P999ms, res.Maxms)
-	return nil
 }

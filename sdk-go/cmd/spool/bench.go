@@ -1,0 +1,574 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+	spool "github.com/spoolmq/spool/sdk-go"
+	"github.com/spoolmq/spool/sdk-go/internal/hist"
+	"golang.org/x/term"
+)
+
+// benchResult is what `spool bench --json` prints, one object on one line. The bench-compare
+// harness (bench/) reads these names: add fields, never rename or drop one.
+type benchResult struct {
+	Mode       string  `json:"mode"`
+	Records    int     `json:"records"`
+	Bytes      int64   `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	RecordsSec float64 `json:"records_per_sec"`
+	MBSec      float64 `json:"mb_per_sec"`
+	P50ms      float64 `json:"p50_ms"`
+	P90ms      float64 `json:"p90_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	P999ms     float64 `json:"p99_9_ms"`
+	Maxms      float64 `json:"max_ms"`
+	// Size is the value size in bytes; TargetRate the --rate asked for (0: unthrottled).
+	Size       int     `json:"size"`
+	TargetRate float64 `json:"target_rate"`
+}
+
+// benchOpts are the flags of `spool bench MODE`.
+type benchOpts struct {
+	mode        string
+	topic       string
+	records     int
+	duration    time.Duration
+	size        int
+	rate        float64
+	acks        string
+	codec       string
+	partitions  int
+	linger      time.Duration
+	batchBytes  int
+	maxInFlight int
+	json        bool
+}
+
+// e2eDefaultRate is the e2e rate without --rate: latency, not throughput, is what e2e is for.
+const e2eDefaultRate = 1000
+
+// stampSize is the bytes of an e2e value that carry its send time.
+const stampSize = 8
+
+func parseBenchOpts(sub string, args []string) (benchOpts, error) {
+	o := benchOpts{mode: sub}
+	switch sub {
+	case "produce", "consume", "e2e":
+	default:
+		return o, usageError{"bench: unknown subcommand " + sub + " (want produce, consume or e2e)"}
+	}
+	fs := newFlags("bench " + sub)
+	fs.StringVar(&o.topic, "topic", "", "")
+	fs.IntVar(&o.records, "records", 100000, "")
+	fs.DurationVar(&o.duration, "duration", 0, "")
+	fs.IntVar(&o.size, "size", 100, "")
+	fs.Float64Var(&o.rate, "rate", 0, "")
+	fs.StringVar(&o.acks, "acks", "all", "")
+	fs.StringVar(&o.codec, "compression", "none", "")
+	fs.IntVar(&o.partitions, "partitions", 0, "")
+	fs.DurationVar(&o.linger, "linger", -1, "")
+	fs.IntVar(&o.batchBytes, "batch-bytes", 0, "")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "")
+	fs.BoolVar(&o.json, "json", false, "")
+	if err := parse(fs, args); err != nil {
+		return o, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	bad := func(format string, a ...any) (benchOpts, error) {
+		return o, usageError{"bench: " + fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case o.topic == "":
+		return bad("--topic is required")
+	case set["records"] && set["duration"]:
+		return bad("give --records or --duration, not both")
+	case o.records <= 0:
+		return bad("--records must be > 0, got %d", o.records)
+	case set["duration"] && o.duration <= 0:
+		return bad("--duration must be > 0, got %v", o.duration)
+	case o.size < 0:
+		return bad("--size must be >= 0, got %d", o.size)
+	case o.mode == "e2e" && o.size < stampSize:
+		return bad("--size must be >= %d for e2e (the value carries its send time), got %d", stampSize, o.size)
+	case o.rate < 0:
+		return bad("--rate must be >= 0 (0: unthrottled), got %v", o.rate)
+	case o.mode == "consume" && set["rate"]:
+		return bad("--rate applies to produce and e2e")
+	case o.partitions < 0:
+		return bad("--partitions must be >= 1, got %d", o.partitions)
+	case set["linger"] && o.linger < 0:
+		return bad("--linger must be >= 0, got %v", o.linger)
+	case o.batchBytes < 0 || o.maxInFlight < 0:
+		return bad("--batch-bytes and --max-in-flight must be > 0")
+	}
+	if o.mode == "e2e" && !set["rate"] {
+		o.rate = e2eDefaultRate
+	}
+	if set["duration"] {
+		o.records = 0
+	}
+	return o, nil
+}
+
+// producerOpts are the client options for the producing side of a bench.
+func (o benchOpts) producerOpts() ([]spool.Opt, error) {
+	opts, err := producerOpts(o.acks, o.codec, "sticky")
+	if err != nil {
+		return nil, err
+	}
+	if o.linger >= 0 {
+		opts = append(opts, spool.Linger(o.linger))
+	}
+	if o.batchBytes > 0 {
+		opts = append(opts, spool.MaxBatchBytes(o.batchBytes))
+	}
+	if o.maxInFlight > 0 {
+		opts = append(opts, spool.MaxInFlight(o.maxInFlight))
+	}
+	return opts, nil
+}
+
+// more reports whether record i (0-based) is still to be sent at now.
+func (o benchOpts) more(i int, start, now time.Time) bool {
+	if o.records > 0 {
+		return i < o.records
+	}
+	return now.Sub(start) < o.duration
+}
+
+func benchCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout, stderr io.Writer) error {
+	o, err := parseBenchOpts(sub, args)
+	if err != nil {
+		return err
+	}
+	b := &bench{o: o, clientFor: clientFor}
+	if !o.json {
+		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			b.progress = &progress{w: stderr, o: o, done: &b.done}
+		}
+	}
+	var res benchResult
+	switch sub {
+	case "produce":
+		res, err = b.produce(ctx)
+	case "consume":
+		res, err = b.consume(ctx)
+	case "e2e":
+		res, err = b.e2e(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "%-8s %10s %12s %9s %9s %9s %9s %9s %9s\n", "mode", "records", "records/s", "MB/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms")
+	fmt.Fprintf(stdout, "%-8s %10d %12.0f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", res.Mode, res.Records, res.RecordsSec, res.MBSec,
+		res.P50ms, res.P90ms, res.P99ms, res.P999ms, res.Maxms)
+	return nil
+}
+
+// bench is one run: its options, latency histogram and count of records done.
+type bench struct {
+	o         benchOpts
+	clientFor clientFunc
+	lat       hist.Hist // nanoseconds
+	done      atomic.Int64
+	bytes     atomic.Int64
+	progress  *progress // nil unless stderr is a terminal
+	errMu     sync.Mutex
+	err       error
+}
+
+func (b *bench) fail(err error) {
+	b.errMu.Lock()
+	if b.err == nil {
+		b.err = err
+	}
+	b.errMu.Unlock()
+}
+
+func (b *bench) firstErr() error {
+	b.errMu.Lock()
+	defer b.errMu.Unlock()
+	return b.err
+}
+
+// result summarizes the run that started at start.
+func (b *bench) result(start time.Time) benchResult {
+	el := time.Since(start).Seconds()
+	n := b.done.Load()
+	ms := func(q float64) float64 { return float64(b.lat.Quantile(q)) / 1e6 }
+	return benchResult{
+		Mode: b.o.mode, Records: int(n), Bytes: b.bytes.Load(), Seconds: el,
+		RecordsSec: float64(n) / el, MBSec: float64(b.bytes.Load()) / el / 1e6,
+		P50ms: ms(0.5), P90ms: ms(0.9), P99ms: ms(0.99), P999ms: ms(0.999), Maxms: ms(1),
+		Size: b.o.size, TargetRate: b.o.rate,
+	}
+}
+
+// client makes a client. NewClient fails only on bad options, which here come from flags.
+func (b *bench) client(opts ...spool.Opt) (*spool.Client, error) {
+	cl, err := b.clientFor(opts...)
+	if err != nil {
+		return nil, usageError{"bench: " + strings.TrimPrefix(err.Error(), "spool: ")}
+	}
+	return cl, nil
+}
+
+// ensureTopic creates the topic when it is missing, with --partitions (else the broker's
+// default).
+func (b *bench) ensureTopic(ctx context.Context, cl *spool.Client) error {
+	ds, err := cl.Admin().DescribeTopics(ctx, b.o.topic)
+	if err == nil && len(ds) == 1 && ds[0].Err == nil {
+		return nil
+	}
+	if err == nil && len(ds) == 1 {
+		err = ds[0].Err
+	}
+	if !errors.Is(err, wire.ErrUnknownTopicOrPartition) {
+		return fmt.Errorf("looking up topic %q: %w", b.o.topic, err)
+	}
+	parts := int32(-1)
+	if b.o.partitions > 0 {
+		parts = int32(b.o.partitions)
+	}
+	if err := cl.Admin().CreateTopic(ctx, b.o.topic, parts, -1, nil); err != nil && !errors.Is(err, wire.ErrTopicAlreadyExists) {
+		return fmt.Errorf("creating topic %q: %w", b.o.topic, err)
+	}
+	return nil
+}
+
+// records hands out Records from slabs, so that producing does not allocate per record.
+type recordSlab struct {
+	recs  []spool.Record
+	vals  []byte
+	size  int
+	stamp bool
+}
+
+const slabRecords = 4096
+
+func (s *recordSlab) next(topic string, shared []byte) *spool.Record {
+	if len(s.recs) == 0 {
+		s.recs = make([]spool.Record, slabRecords)
+		if s.stamp {
+			s.vals = make([]byte, slabRecords*s.size)
+		}
+	}
+	r := &s.recs[0]
+	s.recs = s.recs[1:]
+	r.Topic, r.Value = topic, shared
+	if s.stamp {
+		r.Value, s.vals = s.vals[:s.size:s.size], s.vals[s.size:]
+	}
+	return r
+}
+
+// sendLoop produces records at the paced rate until the run is over; each record's
+// Timestamp is its send time. onSend (may be nil) sees each record before it is produced.
+func (b *bench) sendLoop(ctx context.Context, cl *spool.Client, start time.Time, slab *recordSlab, onSend func(*spool.Record, time.Time), cb func(*spool.Record, error)) (int, error) {
+	shared := make([]byte, b.o.size)
+	p := pacer{rate: b.o.rate, start: start}
+	i := 0
+	for ; b.o.more(i, start, time.Now()); i++ {
+		if err := p.wait(ctx, i); err != nil {
+			return i, err
+		}
+		if err := b.firstErr(); err != nil {
+			return i, err
+		}
+		now := time.Now()
+		if !b.o.more(i, start, now) {
+			break // the duration ended while waiting
+		}
+		r := slab.next(b.o.topic, shared)
+		r.Timestamp = now
+		if onSend != nil {
+			onSend(r, now)
+		}
+		cl.Produce(ctx, r, cb)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return i, fmt.Errorf("flushing: %w", err)
+	}
+	return i, b.firstErr()
+}
+
+func (b *bench) produce(ctx context.Context) (benchResult, error) {
+	opts, err := b.o.producerOpts()
+	if err != nil {
+		return benchResult{}, err
+	}
+	cl, err := b.client(opts...)
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer cl.Close()
+	if err := b.ensureTopic(ctx, cl); err != nil {
+		return benchResult{}, err
+	}
+	size := int64(b.o.size)
+	cb := func(r *spool.Record, err error) {
+		if err != nil {
+			b.fail(err)
+			return
+		}
+		b.lat.Record(int64(time.Since(r.Timestamp)))
+		b.done.Add(1)
+		b.bytes.Add(size)
+	}
+	start := time.Now()
+	stop := b.progress.start(start)
+	_, err = b.sendLoop(ctx, cl, start, &recordSlab{}, nil, cb)
+	stop()
+	if err != nil {
+		return benchResult{}, err
+	}
+	return b.result(start), nil
+}
+
+func (b *bench) consume(ctx context.Context) (benchResult, error) {
+	cl, err := b.client()
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer cl.Close()
+	if err := cl.AssignTopic(ctx, b.o.topic, spool.OffsetStart()); err != nil {
+		return benchResult{}, err
+	}
+	start := time.Now()
+	pctx := ctx
+	if b.o.duration > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithDeadline(ctx, start.Add(b.o.duration))
+		defer cancel()
+	}
+	stop := b.progress.start(start)
+	defer stop()
+	for b.o.records == 0 || b.done.Load() < int64(b.o.records) {
+		rs, err := cl.Poll(pctx)
+		if err != nil {
+			if b.o.duration > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				break
+			}
+			return benchResult{}, err
+		}
+		now := time.Now()
+		var nb int64
+		for _, r := range rs {
+			nb += int64(len(r.Value) + len(r.Key))
+			b.lat.Record(int64(now.Sub(r.Timestamp)))
+		}
+		b.bytes.Add(nb)
+		b.done.Add(int64(len(rs)))
+	}
+	stop()
+	return b.result(start), nil
+}
+
+// e2eDrain bounds the wait for the last records to arrive once producing is done.
+const e2eDrain = 30 * time.Second
+
+func (b *bench) e2e(ctx context.Context) (benchResult, error) {
+	opts, err := b.o.producerOpts()
+	if err != nil {
+		return benchResult{}, err
+	}
+	prod, err := b.client(opts...)
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer prod.Close()
+	if err := b.ensureTopic(ctx, prod); err != nil {
+		return benchResult{}, err
+	}
+	cons, err := b.client()
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer cons.Close()
+	// Start at the current end, resolved now, so that every record produced below is seen.
+	ends, err := cons.Admin().ListOffsets(ctx, b.o.topic, -1)
+	if err != nil {
+		return benchResult{}, fmt.Errorf("end offsets of %q: %w", b.o.topic, err)
+	}
+	at := make(map[int32]spool.Offset, len(ends))
+	for p, o := range ends {
+		at[p] = spool.OffsetAt(o)
+	}
+	cons.Assign(map[string]map[int32]spool.Offset{b.o.topic: at})
+
+	// Send times are monotonic nanoseconds since base, so wall-clock steps do not matter.
+	base := time.Now()
+	var target atomic.Int64
+	target.Store(-1)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	consumed := make(chan error, 1)
+	go func() { consumed <- b.receive(cctx, cons, base, &target) }()
+
+	var acked atomic.Int64
+	cb := func(_ *spool.Record, err error) {
+		if err != nil {
+			b.fail(err)
+			return
+		}
+		acked.Add(1)
+	}
+	stamp := func(r *spool.Record, now time.Time) {
+		binary.BigEndian.PutUint64(r.Value, uint64(now.Sub(base)))
+	}
+	start := time.Now()
+	stop := b.progress.start(start)
+	defer stop()
+	_, err = b.sendLoop(ctx, prod, start, &recordSlab{size: b.o.size, stamp: true}, stamp, cb)
+	if err != nil {
+		return benchResult{}, err
+	}
+	n := acked.Load()
+	target.Store(n)
+	if b.done.Load() >= n {
+		// The receiver may already be waiting for records that will never come.
+		cancel()
+	}
+	select {
+	case err = <-consumed:
+	case <-time.After(e2eDrain):
+		cancel()
+		err = <-consumed
+		if err == nil {
+			err = fmt.Errorf("e2e: %d of %d records arrived within %v of the last send", b.done.Load(), n, e2eDrain)
+		}
+	}
+	if err != nil {
+		return benchResult{}, err
+	}
+	if got := b.done.Load(); got != n {
+		return benchResult{}, fmt.Errorf("e2e: consumed %d records, produced %d", got, n)
+	}
+	stop()
+	return b.result(start), nil
+}
+
+// receive consumes until it has the target number of records (once known) or ctx ends.
+func (b *bench) receive(ctx context.Context, cl *spool.Client, base time.Time, target *atomic.Int64) error {
+	for {
+		if t := target.Load(); t >= 0 && b.done.Load() >= t {
+			return nil
+		}
+		rs, err := cl.Poll(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		now := int64(time.Since(base))
+		var nb int64
+		for _, r := range rs {
+			if len(r.Value) < stampSize {
+				return fmt.Errorf("e2e: record %s[%d]@%d has no send time (another producer on the topic?)", r.Topic, r.Partition, r.Offset)
+			}
+			b.lat.Record(now - int64(binary.BigEndian.Uint64(r.Value)))
+			nb += int64(len(r.Value) + len(r.Key))
+		}
+		b.bytes.Add(nb)
+		b.done.Add(int64(len(rs)))
+	}
+}
+
+// pacer spaces sends at rate records/s from start. Record i is due at start + i/rate, so
+// lateness never accumulates; it sleeps only when at least a millisecond early, so high rates
+// go out in small bursts rather than with a sleep per record.
+type pacer struct {
+	rate  float64
+	start time.Time
+}
+
+func (p pacer) wait(ctx context.Context, i int) error {
+	if p.rate <= 0 {
+		return nil
+	}
+	d := time.Until(p.start.Add(time.Duration(float64(i) / p.rate * float64(time.Second))))
+	if d < time.Millisecond {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// progress draws a bar with the current rate on a terminal, at most 10 times a second.
+type progress struct {
+	w    io.Writer
+	o    benchOpts
+	done *atomic.Int64
+}
+
+const progressWidth = 30
+
+// start draws until the returned function is called; on a nil progress it does nothing.
+func (p *progress) start(t0 time.Time) (stop func()) {
+	if p == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		lastN, lastT := int64(0), t0
+		for {
+			select {
+			case <-quit:
+				fmt.Fprint(p.w, "\r\033[K")
+				return
+			case now := <-tick.C:
+				n := p.done.Load()
+				rate := float64(n-lastN) / now.Sub(lastT).Seconds()
+				lastN, lastT = n, now
+				fmt.Fprint(p.w, "\r\033[K"+p.line(n, now.Sub(t0), rate))
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(quit)
+			<-finished
+		})
+	}
+}
+
+func (p *progress) line(n int64, el time.Duration, rate float64) string {
+	frac := 0.0
+	if p.o.records > 0 {
+		frac = float64(n) / float64(p.o.records)
+	} else if p.o.duration > 0 {
+		frac = el.Seconds() / p.o.duration.Seconds()
+	}
+	frac = min(max(frac, 0), 1)
+	full := int(frac * progressWidth)
+	return fmt.Sprintf("[%s%s] %3.0f%% %d records %.0f rec/s %v",
+		strings.Repeat("#", full), strings.Repeat(".", progressWidth-full), frac*100, n, rate, el.Truncate(100*time.Millisecond))
+}

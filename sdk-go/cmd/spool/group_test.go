@@ -202,7 +202,6 @@ func TestCLIGroupBadInput(t *testing.T) {
 	}{
 		{"no subcommand", addr, []string{"group"}, 2, "group: missing subcommand"},
 		{"unknown subcommand", addr, []string{"group", "reset"}, 2, "group: unknown subcommand reset"},
-		{"help", addr, []string{"group", "describe", "--help"}, 2, "group delete-offsets GROUP --topic T"},
 		{"bad flag", addr, []string{"group", "list", "--all"}, 2, "flag provided but not defined: -all"},
 		{"list with args", addr, []string{"group", "list", "g"}, 2, "takes no arguments"},
 		{"describe without group", addr, []string{"group", "describe"}, 2, "want exactly one group name"},

@@ -75,11 +75,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		// Asked for: the usage is the answer, not an error.
+		io.WriteString(stdout, usage)
+		return 0
+	}
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "spool: %s\n", ue.msg)
-		}
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "spool: %s\n", ue.msg)
 		io.WriteString(stderr, usage)
 		return 2
 	}

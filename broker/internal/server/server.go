@@ -44,6 +44,10 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// lifeMu orders Serve's start against Close, so a Close that comes first makes Serve a
+	// no-op instead of racing its WaitGroup.
+	lifeMu sync.Mutex
+	closed bool
 
 	parts      partitions
 	producers  *producerIDs
@@ -56,6 +60,8 @@ type Server struct {
 // New opens the data directory (metadata and logs) and prepares a broker; Serve starts it.
 func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 	s := &Server{conf: conf, log: log}
+	// Made here, not in Serve, so a Close racing a Serve that has not started yet is safe.
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.cfg = settings{
 		maxRequestBytes: conf.Int64(config.SocketRequestMaxBytes),
 		idleTimeout:     time.Duration(conf.Int64(config.ConnectionsMaxIdleMs)) * time.Millisecond,
@@ -157,8 +163,13 @@ func (s *Server) Serve() error {
 			return err
 		}
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.lifeMu.Lock()
+	if s.closed {
+		s.lifeMu.Unlock()
+		return nil
+	}
 	s.wg.Add(1)
+	s.lifeMu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		s.logs.RunBackground(s.ctx, time.Duration(s.conf.Int64(config.LogRetentionCheckIntervalMs))*time.Millisecond)
@@ -196,9 +207,10 @@ func (s *Server) Serve() error {
 // checkpoints the logs and closes the metadata store.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		if s.cancel != nil {
-			s.cancel()
-		}
+		s.lifeMu.Lock()
+		s.closed = true
+		s.lifeMu.Unlock()
+		s.cancel()
 		if s.ln != nil {
 			s.ln.Close()
 		}

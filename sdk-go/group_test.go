@@ -14,36 +14,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	spool "github.com/spoolmq/spool/sdk-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // groupTargets are the SDK targets with the broker's first-rebalance delay off, so that
 // tests do not wait 3 s for every new group.
-var groupTargets = []target{
-	{"spool", func(t *testing.T) string {
-		return brokertest.Start(t, brokertest.Options{Props: map[string]string{
-			"num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}}).Addr
-	}},
-	{"kfake", func(t *testing.T) string {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c.ListenAddrs()[0]
-	}},
-}
+var groupTargets = brokerTargets(map[string]string{"group.initial.rebalance.delay.ms": "0"})
 
 func eachGroupTarget(t *testing.T, fn func(t *testing.T, addr string)) {
-	for _, tg := range groupTargets {
-		t.Run(tg.name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, tg.start(t))
-		})
-	}
+	runTargets(t, groupTargets, fn)
 }
 
 var groupSeq atomic.Int64

@@ -3,6 +3,7 @@ package spool_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,24 +19,33 @@ type target struct {
 	start func(t *testing.T) string
 }
 
-// targets are our broker and franz-go's in-memory Kafka, which we did not write.
-var targets = []target{
-	{"spool", func(t *testing.T) string {
-		return brokertest.Start(t, brokertest.Options{Props: map[string]string{"num.partitions": "3"}}).Addr
-	}},
-	{"kfake", func(t *testing.T) string {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c.ListenAddrs()[0]
-	}},
+// brokerTargets are our broker, with props added to its defaults, and franz-go's in-memory
+// Kafka, which we did not write.
+func brokerTargets(props map[string]string) []target {
+	return []target{
+		{"spool", func(t *testing.T) string {
+			all := map[string]string{"num.partitions": "3"}
+			maps.Copy(all, props)
+			return brokertest.Start(t, brokertest.Options{Props: all}).Addr
+		}},
+		{"kfake", func(t *testing.T) string {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			return c.ListenAddrs()[0]
+		}},
+	}
 }
 
+var targets = brokerTargets(nil)
+
 // eachTarget runs fn as a subtest against every target.
-func eachTarget(t *testing.T, fn func(t *testing.T, addr string)) {
-	for _, tg := range targets {
+func eachTarget(t *testing.T, fn func(t *testing.T, addr string)) { runTargets(t, targets, fn) }
+
+func runTargets(t *testing.T, ts []target, fn func(t *testing.T, addr string)) {
+	for _, tg := range ts {
 		t.Run(tg.name, func(t *testing.T) {
 			t.Parallel()
 			fn(t, tg.start(t))

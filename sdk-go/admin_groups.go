@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -264,12 +266,7 @@ func (a *Admin) CommitGroupOffsets(ctx context.Context, group string, offsets ma
 	req := &wire.OffsetCommitRequest{}
 	req.Default()
 	req.GroupId, req.GenerationIdOrMemberEpoch, req.MemberId = group, -1, ""
-	topics := make([]string, 0, len(offsets))
-	for t := range offsets {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	for _, t := range topics {
+	for _, t := range slices.Sorted(maps.Keys(offsets)) {
 		rt := wire.OffsetCommitRequestTopic{Name: t}
 		for p, o := range offsets[t] {
 			rt.Partitions = append(rt.Partitions, wire.OffsetCommitRequestPartition{PartitionIndex: p, CommittedOffset: o, CommittedLeaderEpoch: -1, CommittedMetadata: strp("")})
@@ -313,12 +310,7 @@ func (a *Admin) DeleteGroupOffsets(ctx context.Context, group string, parts map[
 	req := &wire.OffsetDeleteRequest{}
 	req.Default()
 	req.GroupId = group
-	topics := make([]string, 0, len(parts))
-	for t := range parts {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	for _, t := range topics {
+	for _, t := range slices.Sorted(maps.Keys(parts)) {
 		rt := wire.OffsetDeleteRequestTopic{Name: t}
 		for _, p := range parts[t] {
 			rt.Partitions = append(rt.Partitions, wire.OffsetDeleteRequestPartition{PartitionIndex: p})

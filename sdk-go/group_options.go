@@ -65,6 +65,17 @@ func groupOpt(name string, fn func(g *groupConfig) error) Opt {
 	}
 }
 
+// groupTimeout is a group option setting a timeout the coordinator accepts: 1ms to 1h.
+func groupTimeout(name string, d time.Duration, set func(g *groupConfig)) Opt {
+	return groupOpt(name, func(g *groupConfig) error {
+		if d < time.Millisecond || d > time.Hour {
+			return fmt.Errorf("%v outside [1ms, 1h]", d)
+		}
+		set(g)
+		return nil
+	})
+}
+
 // ConsumerGroup makes the Client a member of group id: it joins in the background after
 // NewClient, consumes the partitions the group assigns it and commits offsets to the group.
 // It needs ConsumeTopics or ConsumeRegex. Direct Assign/Unassign calls must not be mixed with
@@ -146,25 +157,13 @@ func Balancers(names ...string) Opt {
 // SessionTimeout sets how long the coordinator waits for a heartbeat before it removes the
 // member; the broker bounds it by group.min/max.session.timeout.ms. Default: 45s.
 func SessionTimeout(d time.Duration) Opt {
-	return groupOpt("SessionTimeout", func(g *groupConfig) error {
-		if d < time.Millisecond || d > time.Hour {
-			return fmt.Errorf("%v outside [1ms, 1h]", d)
-		}
-		g.sessionTimeout = d
-		return nil
-	})
+	return groupTimeout("SessionTimeout", d, func(g *groupConfig) { g.sessionTimeout = d })
 }
 
 // RebalanceTimeout sets how long the coordinator waits for every member to rejoin during a
 // rebalance, which bounds how long revoke callbacks may take. Default: 60s.
 func RebalanceTimeout(d time.Duration) Opt {
-	return groupOpt("RebalanceTimeout", func(g *groupConfig) error {
-		if d < time.Millisecond || d > time.Hour {
-			return fmt.Errorf("%v outside [1ms, 1h]", d)
-		}
-		g.rebalanceTimeout = d
-		return nil
-	})
+	return groupTimeout("RebalanceTimeout", d, func(g *groupConfig) { g.rebalanceTimeout = d })
 }
 
 // HeartbeatInterval sets how often the member heartbeats; it must be below SessionTimeout

@@ -77,19 +77,28 @@ type PartitionLag struct {
 	MemberID, ClientID, ClientHost string
 }
 
-// groupCoordinator asks any broker which broker coordinates group and connects to it.
-func (cl *Client) groupCoordinator(ctx context.Context, group string) (*conn, error) {
+// findCoordinator asks any broker once which broker coordinates group and returns its address.
+func (cl *Client) findCoordinator(ctx context.Context, group string) (string, error) {
 	req := &wire.FindCoordinatorRequest{}
 	req.Default()
 	req.Key = group
 	resp := &wire.FindCoordinatorResponse{}
 	if err := cl.Request(ctx, req, resp); err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := wire.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, fmt.Errorf("finding the coordinator of group %q: %w", group, withMessage(err, resp.ErrorMessage))
+		return "", fmt.Errorf("finding the coordinator of group %q: %w", group, withMessage(err, resp.ErrorMessage))
 	}
-	return cl.connTo(ctx, net.JoinHostPort(resp.Host, strconv.Itoa(int(resp.Port))))
+	return net.JoinHostPort(resp.Host, strconv.Itoa(int(resp.Port))), nil
+}
+
+// groupCoordinator connects to the coordinator of group.
+func (cl *Client) groupCoordinator(ctx context.Context, group string) (*conn, error) {
+	addr, err := cl.findCoordinator(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	return cl.connTo(ctx, addr)
 }
 
 // groupRequest sends req to the coordinator of group with retries, looking the coordinator

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -266,18 +265,13 @@ func (g *grouper) coordinator(ctx context.Context) (string, error) {
 	if addr != "" {
 		return addr, nil
 	}
-	req := &wire.FindCoordinatorRequest{Key: g.cfg.id}
-	resp := &wire.FindCoordinatorResponse{}
-	err := g.cl.requestChecked(ctx, req, resp, func() error {
-		if err := wire.ErrorForCode(resp.ErrorCode); err != nil {
-			return withMessage(err, resp.ErrorMessage)
-		}
-		return nil
+	err := g.cl.withRetries(ctx, func(ctx context.Context) (err error) {
+		addr, err = g.cl.findCoordinator(ctx, g.cfg.id)
+		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("spool: finding the coordinator of group %q: %w", g.cfg.id, err)
+		return "", fmt.Errorf("spool: %w", err)
 	}
-	addr = net.JoinHostPort(resp.Host, strconv.Itoa(int(resp.Port)))
 	g.mu.Lock()
 	g.coordAddr = addr
 	g.mu.Unlock()

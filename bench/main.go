@@ -56,6 +56,7 @@ func run() error {
 	spool := flag.String("spool", "../bin/spool", "the spool CLI, whose `spool bench` is the second load generator")
 	workRoot := flag.String("work", "", "work directory for both brokers' data, on the filesystem being measured (default .cache/work-<pid>; removed afterwards unless -keep)")
 	keep := flag.Bool("keep", false, "keep broker data and logs")
+	dryRun := flag.Bool("n", false, "print the plan and the run-time estimate, run nothing")
 	verbose := flag.Bool("v", false, "print every tool command")
 	flag.Parse()
 
@@ -151,6 +152,12 @@ func run() error {
 	logf("mode %s, %d repetition(s), brokers %s, work dir %s", mode, n, *sysFlag, h.workDir)
 	est := estimate(ws, chosen, lgs, n)
 	logf("estimated run time: %s (%d broker starts; a rough guess from assumed rates, not a limit)", est.Round(time.Minute/10), runCount(ws, chosen, lgs, n))
+	if *dryRun {
+		for _, w := range ws {
+			logf("  %s %s: kafka-tools: %s; spool bench: %s", w.ID, w.Title, w.Setting, w.SpoolSetting)
+		}
+		return nil
+	}
 	r := &report{h: h, systems: chosen, lgs: lgs, res: map[string]map[string]map[string][]result{}, reps: n, mode: mode, spoolNote: spoolNote, args: os.Args[1:], outDir: outDir}
 	began := time.Now()
 	for k, w := range ws {

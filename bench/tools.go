@@ -287,7 +287,7 @@ func (s spoolBench) bench(ctx context.Context, addr, mode string, want int64, ar
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &j); err != nil {
 		return j, fmt.Errorf("spool bench %s: no JSON summary on its last line (%w):\n%s", mode, err, tail(out, 2000))
 	}
-	if j.Records != want || j.RecordsSec <= 0 {
+	if j.Records < want || j.RecordsSec <= 0 {
 		return j, fmt.Errorf("spool bench %s: %d records at %.0f records/s, want %d records:\n%s", mode, j.Records, j.RecordsSec, want, tail(out, 2000))
 	}
 	return j, nil

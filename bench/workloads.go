@@ -48,7 +48,7 @@ type sizes struct {
 // fullSizes keep a full run (3 repetitions, 3 brokers, 2 load generators: 126 broker starts)
 // near 35 minutes on a 2-core machine: each measured phase lasts roughly 3 to 10 seconds,
 // long enough that JVM warm-up is a small part of it.
-var fullSizes = sizes{w1: 3_000_000, w2: 2_000_000, w3: 400_000, w4: 3_000, w4b: 50_000, w5: 3_000_000, w6: 30_000, w4bRate: 10_000, w6Rate: 5_000, e2eRate: 1_000}
+var fullSizes = sizes{w1: 2_500_000, w2: 2_000_000, w3: 400_000, w4: 3_000, w4b: 50_000, w5: 2_500_000, w6: 30_000, w4bRate: 10_000, w6Rate: 5_000, e2eRate: 1_000}
 var quickSizes = sizes{w1: 30_000, w2: 30_000, w3: 10_000, w4: 300, w4b: 2_000, w5: 30_000, w6: 2_000, w4bRate: 2_000, w6Rate: 2_000, e2eRate: 1_000}
 
 // scaled multiplies every record count by f (rates stay), for short runs of the full shapes.
@@ -85,19 +85,19 @@ func workloads(s sizes) []workload {
 			Setting:      fmt.Sprintf("ProducerPerformance --num-records %d --record-size 100 --throughput -1, acks=1, client defaults otherwise (batch.size 16384, linger.ms 0, no compression)", s.w1),
 			SpoolSetting: sb(s.w1, 100, "1", 0),
 			Latency:      "produce latency (send to ack) under saturation: queueing, not service time",
-			Est:          at(s.w1, 400_000),
+			Est:          at(s.w1, 250_000),
 			run:          produce("w1", 6, produceSpec{Records: s.w1, Size: 100, Acks: "1", Throughput: -1})},
 		{ID: "W2", Title: "produce 100 B, 6 partitions, acks=all",
 			Setting:      fmt.Sprintf("as W1 with acks=all, --num-records %d", s.w2),
 			SpoolSetting: sb(s.w2, 100, "all", 0),
 			Latency:      "produce latency under saturation",
-			Est:          at(s.w2, 300_000),
+			Est:          at(s.w2, 200_000),
 			run:          produce("w2", 6, produceSpec{Records: s.w2, Size: 100, Acks: "all", Throughput: -1})},
 		{ID: "W3", Title: "produce 1 KiB, 6 partitions, acks=all",
 			Setting:      fmt.Sprintf("ProducerPerformance --num-records %d --record-size 1024 --throughput -1, acks=all", s.w3),
 			SpoolSetting: sb(s.w3, 1024, "all", 0),
 			Latency:      "produce latency under saturation",
-			Est:          at(s.w3, 80_000),
+			Est:          at(s.w3, 60_000),
 			run:          produce("w3", 6, produceSpec{Records: s.w3, Size: 1024, Acks: "all", Throughput: -1})},
 		{ID: "W4", Title: "end-to-end latency, 100 B, 1 partition, acks=all",
 			Setting:      fmt.Sprintf("EndToEndLatency, %d records one at a time (closed loop: the next is sent when the previous is consumed, so the rate is 1/latency, far below saturation)", s.w4),
@@ -121,7 +121,7 @@ func workloads(s sizes) []workload {
 		{ID: "W5", Title: "consume 100 B from the start, 6 partitions",
 			Setting:      fmt.Sprintf("fill with ProducerPerformance (%d records, acks=1), then ConsumerPerformance --messages %d from the earliest offset; fetch.* figures (group join excluded)", s.w5, s.w5),
 			SpoolSetting: fmt.Sprintf("fill with spool bench produce --records %d --size 100 --acks 1, then spool bench consume --records %d (partitions assigned, no group)", s.w5, s.w5),
-			Est:          at(s.w5, 400_000) + at(s.w5, 800_000),
+			Est:          at(s.w5, 250_000) + at(s.w5, 600_000),
 			run: func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
 				if err := lg.CreateTopic(ctx, addr, "w5", 6); err != nil {
 					return result{}, err
@@ -179,8 +179,12 @@ func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen
 	if err := b.Stop(); err != nil {
 		return result{}, err
 	}
-	logf("  %-4s %-14s %-2s rep %d: %10.0f rec/s %8.1f MB/s  p50 %6.1f p99 %6.1f p99.9 %6.1f ms  RSS %6.1f MiB  CPU %5.1f s  (%.1fs)",
-		w.ID, sys.Name, lg.Short(), rep, r.RecPerSec, r.MBPerSec, r.P50, r.P99, r.P999, float64(r.PeakRSS)/(1<<20), r.CPU, time.Since(start).Seconds())
+	lat := ""
+	if r.HasLatency {
+		lat = fmt.Sprintf("  p50 %6.1f p99 %6.1f p99.9 %6.1f ms", r.P50, r.P99, r.P999)
+	}
+	logf("  %-4s %-14s %-2s rep %d: %10.0f rec/s %8.1f MB/s%s  RSS %6.1f MiB  CPU %5.1f s  (%.1fs)",
+		w.ID, sys.Name, lg.Short(), rep, r.RecPerSec, r.MBPerSec, lat, float64(r.PeakRSS)/(1<<20), r.CPU, time.Since(start).Seconds())
 	if !h.keep {
 		removeAll(dir)
 	}

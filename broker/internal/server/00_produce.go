@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/group"
@@ -101,11 +102,15 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	return p
 }
 
-// waitAllDurable waits for every partition of a request at once rather than one after the
+// maxFsyncWorkers bounds the fsyncs one request runs at once: each blocked fsync holds an OS
+// thread, and a request to a thousand partitions must not start a thousand threads.
+const maxFsyncWorkers = 8
+
+// waitAllDurable waits for the partitions of a request at once rather than one after the
 // other: the fsyncs of different segment files overlap, and the filesystem folds concurrent
 // ones into one journal commit (measured on ext4 here: 6 files fdatasync'd in parallel took
-// 0.5 ms, one after the other 1.0 ms). failed is called, one at a time, for each wait that
-// failed; it may write its slot.
+// 0.45-0.53 ms, one after the other 1.0-1.2 ms). failed is called, one at a time, for each wait
+// that failed; it may write its slot.
 func waitAllDurable(ctx context.Context, waits []durableWait, failed func(durableWait, error)) {
 	if len(waits) == 1 {
 		if err := waits[0].log.WaitDurable(ctx, waits[0].end); err != nil {
@@ -113,16 +118,20 @@ func waitAllDurable(ctx context.Context, waits []durableWait, failed func(durabl
 		}
 		return
 	}
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for _, w := range waits {
+	for range min(len(waits), maxFsyncWorkers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.log.WaitDurable(ctx, w.end); err != nil {
-				mu.Lock()
-				failed(w, err)
-				mu.Unlock()
+			for i := next.Add(1) - 1; i < int64(len(waits)); i = next.Add(1) - 1 {
+				w := waits[i]
+				if err := w.log.WaitDurable(ctx, w.end); err != nil {
+					mu.Lock()
+					failed(w, err)
+					mu.Unlock()
+				}
 			}
 		}()
 	}

@@ -230,7 +230,7 @@ func (r *report) markdown() string {
 	}
 	b.WriteString("\nEvery topic is created by the load generator's own tool (TopicCommand, `spool topic create`; replication factor 1) before its workload; no compression; the tools' client defaults otherwise. Each run starts a fresh broker.\n\n")
 	b.WriteString("## Commands\n\n```sh\nmake bench-compare            # full run, writes docs/benchmarks.md and docs/bench-*.png\nmake bench-compare QUICK=1    # smoke run (part of make test), report under bench/.cache/quick-report/\n")
-	b.WriteString("cd bench && GOWORK=off go run . -help   # -reps, -only W1,W4, -systems, -loadgens, -scale, -keep, -v\n```\n\n")
+	b.WriteString("cd bench && GOWORK=off go run . -help   # -reps, -only W1,W4, -systems, -loadgens, -scale, -n, -keep, -v\n```\n\n")
 	fmt.Fprintf(&b, "This run: `cd bench && GOWORK=off go run . %s`\n", strings.Join(r.args, " "))
 	return b.String()
 }

@@ -120,7 +120,9 @@ group.initial.rebalance.delay.ms=0
 		b.cmd = exec.Command("java", args...)
 		ready = func() bool { return fileContains(b.logPath, "Kafka Server started") }
 	case "spool":
-		b.cmd = exec.Command(h.spoold, "--listen", b.addr, "--data-dir", filepath.Join(dir, "data"), "--fsync", sys.Fsync, "--log-level", "warn")
+		// No initial rebalance delay, as in the Kafka configuration above.
+		b.cmd = exec.Command(h.spoold, "--listen", b.addr, "--data-dir", filepath.Join(dir, "data"), "--fsync", sys.Fsync, "--log-level", "warn",
+			"--set", "group.initial.rebalance.delay.ms=0")
 		ready = func() bool {
 			c, err := net.DialTimeout("tcp", b.addr, 200*time.Millisecond)
 			if err == nil {

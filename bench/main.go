@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -46,13 +47,16 @@ func main() {
 func run() error {
 	quick := flag.Bool("quick", os.Getenv("QUICK") != "" && os.Getenv("QUICK") != "0", "smoke mode: tiny workloads, 1 repetition; results go to the work dir, not docs/ (also QUICK=1)")
 	reps := flag.Int("reps", 3, "repetitions per workload and broker (full mode)")
+	scale := flag.Float64("scale", 1, "multiply every workload's record count by this (e.g. 0.1 for a short run of the full shapes)")
 	only := flag.String("only", "", "comma-separated workload ids to run (default: all)")
+	lgFlag := flag.String("loadgens", "kafka-tools,spool-bench", "load generators: kafka-tools (Kafka's perf tools), spool-bench (bin/spool bench)")
 	sysFlag := flag.String("systems", "kafka,spool,spool-nofsync", "brokers to compare, in interleaving order")
 	docs := flag.String("docs", "", "directory for benchmarks.md and the PNG charts (default ../docs; in -quick mode the work dir)")
 	spoold := flag.String("spoold", "../bin/spoold", "the Spool broker binary")
-	spool := flag.String("spool", "../bin/spool", "the spool CLI (its `spool bench` is used as a second load generator once it exists)")
+	spool := flag.String("spool", "../bin/spool", "the spool CLI, whose `spool bench` is the second load generator")
 	workRoot := flag.String("work", "", "work directory for both brokers' data, on the filesystem being measured (default .cache/work-<pid>; removed afterwards unless -keep)")
 	keep := flag.Bool("keep", false, "keep broker data and logs")
+	dryRun := flag.Bool("n", false, "print the plan and the run-time estimate, run nothing")
 	verbose := flag.Bool("v", false, "print every tool command")
 	flag.Parse()
 
@@ -91,6 +95,10 @@ func run() error {
 	if *quick {
 		sz, n = quickSizes, 1
 	}
+	if *scale <= 0 {
+		return fmt.Errorf("-scale must be > 0, not %g", *scale)
+	}
+	sz = sz.scaled(*scale)
 	ws := workloads(sz)
 	if *only != "" {
 		ids := strings.Split(*only, ",")
@@ -116,12 +124,9 @@ func run() error {
 		return err
 	}
 
-	lgs := []loadgen{kafkaTools{h}}
-	spoolNote := "`spool bench` (sdk-go) is not available yet: every row uses Kafka's own perf tools against both brokers."
-	if spoolBenchAvailable(h.spool) {
-		// Hook: wire the spool bench loadgen here when it lands (see spoolBench in tools.go).
-		// Stated in the log and in the report (not a silent skip); wiring it is follow-up work.
-		spoolNote = "bin/spool has a bench command but the harness does not drive it yet (hook: spoolBenchAvailable in bench/tools.go): every row uses Kafka's perf tools."
+	lgs, spoolNote, err := h.loadgens(*lgFlag)
+	if err != nil {
+		return err
 	}
 	logf("load generators: %s", spoolNote)
 	if ci {
@@ -134,31 +139,6 @@ func run() error {
 	if *quick {
 		mode = "quick"
 	}
-	logf("mode %s, %d repetition(s), brokers %s, work dir %s", mode, n, *sysFlag, h.workDir)
-	began := time.Now()
-	res := map[string]map[string][]result{}
-	for _, w := range ws {
-		res[w.ID] = map[string][]result{}
-		for rep := 1; rep <= n; rep++ {
-			order := slices.Clone(chosen)
-			if rep%2 == 0 { // A B C, C B A, ...: no broker always goes first
-				slices.Reverse(order)
-			}
-			for _, sys := range order {
-				for _, lg := range lgs {
-					r, err := h.runOne(ctx, w, sys, lg, rep)
-					if err != nil {
-						return err
-					}
-					res[w.ID][sys.Name] = append(res[w.ID][sys.Name], r)
-				}
-			}
-		}
-	}
-	elapsed := time.Since(began)
-
-	rep := buildReport(h, ws, chosen, res, n, mode, elapsed, spoolNote, os.Args[1:])
-	fmt.Println(rep.table())
 	outDir := *docs
 	if outDir == "" {
 		outDir = filepath.Join(benchDir, "..", "docs")
@@ -169,14 +149,139 @@ func run() error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	if err := rep.charts(outDir); err != nil {
-		return fmt.Errorf("charts: %w", err)
+	logf("mode %s, %d repetition(s), brokers %s, work dir %s", mode, n, *sysFlag, h.workDir)
+	est := estimate(ws, chosen, lgs, n)
+	logf("estimated run time: %s (%d broker starts; a rough guess from assumed rates, not a limit)", est.Round(time.Minute/10), runCount(ws, chosen, lgs, n))
+	if *dryRun {
+		for _, w := range ws {
+			logf("  %s %s: kafka-tools: %s; spool bench: %s", w.ID, w.Title, w.Setting, w.SpoolSetting)
+		}
+		return nil
 	}
-	if err := os.WriteFile(filepath.Join(outDir, "benchmarks.md"), []byte(rep.markdown()), 0o644); err != nil {
-		return err
+	r := &report{h: h, systems: chosen, lgs: lgs, res: map[string]map[string]map[string][]result{}, reps: n, mode: mode, spoolNote: spoolNote, args: os.Args[1:], outDir: outDir}
+	began := time.Now()
+	for k, w := range ws {
+		err := h.runWorkload(ctx, w, chosen, lgs, n, r.res)
+		r.elapsed = time.Since(began)
+		if err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("interrupted by a signal during %s: %w", w.ID, err)
+			}
+			r.ws, r.partial = ws[:k], fmt.Sprintf("the run stopped during %s (%d of %d workloads done): %s", w.ID, k, len(ws), firstLine(err.Error()))
+			if werr := r.write(); werr != nil {
+				logf("writing the partial report: %v", werr)
+			}
+			return err
+		}
+		r.ws = ws[:k+1]
+		r.partial = ""
+		if k+1 < len(ws) {
+			// Written after every workload, so a run that is killed still leaves what it measured.
+			r.partial = fmt.Sprintf("the run is still going or was killed: %d of %d workloads done (%s last)", k+1, len(ws), w.ID)
+		}
+		if err := r.write(); err != nil {
+			return err
+		}
 	}
-	logf("wrote %s/benchmarks.md and charts; %s run took %s", outDir, mode, elapsed.Round(time.Second))
+	fmt.Println(r.table())
+	logf("wrote %s/benchmarks.md and charts; %s run took %s (estimated %s)", outDir, mode, r.elapsed.Round(time.Second), est.Round(time.Second))
 	return nil
+}
+
+// runWorkload runs w rep times against every system with every load generator that can drive
+// it, into res[w.ID][generator][system].
+func (h *harness) runWorkload(ctx context.Context, w workload, chosen []system, lgs []loadgen, reps int, res map[string]map[string]map[string][]result) error {
+	res[w.ID] = map[string]map[string][]result{}
+	for rep := 1; rep <= reps; rep++ {
+		order := slices.Clone(chosen)
+		if rep%2 == 0 { // A B C, C B A, ...: no broker always goes first
+			slices.Reverse(order)
+		}
+		for _, sys := range order {
+			for _, lg := range lgs {
+				if ok, _ := drives(lg, w); !ok {
+					continue
+				}
+				r, err := h.runOne(ctx, w, sys, lg, rep)
+				if err != nil {
+					return err
+				}
+				if res[w.ID][lg.Name()] == nil {
+					res[w.ID][lg.Name()] = map[string][]result{}
+				}
+				res[w.ID][lg.Name()][sys.Name] = append(res[w.ID][lg.Name()][sys.Name], r)
+			}
+		}
+	}
+	return nil
+}
+
+// loadgens picks the load generators named in list (kafka-tools, spool-bench) and says in a
+// sentence for the report what `spool bench` drives.
+func (h *harness) loadgens(list string) ([]loadgen, string, error) {
+	var lgs []loadgen
+	note := "`spool bench` was not used (-loadgens): every row uses Kafka's perf tools."
+	for _, name := range strings.Split(list, ",") {
+		switch name {
+		case "kafka-tools":
+			lgs = append(lgs, kafkaTools{h})
+		case "spool-bench":
+			found, ext := detectSpoolBench(h.spool)
+			if !found {
+				return nil, "", fmt.Errorf("%s has no bench command: run `make build`, or pass -loadgens kafka-tools", h.spool)
+			}
+			lgs = append(lgs, spoolBench{h: h, extended: ext})
+			note = "`spool bench` (Go SDK) drives every workload too."
+			if !ext {
+				note = "this bin/spool has no `bench e2e` and no `bench produce --rate`, so `spool bench` drives W1, W2, W3 and W5 only; W4, W4b and W6 use Kafka's perf tools alone."
+			}
+		default:
+			return nil, "", fmt.Errorf("unknown load generator %q (want kafka-tools, spool-bench)", name)
+		}
+	}
+	if len(lgs) == 0 {
+		return nil, "", errors.New("-loadgens names no load generator")
+	}
+	return lgs, note, nil
+}
+
+// Per-run overheads assumed by the estimate: broker start and stop, topic creation, tool start.
+var (
+	startCost = map[string]time.Duration{"kafka": 10 * time.Second, "spool": time.Second}
+	toolCost  = map[string]time.Duration{"KT": 5 * time.Second, "SB": 300 * time.Millisecond}
+)
+
+func runCount(ws []workload, chosen []system, lgs []loadgen, reps int) int {
+	n := 0
+	for _, w := range ws {
+		for _, lg := range lgs {
+			if ok, _ := drives(lg, w); ok {
+				n += reps * len(chosen)
+			}
+		}
+	}
+	return n
+}
+
+// estimate guesses the run time from the workloads' Est and the per-run overheads.
+func estimate(ws []workload, chosen []system, lgs []loadgen, reps int) time.Duration {
+	var d time.Duration
+	for _, w := range ws {
+		for _, lg := range lgs {
+			if ok, _ := drives(lg, w); !ok {
+				continue
+			}
+			for _, s := range chosen {
+				d += time.Duration(reps) * (startCost[s.Kind] + toolCost[lg.Short()] + w.Est)
+			}
+		}
+	}
+	return d
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 func removeAll(dir string) {

@@ -18,14 +18,40 @@ import (
 
 type report struct {
 	h         *harness
-	ws        []workload
+	ws        []workload // the workloads done so far
 	systems   []system
-	med       map[string]map[string]result // workload -> system -> medians
+	lgs       []loadgen
+	res       map[string]map[string]map[string][]result // workload -> generator -> system -> runs
 	reps      int
 	mode      string
 	elapsed   time.Duration
 	spoolNote string
 	args      []string
+	outDir    string
+	// partial, when set, says why the report covers only some workloads.
+	partial string
+}
+
+// write puts benchmarks.md and the charts into outDir.
+func (r *report) write() error {
+	if err := r.charts(r.outDir); err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	path := filepath.Join(r.outDir, "benchmarks.md")
+	if err := os.WriteFile(path, []byte(r.markdown()), 0o644); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return nil
+}
+
+// med is the median of the runs of w with lg against s; ok is false when there are none (the
+// generator cannot drive the workload).
+func (r *report) med(w workload, lg loadgen, s system) (result, bool) {
+	rs := r.res[w.ID][lg.Name()][s.Name]
+	if len(rs) == 0 {
+		return result{}, false
+	}
+	return medianResult(rs), true
 }
 
 func median(xs []float64) float64 {
@@ -61,17 +87,6 @@ func medianResult(rs []result) result {
 	}
 }
 
-func buildReport(h *harness, ws []workload, sys []system, res map[string]map[string][]result, reps int, mode string, elapsed time.Duration, note string, args []string) *report {
-	r := &report{h: h, ws: ws, systems: sys, med: map[string]map[string]result{}, reps: reps, mode: mode, elapsed: elapsed, spoolNote: note, args: args}
-	for _, w := range ws {
-		r.med[w.ID] = map[string]result{}
-		for _, s := range sys {
-			r.med[w.ID][s.Name] = medianResult(res[w.ID][s.Name])
-		}
-	}
-	return r
-}
-
 func fmtRate(x float64) string {
 	switch {
 	case x >= 1e6:
@@ -93,42 +108,57 @@ func (r *report) hasKafka() bool {
 	return slices.ContainsFunc(r.systems, func(s system) bool { return s.Name == "kafka" })
 }
 
-// table is the markdown results table (also printed on stdout): one line per workload and
-// broker with medians, then the ratio table against Kafka.
+// table is the markdown results table (also printed on stdout): one line per workload, load
+// generator and broker with medians, then the ratios against Kafka under the same generator.
 func (r *report) table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| workload | broker | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | peak RSS MiB | CPU s |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| workload | load generator | broker | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | peak RSS MiB | CPU s |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	var undriven []string
 	for _, w := range r.ws {
-		for _, s := range r.systems {
-			m := r.med[w.ID][s.Name]
-			lat := "| – | – | –"
-			if m.HasLatency {
-				lat = fmt.Sprintf("| %.1f | %.1f | %.1f", m.P50, m.P99, m.P999)
+		for _, lg := range r.lgs {
+			if ok, need := drives(lg, w); !ok {
+				undriven = append(undriven, fmt.Sprintf("%s with %s (it lacks %s)", w.ID, lg.Name(), need))
+				continue
 			}
-			fmt.Fprintf(&b, "| %s %s | %s | %s | %.1f %s | %.1f | %.1f |\n", w.ID, w.Title, s.Name, fmtRate(m.RecPerSec), m.MBPerSec, lat, float64(m.PeakRSS)/(1<<20), m.CPU)
+			for _, s := range r.systems {
+				m, _ := r.med(w, lg, s)
+				lat := "| – | – | –"
+				if m.HasLatency {
+					lat = fmt.Sprintf("| %.1f | %.1f | %.1f", m.P50, m.P99, m.P999)
+				}
+				fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %.1f %s | %.1f | %.1f |\n", w.ID, w.Title, lg.Name(), s.Name, fmtRate(m.RecPerSec), m.MBPerSec, lat, float64(m.PeakRSS)/(1<<20), m.CPU)
+			}
 		}
+	}
+	if len(undriven) > 0 {
+		fmt.Fprintf(&b, "\nNot run: %s.\n", strings.Join(undriven, "; "))
 	}
 	if !r.hasKafka() {
 		return b.String()
 	}
-	b.WriteString("\nRatios, Spool / Kafka (medians; throughput > 1 is better, latency, RSS and CPU < 1 are better):\n\n")
-	b.WriteString("| workload | Spool | records/s | p99 | peak RSS | CPU s / record |\n|---|---|---:|---:|---:|---:|\n")
+	b.WriteString("\nRatios, Spool / Kafka under the same load generator (medians; throughput > 1 is better, latency, RSS and CPU < 1 are better):\n\n")
+	b.WriteString("| workload | load generator | Spool | records/s | p99 | peak RSS | CPU s / record |\n|---|---|---|---:|---:|---:|---:|\n")
 	for _, w := range r.ws {
-		k := r.med[w.ID]["kafka"]
-		for _, s := range r.systems {
-			if s.Name == "kafka" {
+		for _, lg := range r.lgs {
+			k, ok := r.med(w, lg, system{Name: "kafka"})
+			if !ok {
 				continue
 			}
-			m := r.med[w.ID][s.Name]
-			p99 := "–"
-			if m.HasLatency {
-				p99 = ratio(m.P99, k.P99)
+			for _, s := range r.systems {
+				if s.Name == "kafka" {
+					continue
+				}
+				m, _ := r.med(w, lg, s)
+				p99 := "–"
+				if m.HasLatency {
+					p99 = ratio(m.P99, k.P99)
+				}
+				cpuPer := "–"
+				if m.Records > 0 && k.Records > 0 && k.CPU > 0 {
+					cpuPer = ratio(m.CPU/float64(m.Records), k.CPU/float64(k.Records))
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", w.ID, lg.Name(), s.Name, ratio(m.RecPerSec, k.RecPerSec), p99, ratio(float64(m.PeakRSS), float64(k.PeakRSS)), cpuPer)
 			}
-			cpuPer := "–"
-			if m.Records > 0 && k.Records > 0 && k.CPU > 0 {
-				cpuPer = ratio(m.CPU/float64(m.Records), k.CPU/float64(k.Records))
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", w.ID, s.Name, ratio(m.RecPerSec, k.RecPerSec), p99, ratio(float64(m.PeakRSS), float64(k.PeakRSS)), cpuPer)
 		}
 	}
 	return b.String()
@@ -171,13 +201,16 @@ func (r *report) markdown() string {
 	if r.mode == "quick" {
 		b.WriteString("\n**QUICK smoke run: tiny workloads, one repetition. These numbers mean nothing.**\n")
 	}
+	if r.partial != "" {
+		fmt.Fprintf(&b, "\n**Partial report: %s. Only the workloads below were measured.**\n", r.partial)
+	}
 	fmt.Fprintf(&b, "\nRun %s UTC, %s mode, %d repetition(s) per workload and broker, interleaved (each repetition starts a fresh broker per workload; brokers take turns A B C, then C B A, ...); the figures are medians. Whole run: %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04"), r.mode, r.reps, r.elapsed.Round(time.Second))
 	b.WriteString("## Machine and versions\n\n")
 	fmt.Fprintf(&b, "- CPU: %s, %d cores; memory %s; kernel %s; filesystem of both brokers' data: %s (%s)\n", cpu, runtime.NumCPU(), mem, cmdOut("uname", "-r"), fs, r.h.workDir)
 	fmt.Fprintf(&b, "- Apache Kafka %s (org.apache.kafka:kafka_2.13 and kafka-tools from Maven Central), single node, KRaft combined broker+controller, %s, JVM `%s`\n", kafkaVersion, javaVer[0], strings.Join(kafkaBrokerJVM, " "))
 	fmt.Fprintf(&b, "- Spool spoold at %s, %s\n", rev, runtime.Version())
-	fmt.Fprintf(&b, "- Load generator: %s (ProducerPerformance, ConsumerPerformance, EndToEndLatency), JVM `-Xmx1G -XX:+UseG1GC`. %s\n", kafkaTools{}.Name(), r.spoolNote)
+	fmt.Fprintf(&b, "- Load generators: %s (ProducerPerformance, ConsumerPerformance, EndToEndLatency), JVM `-Xmx1G -XX:+UseG1GC`; `spool bench` (sdk-go/cmd/spool, built with the broker). Each row names its generator; ratios compare brokers under the same one. %s\n", kafkaTools{}.Name(), r.spoolNote)
 	b.WriteString("- Other work was running on the machine during this run unless stated otherwise; treat differences under ±20% as noise.\n\n")
 	b.WriteString("## Durability per column\n\n")
 	for _, s := range r.systems {
@@ -189,23 +222,50 @@ func (r *report) markdown() string {
 	b.WriteString("![throughput](bench-throughput.png)\n\n![latency](bench-latency.png)\n\n")
 	b.WriteString("## Workloads\n\n")
 	for _, w := range r.ws {
-		fmt.Fprintf(&b, "- **%s %s**: %s.", w.ID, w.Title, w.Setting)
+		fmt.Fprintf(&b, "- **%s %s**: kafka-tools: %s. spool bench: %s.", w.ID, w.Title, w.Setting, w.SpoolSetting)
 		if w.Latency != "" {
 			fmt.Fprintf(&b, " Latency columns: %s.", w.Latency)
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nEvery topic is created with Kafka's TopicCommand (replication factor 1) before its workload; no compression; the tools' client defaults otherwise.\n\n")
+	b.WriteString("\nEvery topic is created by the load generator's own tool (TopicCommand, `spool topic create`; replication factor 1) before its workload; no compression; the tools' client defaults otherwise. Each run starts a fresh broker.\n\n")
 	b.WriteString("## Commands\n\n```sh\nmake bench-compare            # full run, writes docs/benchmarks.md and docs/bench-*.png\nmake bench-compare QUICK=1    # smoke run (part of make test), report under bench/.cache/quick-report/\n")
-	b.WriteString("cd bench && GOWORK=off go run . -help   # -reps, -only W1,W4, -systems, -keep, -v\n```\n\n")
+	b.WriteString("cd bench && GOWORK=off go run . -help   # -reps, -only W1,W4, -systems, -loadgens, -scale, -n, -keep, -v\n```\n\n")
 	fmt.Fprintf(&b, "This run: `cd bench && GOWORK=off go run . %s`\n", strings.Join(r.args, " "))
 	return b.String()
 }
 
 var palette = []color.Color{color.RGBA{R: 0xd9, G: 0x5f, B: 0x02, A: 0xff}, color.RGBA{R: 0x1b, G: 0x9e, B: 0x77, A: 0xff}, color.RGBA{R: 0x75, G: 0x70, B: 0xb3, A: 0xff}, color.RGBA{R: 0x66, G: 0x66, B: 0x66, A: 0xff}}
 
-// charts draws bench-throughput.png (MB/s per throughput workload, one bar per broker) and
-// bench-latency.png (p50/p99/p99.9 per broker for each latency workload).
+// cell is one workload run by one load generator: a group of bars in the charts.
+type cell struct {
+	w  workload
+	lg loadgen
+}
+
+// cells lists the (workload, generator) pairs of ws that were run, labelled for a chart axis.
+func (r *report) cells(ws []workload) ([]cell, []string) {
+	var cs []cell
+	var labels []string
+	for _, w := range ws {
+		for _, lg := range r.lgs {
+			if ok, _ := drives(lg, w); !ok {
+				continue
+			}
+			cs = append(cs, cell{w, lg})
+			label := w.ID
+			if len(r.lgs) > 1 {
+				label += " " + lg.Short()
+			}
+			labels = append(labels, label)
+		}
+	}
+	return cs, labels
+}
+
+// charts draws bench-throughput.png (MB/s per throughput workload and load generator, one bar
+// per broker) and bench-latency.png (p50/p99/p99.9 per broker for each latency workload).
+// Labels: KT kafka-tools, SB spool bench.
 func (r *report) charts(dir string) error {
 	var tw, lw []workload
 	for _, w := range r.ws {
@@ -215,16 +275,13 @@ func (r *report) charts(dir string) error {
 			tw = append(tw, w)
 		}
 	}
-	if len(tw) > 0 {
-		names := make([]string, len(tw))
-		for i, w := range tw {
-			names[i] = w.ID
-		}
-		err := r.barChart("Throughput (median MB/s, higher is better)", "MB/s", names, vg.Points(14), 7*vg.Inch,
+	if tcs, names := r.cells(tw); len(tcs) > 0 {
+		err := r.barChart("Throughput (median MB/s, higher is better; KT kafka-tools, SB spool bench)", "MB/s", names, vg.Points(12), 9*vg.Inch,
 			filepath.Join(dir, "bench-throughput.png"), func(s system) plotter.Values {
-				vals := make(plotter.Values, len(tw))
-				for j, w := range tw {
-					vals[j] = r.med[w.ID][s.Name].MBPerSec
+				vals := make(plotter.Values, len(tcs))
+				for j, c := range tcs {
+					m, _ := r.med(c.w, c.lg, s)
+					vals[j] = m.MBPerSec
 				}
 				return vals
 			})
@@ -232,16 +289,16 @@ func (r *report) charts(dir string) error {
 			return err
 		}
 	}
-	if len(lw) > 0 {
+	if lcs, labels := r.cells(lw); len(lcs) > 0 {
 		var names []string
-		for _, w := range lw {
-			names = append(names, w.ID+" p50", w.ID+" p99", w.ID+" p99.9")
+		for _, l := range labels {
+			names = append(names, l+" p50", l+" p99", l+" p99.9")
 		}
-		err := r.barChart("Latency percentiles (median of runs, ms, lower is better)", "ms", names, vg.Points(12), 8*vg.Inch,
+		err := r.barChart("Latency percentiles (median of runs, ms, lower is better)", "ms", names, vg.Points(10), 11*vg.Inch,
 			filepath.Join(dir, "bench-latency.png"), func(s system) plotter.Values {
 				var vals plotter.Values
-				for _, w := range lw {
-					m := r.med[w.ID][s.Name]
+				for _, c := range lcs {
+					m, _ := r.med(c.w, c.lg, s)
 					vals = append(vals, m.P50, m.P99, m.P999)
 				}
 				return vals

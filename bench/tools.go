@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -69,15 +70,30 @@ func (h *harness) java(ctx context.Context, timeout time.Duration, jvm []string,
 	return buf.String(), err
 }
 
-// loadgen drives a workload's client side. kafkaTools uses Apache Kafka's own perf tools
-// against both brokers. Hook: `spool bench` (sdk-go/cmd/spool, in progress elsewhere) plugs in
-// as a second loadgen implementing the same methods; see spoolBench below.
+// loadgen drives a workload's client side: kafkaTools (Apache Kafka's perf tools) and
+// spoolBench (`spool bench` of sdk-go/cmd/spool). Every workload runs with each generator
+// that can drive it, against every broker; ratios compare brokers under the same generator.
 type loadgen interface {
 	Name() string
+	Short() string // a tag for log lines, chart labels and work directories
+	// Can reports whether the generator has a capability a workload needs (need* constants).
+	Can(need string) bool
 	CreateTopic(ctx context.Context, addr, topic string, partitions int) error
 	Produce(ctx context.Context, addr string, p produceSpec) (result, error)
 	Consume(ctx context.Context, addr, topic string, records int64) (result, error)
-	EndToEnd(ctx context.Context, addr, topic string, records int64, size int, acks string) (result, error)
+	// EndToEnd measures send-to-consume latency; rate is for open-loop generators (kafkaTools
+	// runs closed loop, one record at a time, and ignores it).
+	EndToEnd(ctx context.Context, addr, topic string, records int64, size int, acks string, rate int) (result, error)
+}
+
+// drives reports whether lg can run w, and if not, what it lacks.
+func drives(lg loadgen, w workload) (bool, string) {
+	for _, n := range w.Needs {
+		if !lg.Can(n) {
+			return false, n
+		}
+	}
+	return true, ""
 }
 
 type produceSpec struct {
@@ -90,7 +106,9 @@ type produceSpec struct {
 
 type kafkaTools struct{ h *harness }
 
-func (k kafkaTools) Name() string { return "kafka-tools " + kafkaVersion }
+func (k kafkaTools) Name() string         { return "kafka-tools " + kafkaVersion }
+func (k kafkaTools) Short() string        { return "KT" }
+func (k kafkaTools) Can(need string) bool { return true }
 
 func (k kafkaTools) CreateTopic(ctx context.Context, addr, topic string, partitions int) error {
 	out, err := k.h.java(ctx, 3*time.Minute, k.h.toolJVM(), "org.apache.kafka.tools.TopicCommand",
@@ -144,6 +162,9 @@ func (k kafkaTools) Consume(ctx context.Context, addr, topic string, records int
 			fields = strings.Split(lines[i+1], ",")
 		}
 	}
+	if k.h.verbose {
+		logf("  ConsumerPerformance: %s", strings.Join(fields, ","))
+	}
 	if len(fields) < 10 {
 		return result{}, fmt.Errorf("ConsumerPerformance: no result line in its output:\n%s", tail(out, 3000))
 	}
@@ -161,7 +182,7 @@ func (k kafkaTools) Consume(ctx context.Context, addr, topic string, records int
 var e2eAvg = regexp.MustCompile(`Avg latency: ([\d.]+) ms`)
 var e2ePct = regexp.MustCompile(`Percentiles: 50th = ([\d.]+), 99th = ([\d.]+), 99.9th = ([\d.]+)`)
 
-func (k kafkaTools) EndToEnd(ctx context.Context, addr, topic string, records int64, size int, acks string) (result, error) {
+func (k kafkaTools) EndToEnd(ctx context.Context, addr, topic string, records int64, size int, acks string, _ int) (result, error) {
 	out, err := k.h.java(ctx, 30*time.Minute, k.h.toolJVM(), "org.apache.kafka.tools.EndToEndLatency",
 		addr, topic, strconv.FormatInt(records, 10), acks, strconv.Itoa(size))
 	if err != nil {
@@ -179,13 +200,124 @@ func (k kafkaTools) EndToEnd(ctx context.Context, addr, topic string, records in
 
 func atof(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
 
-// spoolBench is the hook for the `spool bench` load generator (bin/spool bench, being written
-// in sdk-go). When it lands, implement loadgen with it (same specs; it prints its own
-// summary) and add it to harness.loadgens so every workload runs with both generators.
-func spoolBenchAvailable(spool string) bool {
-	if _, err := os.Stat(spool); err != nil {
-		return false
+// spoolBench drives workloads with `spool bench` (sdk-go/cmd/spool, the Go SDK): one process
+// per phase, whose --json summary line is the result.
+type spoolBench struct {
+	h *harness
+	// extended: this bin/spool has `bench e2e` and `bench produce --rate` (detected by
+	// detectSpoolBench); without them it drives only the unthrottled produce and consume rows.
+	extended bool
+}
+
+// detectSpoolBench finds out what the spool CLI at path can do: found is false when it has no
+// bench command at all; extended when `spool bench e2e --help` succeeds (exit 0; older builds
+// reject the subcommand with usage, exit 2).
+func detectSpoolBench(path string) (found, extended bool) {
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		return false, false
 	}
-	out, _ := exec.Command(spool, "bench", "--help").CombinedOutput()
-	return bytes.Contains(out, []byte("bench")) && !bytes.Contains(out, []byte("unknown command"))
+	out, _ := exec.Command(path, "--help").CombinedOutput()
+	if !bytes.Contains(out, []byte("bench produce")) {
+		return false, false
+	}
+	return true, exec.Command(path, "bench", "e2e", "--help").Run() == nil
+}
+
+func (s spoolBench) Name() string  { return "spool bench" }
+func (s spoolBench) Short() string { return "SB" }
+
+func (s spoolBench) Can(need string) bool {
+	switch need {
+	case needRate, needE2E:
+		return s.extended
+	}
+	return false
+}
+
+// spool runs the CLI against addr and returns its standard output; the standard error goes
+// into the error.
+func (s spoolBench) spool(ctx context.Context, timeout time.Duration, addr string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	args = append([]string{"--brokers", addr}, args...)
+	if s.h.verbose {
+		logf("  $ spool %s", strings.Join(args, " "))
+	}
+	cmd := exec.CommandContext(ctx, s.h.spool, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("timed out after %s", timeout)
+	}
+	if err != nil {
+		return "", fmt.Errorf("spool %s: %w\n%s%s", strings.Join(args[2:], " "), err, tail(stderr.String(), 2000), tail(stdout.String(), 1000))
+	}
+	return stdout.String(), nil
+}
+
+func (s spoolBench) CreateTopic(ctx context.Context, addr, topic string, partitions int) error {
+	_, err := s.spool(ctx, 2*time.Minute, addr, "topic", "create", topic, "--partitions", strconv.Itoa(partitions), "--replication-factor", "1")
+	return err
+}
+
+// benchJSON is the summary `spool bench ... --json` prints (benchResult in sdk-go/cmd/spool).
+type benchJSON struct {
+	Mode       string  `json:"mode"`
+	Records    int64   `json:"records"`
+	Bytes      int64   `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	RecordsSec float64 `json:"records_per_sec"`
+	MBSec      float64 `json:"mb_per_sec"`
+	P50ms      float64 `json:"p50_ms"`
+	P90ms      float64 `json:"p90_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	P999ms     float64 `json:"p99_9_ms"`
+	Maxms      float64 `json:"max_ms"`
+}
+
+// bench runs one `spool bench` phase and checks its summary.
+func (s spoolBench) bench(ctx context.Context, addr, mode string, want int64, args ...string) (benchJSON, error) {
+	out, err := s.spool(ctx, 30*time.Minute, addr, append([]string{"bench", mode}, append(args, "--json")...)...)
+	if err != nil {
+		return benchJSON{}, err
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var j benchJSON
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &j); err != nil {
+		return j, fmt.Errorf("spool bench %s: no JSON summary on its last line (%w):\n%s", mode, err, tail(out, 2000))
+	}
+	if j.Records < want || j.RecordsSec <= 0 {
+		return j, fmt.Errorf("spool bench %s: %d records at %.0f records/s, want %d records:\n%s", mode, j.Records, j.RecordsSec, want, tail(out, 2000))
+	}
+	return j, nil
+}
+
+func (j benchJSON) result(latency bool) result {
+	return result{Records: j.Records, RecPerSec: j.RecordsSec, MBPerSec: j.MBSec,
+		HasLatency: latency, P50: j.P50ms, P99: j.P99ms, P999: j.P999ms}
+}
+
+func (s spoolBench) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
+	args := []string{"--topic", p.Topic, "--records", strconv.FormatInt(p.Records, 10), "--size", strconv.Itoa(p.Size), "--acks", p.Acks}
+	if p.Throughput > 0 {
+		if !s.extended {
+			return result{}, fmt.Errorf("spool bench produce: %s has no --rate", s.h.spool)
+		}
+		args = append(args, "--rate", strconv.Itoa(p.Throughput))
+	}
+	j, err := s.bench(ctx, addr, "produce", p.Records, args...)
+	return j.result(true), err
+}
+
+func (s spoolBench) Consume(ctx context.Context, addr, topic string, records int64) (result, error) {
+	j, err := s.bench(ctx, addr, "consume", records, "--topic", topic, "--records", strconv.FormatInt(records, 10))
+	// Its latencies are record ages, meaningless when reading old data from the start.
+	return j.result(false), err
+}
+
+func (s spoolBench) EndToEnd(ctx context.Context, addr, topic string, records int64, size int, acks string, rate int) (result, error) {
+	j, err := s.bench(ctx, addr, "e2e", records, "--topic", topic, "--records", strconv.FormatInt(records, 10),
+		"--size", strconv.Itoa(size), "--acks", acks, "--rate", strconv.Itoa(rate))
+	return j.result(true), err
 }

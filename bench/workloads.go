@@ -19,11 +19,22 @@ type result struct {
 	CPU        float64 // broker utime+stime during the measured phase, seconds
 }
 
+// Capabilities a workload may need from its load generator (see loadgen.Can).
+const (
+	needRate = "a fixed produce rate (--rate)"
+	needE2E  = "an end-to-end latency mode (bench e2e)"
+)
+
 type workload struct {
 	ID      string
 	Title   string
-	Setting string // what the load generator does, stated in the report
-	Latency string // what the latency columns mean for this row
+	Setting string // what Kafka's tools do, stated in the report
+	// SpoolSetting is what `spool bench` does for this workload.
+	SpoolSetting string
+	Latency      string   // what the latency columns mean for this row
+	Needs        []string // capabilities the load generator must have to drive it
+	// Est is a rough duration of the measured phase, for the run-time estimate printed at start.
+	Est time.Duration
 	// run prepares the broker (topics, fill) and returns the measured phase's result;
 	// measure wraps the measured phase so CPU is counted for it alone.
 	run func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error)
@@ -31,11 +42,26 @@ type workload struct {
 
 type sizes struct {
 	w1, w2, w3, w4, w4b, w5, w6 int64
-	w4bRate, w6Rate             int
+	w4bRate, w6Rate, e2eRate    int
 }
 
-var fullSizes = sizes{w1: 15_000_000, w2: 10_000_000, w3: 2_000_000, w4: 10_000, w4b: 300_000, w5: 10_000_000, w6: 150_000, w4bRate: 10_000, w6Rate: 5_000}
-var quickSizes = sizes{w1: 30_000, w2: 30_000, w3: 10_000, w4: 300, w4b: 2_000, w5: 30_000, w6: 2_000, w4bRate: 2_000, w6Rate: 2_000}
+// fullSizes keep a full run (3 repetitions, 3 brokers, 2 load generators: 126 broker starts)
+// near 35 minutes on a 2-core machine: each measured phase lasts roughly 3 to 10 seconds,
+// long enough that JVM warm-up is a small part of it.
+var fullSizes = sizes{w1: 2_500_000, w2: 2_000_000, w3: 400_000, w4: 3_000, w4b: 50_000, w5: 2_500_000, w6: 30_000, w4bRate: 10_000, w6Rate: 5_000, e2eRate: 1_000}
+var quickSizes = sizes{w1: 30_000, w2: 30_000, w3: 10_000, w4: 300, w4b: 2_000, w5: 30_000, w6: 2_000, w4bRate: 2_000, w6Rate: 2_000, e2eRate: 1_000}
+
+// scaled multiplies every record count by f (rates stay), for short runs of the full shapes.
+func (s sizes) scaled(f float64) sizes {
+	m := func(n int64) int64 { return max(1, int64(float64(n)*f)) }
+	s.w1, s.w2, s.w3, s.w4, s.w4b, s.w5, s.w6 = m(s.w1), m(s.w2), m(s.w3), m(s.w4), m(s.w4b), m(s.w5), m(s.w6)
+	return s
+}
+
+// at is how long n records take at rate records/s.
+func at(n int64, rate int) time.Duration {
+	return time.Duration(float64(n) / float64(rate) * float64(time.Second))
+}
 
 func workloads(s sizes) []workload {
 	produce := func(topic string, parts int, spec produceSpec) func(context.Context, loadgen, string, func(func() (result, error)) (result, error)) (result, error) {
@@ -47,35 +73,55 @@ func workloads(s sizes) []workload {
 			return measure(func() (result, error) { return lg.Produce(ctx, addr, spec) })
 		}
 	}
+	sb := func(n int64, size int, acks string, rate int) string {
+		cmd := fmt.Sprintf("spool bench produce --records %d --size %d --acks %s", n, size, acks)
+		if rate > 0 {
+			cmd += fmt.Sprintf(" --rate %d", rate)
+		}
+		return cmd + " (Go SDK, its defaults otherwise)"
+	}
 	return []workload{
 		{ID: "W1", Title: "produce 100 B, 6 partitions, acks=1",
-			Setting: fmt.Sprintf("ProducerPerformance --num-records %d --record-size 100 --throughput -1, acks=1, client defaults otherwise (batch.size 16384, linger.ms 0, no compression)", s.w1),
-			Latency: "produce latency (send to ack) under saturation: queueing, not service time",
-			run:     produce("w1", 6, produceSpec{Records: s.w1, Size: 100, Acks: "1", Throughput: -1})},
+			Setting:      fmt.Sprintf("ProducerPerformance --num-records %d --record-size 100 --throughput -1, acks=1, client defaults otherwise (batch.size 16384, linger.ms 0, no compression)", s.w1),
+			SpoolSetting: sb(s.w1, 100, "1", 0),
+			Latency:      "produce latency (send to ack) under saturation: queueing, not service time",
+			Est:          at(s.w1, 250_000),
+			run:          produce("w1", 6, produceSpec{Records: s.w1, Size: 100, Acks: "1", Throughput: -1})},
 		{ID: "W2", Title: "produce 100 B, 6 partitions, acks=all",
-			Setting: fmt.Sprintf("as W1 with acks=all, --num-records %d", s.w2),
-			Latency: "produce latency under saturation",
-			run:     produce("w2", 6, produceSpec{Records: s.w2, Size: 100, Acks: "all", Throughput: -1})},
+			Setting:      fmt.Sprintf("as W1 with acks=all, --num-records %d", s.w2),
+			SpoolSetting: sb(s.w2, 100, "all", 0),
+			Latency:      "produce latency under saturation",
+			Est:          at(s.w2, 200_000),
+			run:          produce("w2", 6, produceSpec{Records: s.w2, Size: 100, Acks: "all", Throughput: -1})},
 		{ID: "W3", Title: "produce 1 KiB, 6 partitions, acks=all",
-			Setting: fmt.Sprintf("ProducerPerformance --num-records %d --record-size 1024 --throughput -1, acks=all", s.w3),
-			Latency: "produce latency under saturation",
-			run:     produce("w3", 6, produceSpec{Records: s.w3, Size: 1024, Acks: "all", Throughput: -1})},
+			Setting:      fmt.Sprintf("ProducerPerformance --num-records %d --record-size 1024 --throughput -1, acks=all", s.w3),
+			SpoolSetting: sb(s.w3, 1024, "all", 0),
+			Latency:      "produce latency under saturation",
+			Est:          at(s.w3, 60_000),
+			run:          produce("w3", 6, produceSpec{Records: s.w3, Size: 1024, Acks: "all", Throughput: -1})},
 		{ID: "W4", Title: "end-to-end latency, 100 B, 1 partition, acks=all",
-			Setting: fmt.Sprintf("EndToEndLatency, %d records one at a time (closed loop: the next is sent when the previous is consumed, so the rate is 1/latency, far below saturation)", s.w4),
-			Latency: "end-to-end, send until the consumer has it, in whole milliseconds truncated (the tool's resolution, so 0 means under 1 ms); records/s is 1 / mean latency",
+			Setting:      fmt.Sprintf("EndToEndLatency, %d records one at a time (closed loop: the next is sent when the previous is consumed, so the rate is 1/latency, far below saturation)", s.w4),
+			SpoolSetting: fmt.Sprintf("spool bench e2e --records %d --size 100 --acks all --rate %d (open loop at a fixed rate far below saturation; records/s is the rate achieved)", s.w4, s.e2eRate),
+			Latency:      "end-to-end, send until the consumer has it; EndToEndLatency reports whole milliseconds truncated (so 0 means under 1 ms) and its records/s is 1 / mean latency",
+			Needs:        []string{needE2E},
+			Est:          at(s.w4, 700),
 			run: func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
 				if err := lg.CreateTopic(ctx, addr, "w4", 1); err != nil {
 					return result{}, err
 				}
-				return measure(func() (result, error) { return lg.EndToEnd(ctx, addr, "w4", s.w4, 100, "all") })
+				return measure(func() (result, error) { return lg.EndToEnd(ctx, addr, "w4", s.w4, 100, "all", s.e2eRate) })
 			}},
 		{ID: "W4b", Title: fmt.Sprintf("produce latency at %d records/s, 100 B, 6 partitions, acks=all", s.w4bRate),
-			Setting: fmt.Sprintf("ProducerPerformance --num-records %d --record-size 100 --throughput %d, acks=all", s.w4b, s.w4bRate),
-			Latency: "produce latency (send to ack) at a fixed rate below saturation",
-			run:     produce("w4b", 6, produceSpec{Records: s.w4b, Size: 100, Acks: "all", Throughput: s.w4bRate})},
+			Setting:      fmt.Sprintf("ProducerPerformance --num-records %d --record-size 100 --throughput %d, acks=all", s.w4b, s.w4bRate),
+			SpoolSetting: sb(s.w4b, 100, "all", s.w4bRate),
+			Latency:      "produce latency (send to ack) at a fixed rate below saturation",
+			Needs:        []string{needRate},
+			Est:          at(s.w4b, s.w4bRate),
+			run:          produce("w4b", 6, produceSpec{Records: s.w4b, Size: 100, Acks: "all", Throughput: s.w4bRate})},
 		{ID: "W5", Title: "consume 100 B from the start, 6 partitions",
-			Setting: fmt.Sprintf("fill with ProducerPerformance (%d records, acks=1), then ConsumerPerformance --messages %d from the earliest offset; fetch.* figures (group join excluded)", s.w5, s.w5),
-			Latency: "",
+			Setting:      fmt.Sprintf("fill with ProducerPerformance (%d records, acks=1), then ConsumerPerformance --messages %d from the earliest offset; fetch.* figures (group join excluded)", s.w5, s.w5),
+			SpoolSetting: fmt.Sprintf("fill with spool bench produce --records %d --size 100 --acks 1, then spool bench consume --records %d (partitions assigned, no group)", s.w5, s.w5),
+			Est:          at(s.w5, 250_000) + at(s.w5, 600_000),
 			run: func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
 				if err := lg.CreateTopic(ctx, addr, "w5", 6); err != nil {
 					return result{}, err
@@ -86,15 +132,18 @@ func workloads(s sizes) []workload {
 				return measure(func() (result, error) { return lg.Consume(ctx, addr, "w5", s.w5) })
 			}},
 		{ID: "W6", Title: fmt.Sprintf("1,000 partitions at %d records/s, 100 B, acks=all", s.w6Rate),
-			Setting: fmt.Sprintf("TopicCommand --partitions 1000, then ProducerPerformance --num-records %d --record-size 100 --throughput %d, acks=all", s.w6, s.w6Rate),
-			Latency: "produce latency at a fixed rate",
-			run:     produce("w6", 1000, produceSpec{Records: s.w6, Size: 100, Acks: "all", Throughput: s.w6Rate})},
+			Setting:      fmt.Sprintf("TopicCommand --partitions 1000, then ProducerPerformance --num-records %d --record-size 100 --throughput %d, acks=all", s.w6, s.w6Rate),
+			SpoolSetting: "spool topic create --partitions 1000, then " + sb(s.w6, 100, "all", s.w6Rate),
+			Latency:      "produce latency at a fixed rate",
+			Needs:        []string{needRate},
+			Est:          at(s.w6, s.w6Rate) + 5*time.Second,
+			run:          produce("w6", 1000, produceSpec{Records: s.w6, Size: 100, Acks: "all", Throughput: s.w6Rate})},
 	}
 }
 
 // runOne starts a fresh broker for sys, runs w with lg, stops the broker and returns the result.
 func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen, rep int) (result, error) {
-	dir := fmt.Sprintf("%s/%s-%s-r%d", h.workDir, w.ID, sys.Name, rep)
+	dir := fmt.Sprintf("%s/%s-%s-%s-r%d", h.workDir, w.ID, sys.Name, lg.Short(), rep)
 	b, err := h.startBroker(ctx, sys, dir)
 	if err != nil {
 		return result{}, err
@@ -123,15 +172,19 @@ func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen
 		return result{}, aerr
 	}
 	if err != nil {
-		return result{}, fmt.Errorf("%s on %s: %w\nbroker output:\n%s", w.ID, sys.Name, err, b.logTail())
+		return result{}, fmt.Errorf("%s on %s with %s: %w\nbroker output:\n%s", w.ID, sys.Name, lg.Name(), err, b.logTail())
 	}
 	r.CPU = cpu
 	r.PeakRSS = b.PeakRSS()
 	if err := b.Stop(); err != nil {
 		return result{}, err
 	}
-	logf("  %-4s %-14s rep %d: %10.0f rec/s %8.1f MB/s  p50 %6.1f p99 %6.1f p99.9 %6.1f ms  RSS %6.1f MiB  CPU %5.1f s  (%.1fs)",
-		w.ID, sys.Name, rep, r.RecPerSec, r.MBPerSec, r.P50, r.P99, r.P999, float64(r.PeakRSS)/(1<<20), r.CPU, time.Since(start).Seconds())
+	lat := ""
+	if r.HasLatency {
+		lat = fmt.Sprintf("  p50 %6.1f p99 %6.1f p99.9 %6.1f ms", r.P50, r.P99, r.P999)
+	}
+	logf("  %-4s %-14s %-2s rep %d: %10.0f rec/s %8.1f MB/s%s  RSS %6.1f MiB  CPU %5.1f s  (%.1fs)",
+		w.ID, sys.Name, lg.Short(), rep, r.RecPerSec, r.MBPerSec, lat, float64(r.PeakRSS)/(1<<20), r.CPU, time.Since(start).Seconds())
 	if !h.keep {
 		removeAll(dir)
 	}

@@ -23,6 +23,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/group"
@@ -88,18 +90,52 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, max(timeout, 30*time.Second))
 		defer cancel()
-		for _, w := range waits {
-			if err := w.log.WaitDurable(wctx, w.end); err != nil {
-				w.slot.ErrorCode = wire.ErrRequestTimedOut.Code
-				if !errors.Is(err, context.DeadlineExceeded) {
-					w.slot.ErrorCode = wire.ErrKafkaStorageError.Code
-				}
-				w.slot.BaseOffset = -1
+		waitAllDurable(wctx, waits, func(w durableWait, err error) {
+			w.slot.ErrorCode = wire.ErrRequestTimedOut.Code
+			if !errors.Is(err, context.DeadlineExceeded) {
+				w.slot.ErrorCode = wire.ErrKafkaStorageError.Code
 			}
-		}
+			w.slot.BaseOffset = -1
+		})
 		p.complete(reply{msg: resp})
 	}()
 	return p
+}
+
+// maxFsyncWorkers bounds the fsyncs one request runs at once: each blocked fsync holds an OS
+// thread, and a request to a thousand partitions must not start a thousand threads.
+const maxFsyncWorkers = 8
+
+// waitAllDurable waits for the partitions of a request at once rather than one after the
+// other: the fsyncs of different segment files overlap, and the filesystem folds concurrent
+// ones into one journal commit (measured on ext4 here: 6 files fdatasync'd in parallel took
+// 0.45-0.53 ms, one after the other 1.0-1.2 ms). failed is called, one at a time, for each wait
+// that failed; it may write its slot.
+func waitAllDurable(ctx context.Context, waits []durableWait, failed func(durableWait, error)) {
+	if len(waits) == 1 {
+		if err := waits[0].log.WaitDurable(ctx, waits[0].end); err != nil {
+			failed(waits[0], err)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range min(len(waits), maxFsyncWorkers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(waits)); i = next.Add(1) - 1 {
+				w := waits[i]
+				if err := w.log.WaitDurable(ctx, w.end); err != nil {
+					mu.Lock()
+					failed(w, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // flushInBackground makes acks=0 data durable (and visible to consumers) without anyone
@@ -108,11 +144,7 @@ func (s *Server) flushInBackground(waits []durableWait) {
 	if len(waits) == 0 || s.cfg.fsync != storage.FsyncAlways {
 		return
 	}
-	go func() {
-		for _, w := range waits {
-			w.log.WaitDurable(s.ctx, w.end)
-		}
-	}()
+	go waitAllDurable(s.ctx, waits, func(durableWait, error) {})
 }
 
 // produceOne appends one partition's records.

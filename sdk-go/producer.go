@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +78,7 @@ type producer struct {
 	slots    bufferSlots
 	mu       sync.RWMutex
 	parts    map[tp]*partBuf
+	byTopic  atomic.Pointer[map[string][]*partBuf] // parts by topic and partition, copy on write
 	list     []*partBuf
 	wakeCh   chan struct{}
 	flushing atomic.Int32
@@ -264,21 +266,35 @@ func (cl *Client) Flush(ctx context.Context) error {
 // BufferedRecords is the number of records produced and not yet acknowledged or failed.
 func (cl *Client) BufferedRecords() int64 { return cl.prod.buffered.Load() }
 
+// part returns the state of one partition. It runs once per record, so the lookup reads a
+// snapshot (byTopic) without locking; only a partition's first record takes p.mu.
 func (p *producer) part(topic string, partition int32) *partBuf {
+	if m := p.byTopic.Load(); m != nil {
+		if ps := (*m)[topic]; int(partition) < len(ps) && ps[partition] != nil {
+			return ps[partition]
+		}
+	}
 	k := tp{topic, partition}
-	p.mu.RLock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	pb := p.parts[k]
-	p.mu.RUnlock()
 	if pb != nil {
 		return pb
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pb = p.parts[k]; pb == nil {
-		pb = &partBuf{tp: k}
-		p.parts[k] = pb
-		p.list = append(p.list, pb)
+	pb = &partBuf{tp: k}
+	p.parts[k] = pb
+	p.list = append(p.list, pb)
+	var m map[string][]*partBuf
+	if old := p.byTopic.Load(); old != nil {
+		m = maps.Clone(*old)
+	} else {
+		m = map[string][]*partBuf{}
 	}
+	ps := make([]*partBuf, max(len(m[topic]), int(partition)+1))
+	copy(ps, m[topic])
+	ps[partition] = pb
+	m[topic] = ps
+	p.byTopic.Store(&m)
 	return pb
 }
 

@@ -557,6 +557,25 @@ func TestFinishInPlace(t *testing.T) {
 	}
 }
 
+// TestBuilderGrowth checks that a new Builder reaches a megabyte batch in a few doublings:
+// each growth copies the records and leaves the old buffer as garbage.
+func TestBuilderGrowth(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	value := make([]byte, 1000)
+	allocs := testing.AllocsPerRun(5, func() {
+		b := NewBuilder()
+		for b.Size() < 1<<20 {
+			b.Append(t0, nil, value, nil)
+		}
+	})
+	// NewBuilder, its 4 KiB buffer, then doublings up to 1 MiB and one past it.
+	if allocs > 11 {
+		t.Fatalf("%.0f allocations to build a 1 MiB batch", allocs)
+	}
+}
+
 // TestZeroBuilder checks that a Builder not made by NewBuilder still leaves room for the header.
 func TestZeroBuilder(t *testing.T) {
 	var b Builder

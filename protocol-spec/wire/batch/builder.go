@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
@@ -193,6 +194,11 @@ func (b *Builder) appendRecord(offsetDelta int32, ts int64, key, value []byte, h
 		b.buf = b.headerRoom() // a zero Builder, not made by NewBuilder
 	}
 	r := b.buf
+	if need := size + binary.MaxVarintLen32; cap(r)-len(r) < need {
+		// Double at least: append grows large slices by about 1.25x, which for a batch of
+		// a megabyte leaves several times its size as garbage and copies it as often.
+		r = slices.Grow(r, max(need, cap(r)))
+	}
 	r = wire.AppendVarint(r, int32(size))
 	r = append(r, 0) // attributes
 	r = wire.AppendVarlong(r, tsDelta)

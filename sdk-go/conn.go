@@ -29,6 +29,9 @@ type call struct {
 	resp    wire.Message // nil when no response is expected (acks=0 produce)
 	corr    int32
 	done    chan error
+	// splice, when set, holds the bytes of req's zero-copy records fields in encoding order:
+	// they are written from where they lie and must not change until done receives.
+	splice [][]byte
 }
 
 // conn is one connection to one broker. A writer goroutine frames requests in the order they
@@ -220,11 +223,21 @@ func (c *conn) close(err error) {
 
 func (c *conn) writeLoop() {
 	var corr int32
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
-	buf := make([]byte, 0, 64<<10)
-	fail := func(cl *call, err error) {
-		c.close(err)
-		cl.done <- c.closedErr()
+	w := frameWriter{nc: c.nc, buf: make([]byte, 0, 64<<10)}
+	// unanswered are the calls without a response (acks=0) in the frames gathered: they
+	// complete once written, as their spliced bytes may be reused after that.
+	var unanswered []*call
+	flush := func() {
+		err := w.flush()
+		if err != nil {
+			c.close(err)
+			err = c.closedErr()
+		}
+		for _, cl := range unanswered {
+			cl.done <- err
+		}
+		clear(unanswered)
+		unanswered = unanswered[:0]
 	}
 	for {
 		var cl *call
@@ -245,43 +258,25 @@ func (c *conn) writeLoop() {
 		}
 		corr++
 		cl.corr = corr
-		api := wire.LookupAPI(cl.key)
-		h := wire.RequestHeader{RequestApiKey: cl.key, RequestApiVersion: cl.version, CorrelationId: corr, ClientId: &c.clientID}
-		buf = h.AppendTo(append(buf[:0], 0, 0, 0, 0), api.RequestHeaderVersion(cl.version))
-		buf = cl.req.AppendTo(buf, cl.version)
-		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		if err := w.add(cl, &c.clientID); err != nil {
+			cl.done <- err
+			continue
+		}
 		if cl.resp != nil {
 			select {
 			case c.inflight <- cl:
 			case <-c.readDone:
-				// The reader is gone: fail now (the closing branch drains the rest).
+				// The reader is gone, and closed the connection: fail now (the closing branch
+				// drains the rest).
+				flush()
 				cl.done <- c.closedErr()
 				continue
 			}
+		} else {
+			unanswered = append(unanswered, cl)
 		}
-		if _, err := bw.Write(buf); err != nil {
-			if cl.resp == nil {
-				fail(cl, err)
-			} else {
-				c.close(err)
-			}
-			continue
-		}
-		if len(c.queue) == 0 {
-			if err := bw.Flush(); err != nil {
-				if cl.resp == nil {
-					fail(cl, err)
-				} else {
-					c.close(err)
-				}
-				continue
-			}
-		}
-		if cl.resp == nil {
-			cl.done <- nil
-		}
-		if cap(buf) > 4<<20 {
-			buf = make([]byte, 0, 64<<10)
+		if len(c.queue) == 0 || w.full() {
+			flush()
 		}
 	}
 }

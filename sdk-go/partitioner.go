@@ -2,6 +2,7 @@ package spool
 
 import (
 	"encoding/binary"
+	"maps"
 	"sync"
 	"sync/atomic"
 )
@@ -81,12 +82,18 @@ func (rr *roundRobin) Partition(_ *Record, n int) int {
 	return int((rr.next.Add(1) - 1) % uint32(n))
 }
 
+// sticky keeps a lock-free count per topic: the k-th record of a topic goes to partition
+// (start + k/every) mod n. Partition runs once per record, so it takes no lock.
 type sticky struct {
-	mu          sync.Mutex
-	cur         map[string]int
-	count       map[string]int
-	switchEvery int
-	rr          atomic.Uint32
+	every  uint64
+	next   atomic.Uint32 // the partition the next new topic starts on
+	mu     sync.Mutex    // serializes adding topics
+	topics atomic.Pointer[map[string]*stickyTopic]
+}
+
+type stickyTopic struct {
+	start uint64
+	n     atomic.Uint64
 }
 
 // Sticky sends records to one partition per topic and moves to the next partition after
@@ -96,7 +103,8 @@ func Sticky(every int, keys bool) Partitioner {
 	if every <= 0 {
 		every = 1000
 	}
-	s := &sticky{cur: map[string]int{}, count: map[string]int{}, switchEvery: every}
+	s := &sticky{every: uint64(every)}
+	s.topics.Store(&map[string]*stickyTopic{})
 	if keys {
 		return PartitionerFunc(func(r *Record, n int) int {
 			if r.Key != nil {
@@ -109,16 +117,27 @@ func Sticky(every int, keys bool) Partitioner {
 }
 
 func (s *sticky) Partition(r *Record, n int) int {
+	st := (*s.topics.Load())[r.Topic]
+	if st == nil {
+		st = s.addTopic(r.Topic)
+	}
+	k := st.n.Add(1) - 1
+	return int((st.start + k/s.every) % uint64(n))
+}
+
+// addTopic publishes a copy of the topic map with topic added.
+func (s *sticky) addTopic(topic string) *stickyTopic {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.cur[r.Topic]
-	if !ok || p >= n || s.count[r.Topic] >= s.switchEvery {
-		p = int(s.rr.Add(1)-1) % n
-		s.cur[r.Topic] = p
-		s.count[r.Topic] = 0
+	old := *s.topics.Load()
+	if st := old[topic]; st != nil {
+		return st
 	}
-	s.count[r.Topic]++
-	return p
+	st := &stickyTopic{start: uint64(s.next.Add(1) - 1)}
+	m := maps.Clone(old)
+	m[topic] = st
+	s.topics.Store(&m)
+	return st
 }
 
 // DefaultPartitioner is the default: keyed records by Hash (Java-compatible murmur2), unkeyed

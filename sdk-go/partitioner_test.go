@@ -1,6 +1,7 @@
 package spool_test
 
 import (
+	"sync"
 	"testing"
 
 	spool "github.com/spoolmq/spool/sdk-go"
@@ -93,6 +94,37 @@ func TestStickySwitches(t *testing.T) {
 	}
 	if p := s.Partition(&spool.Record{Topic: "a", Key: []byte("foobar")}, 10); p != 6 {
 		t.Fatalf("sticky with keys: foobar on %d, want 6", p)
+	}
+}
+
+// TestStickyConcurrent checks that concurrent callers, as Produce's are, still fill each
+// partition with exactly `every` records per turn.
+func TestStickyConcurrent(t *testing.T) {
+	const every, n, callers, each = 100, 5, 4, 250
+	s := spool.Sticky(every, false)
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := map[int]int{}
+			for range each {
+				mine[s.Partition(&spool.Record{Topic: "c"}, n)]++
+			}
+			mu.Lock()
+			for p, c := range mine {
+				counts[p] += c
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for p := range n {
+		if counts[p] != callers*each/n {
+			t.Fatalf("partition counts %v, want %d each", counts, callers*each/n)
+		}
 	}
 }
 

@@ -95,11 +95,24 @@ func (p *producer) sendReq(r *produceReq, leader int32) error {
 		return err
 	}
 	r.conn = c
-	r.call = &call{key: 0, version: v, req: r.req, done: make(chan error, 1)}
+	r.call = &call{key: 0, version: v, req: r.req, done: make(chan error, 1), splice: r.splice()}
 	if r.resp != nil {
 		r.call.resp = r.resp
 	}
 	return c.send(r.ctx, r.call)
+}
+
+// splice lists the request's batches in encoding order, for the connection to write them
+// from the batches' own buffers. They stay unchanged until the call completes: a batch is
+// recycled only after its request was answered or failed.
+func (r *produceReq) splice() [][]byte {
+	out := make([][]byte, 0, len(r.items))
+	for _, t := range r.req.TopicData {
+		for _, pd := range t.PartitionData {
+			out = append(out, pd.Records)
+		}
+	}
+	return out
 }
 
 func (p *producer) readPipe(pp *pipe) {

@@ -43,7 +43,11 @@ func (*ProduceRequest) minSize(v int16) int {
 
 // AppendTo appends the encoding of s at version v to b. Fields that version v lacks are
 // not written. The caller checks that v is a valid version.
-func (s *ProduceRequest) AppendTo(b []byte, v int16) []byte {
+func (s *ProduceRequest) AppendTo(b []byte, v int16) []byte { return s.AppendToSpliced(b, v, nil) }
+
+// AppendToSpliced is AppendTo leaving out the bytes of zero-copy records fields: sp gives
+// their lengths in encoding order and receives where in b each belongs (see Splices).
+func (s *ProduceRequest) AppendToSpliced(b []byte, v int16, sp *Splices) []byte {
 	flex := v >= 9
 	if v >= 3 {
 		b = AppendNullableString(b, s.TransactionalId, flex)
@@ -52,7 +56,7 @@ func (s *ProduceRequest) AppendTo(b []byte, v int16) []byte {
 	b = AppendInt32(b, s.TimeoutMs)
 	b = AppendArrayLen(b, len(s.TopicData), flex)
 	for i := range s.TopicData {
-		b = s.TopicData[i].appendTo(b, v)
+		b = s.TopicData[i].appendTo(b, v, sp)
 	}
 	if flex {
 		b = AppendTagSection(b, nil, s.UnknownTags)
@@ -119,12 +123,12 @@ func (*ProduceRequestTopicProduceData) minSize(v int16) int {
 	return n
 }
 
-func (s *ProduceRequestTopicProduceData) appendTo(b []byte, v int16) []byte {
+func (s *ProduceRequestTopicProduceData) appendTo(b []byte, v int16, sp *Splices) []byte {
 	flex := v >= 9
 	b = AppendString(b, s.Name, flex)
 	b = AppendArrayLen(b, len(s.PartitionData), flex)
 	for i := range s.PartitionData {
-		b = s.PartitionData[i].appendTo(b, v)
+		b = s.PartitionData[i].appendTo(b, v, sp)
 	}
 	if flex {
 		b = AppendTagSection(b, nil, s.UnknownTags)
@@ -157,7 +161,8 @@ func (s *ProduceRequestTopicProduceData) readFrom(r *Reader, v int16) {
 }
 
 type ProduceRequestPartitionProduceData struct {
-	Index   int32  // versions 0-9
+	Index int32 // versions 0-9
+	// producers splice their batches in (net.Buffers)
 	Records []byte // versions 0-9, nullable 0-9
 	// UnknownTags holds tagged fields this version of the schema does not know, kept for a faithful round trip.
 	UnknownTags Tags
@@ -185,10 +190,14 @@ func (*ProduceRequestPartitionProduceData) minSize(v int16) int {
 	return n
 }
 
-func (s *ProduceRequestPartitionProduceData) appendTo(b []byte, v int16) []byte {
+func (s *ProduceRequestPartitionProduceData) appendTo(b []byte, v int16, sp *Splices) []byte {
 	flex := v >= 9
 	b = AppendInt32(b, s.Index)
-	b = AppendNullableBytes(b, s.Records, flex)
+	if sp != nil {
+		b = sp.placeholder(b, flex)
+	} else {
+		b = AppendNullableBytes(b, s.Records, flex)
+	}
 	if flex {
 		b = AppendTagSection(b, nil, s.UnknownTags)
 	}

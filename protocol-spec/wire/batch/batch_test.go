@@ -498,6 +498,100 @@ func TestBuilderOptions(t *testing.T) {
 	}
 }
 
+// TestFinishInPlace checks the Builder's two outputs against each other for every codec:
+// Finish, which seals an uncompressed batch in the record buffer itself, and AppendBatch,
+// which copies. It also pins that an uncompressed Finish copies nothing: the batch is the
+// Builder's buffer, and appending more records leaves an earlier result intact.
+func TestFinishInPlace(t *testing.T) {
+	for _, c := range allCodecs {
+		for _, skip := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/skip=%v", c, skip), func(t *testing.T) {
+				recs := sampleRecords(300, 80)
+				b := NewBuilder()
+				b.SetCodec(c)
+				b.SetSkipIneffectiveCompression(skip)
+				b.SetProducer(9, 1, 40)
+				for _, r := range recs[:200] {
+					b.Append(r.ts, r.key, r.value, r.headers)
+				}
+				first, err := b.Finish()
+				if err != nil {
+					t.Fatal(err)
+				}
+				firstCopy := bytes.Clone(first)
+				copied, err := b.AppendBatch([]byte("prefix"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(copied[len("prefix"):], first) {
+					t.Fatal("Finish and AppendBatch built different batches")
+				}
+				h, err := ValidateProduce(first)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.Attributes.Codec() != c || h.BaseSequence != 40 || h.ProducerID != 9 || b.Size() != HeaderSize+len(b.records()) {
+					t.Fatalf("header %+v, size %d", h, b.Size())
+				}
+				checkRecords(t, first, recs[:200])
+
+				for _, r := range recs[200:] {
+					b.Append(r.ts, r.key, r.value, r.headers)
+				}
+				if !bytes.Equal(first, firstCopy) {
+					t.Fatal("appending records changed the batch Finish returned")
+				}
+				second, err := b.Finish()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ValidateProduce(second); err != nil {
+					t.Fatal(err)
+				}
+				checkRecords(t, second, recs)
+				if c == compress.None && &second[0] != &b.buf[0] {
+					t.Fatal("an uncompressed Finish copied the batch out of the record buffer")
+				}
+			})
+		}
+	}
+}
+
+// TestBuilderGrowth checks that a new Builder reaches a megabyte batch in a few doublings:
+// each growth copies the records and leaves the old buffer as garbage.
+func TestBuilderGrowth(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	value := make([]byte, 1000)
+	allocs := testing.AllocsPerRun(5, func() {
+		b := NewBuilder()
+		for b.Size() < 1<<20 {
+			b.Append(t0, nil, value, nil)
+		}
+	})
+	// NewBuilder, its 4 KiB buffer, then doublings up to 1 MiB and one past it.
+	if allocs > 11 {
+		t.Fatalf("%.0f allocations to build a 1 MiB batch", allocs)
+	}
+}
+
+// TestZeroBuilder checks that a Builder not made by NewBuilder still leaves room for the header.
+func TestZeroBuilder(t *testing.T) {
+	var b Builder
+	if b.Size() != HeaderSize {
+		t.Fatalf("empty size %d", b.Size())
+	}
+	b.Append(t0, nil, []byte("v"), nil)
+	raw, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Validate(raw); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestChecksumIsCastagnoli(t *testing.T) {
 	raw := buildBatch(t, compress.None, sampleRecords(3, 10))
 	if Checksum(raw) != crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
@@ -13,8 +14,10 @@ import (
 // CompressFunc appends src compressed to dst, as compress.Compress does for one codec.
 type CompressFunc func(dst, src []byte) ([]byte, error)
 
-// Builder assembles one batch at a time. Records are encoded as they are appended; Finish (or
-// AppendBatch) writes the header, compresses and computes the CRC. Reset makes the Builder
+// Builder assembles one batch at a time. Records are encoded as they are appended, behind room
+// left for the header, so that Finish writes an uncompressed batch's header (and CRC) in place
+// and never copies the records; AppendBatch copies the batch into a caller's buffer, and a
+// compressed batch is written once, compressed, into a buffer of its own. Reset makes the Builder
 // ready for the next batch and keeps its buffers, so a reused Builder allocates nothing once its
 // buffers have grown. A Builder is not safe for concurrent use.
 //
@@ -39,8 +42,9 @@ type Builder struct {
 	baseTimestamp int64
 	maxTimestamp  int64
 
-	records []byte // encoded records, uncompressed
-	out     []byte // Finish's result
+	// buf is HeaderSize bytes of room for the header, then the encoded records, uncompressed.
+	buf []byte
+	out []byte // Finish's result when the records are compressed
 }
 
 // NewBuilder returns an empty Builder.
@@ -51,7 +55,7 @@ func NewBuilder() *Builder {
 }
 
 // Reset discards the records and settings and keeps the buffers. A batch returned by Finish
-// stays valid until the next Finish.
+// stays valid until the next Reset or Finish; appending more records does not change it.
 func (b *Builder) Reset() {
 	*b = Builder{
 		leaderEpoch:   -1,
@@ -59,10 +63,21 @@ func (b *Builder) Reset() {
 		producerEpoch: -1,
 		baseSequence:  -1,
 		lastDelta:     -1,
-		records:       b.records[:0],
+		buf:           b.headerRoom(),
 		out:           b.out,
 	}
 }
+
+// headerRoom is buf emptied down to the room for the header.
+func (b *Builder) headerRoom() []byte {
+	if cap(b.buf) < HeaderSize {
+		return make([]byte, HeaderSize, 4<<10)
+	}
+	return b.buf[:HeaderSize]
+}
+
+// records is the encoded records appended so far.
+func (b *Builder) records() []byte { return b.buf[HeaderSize:] }
 
 // SetCodec selects the codec that Finish compresses the records with, in Spool's framing (see
 // package compress).
@@ -115,7 +130,7 @@ func (b *Builder) setAttr(bit Attributes, on bool) {
 func (b *Builder) NumRecords() int { return int(b.count) }
 
 // Size is the size the batch would have uncompressed: header plus encoded records.
-func (b *Builder) Size() int { return HeaderSize + len(b.records) }
+func (b *Builder) Size() int { return max(len(b.buf), HeaderSize) }
 
 // Append adds a record with the next offset delta (0, 1, 2, ...). A nil key or value is
 // written as null; a non-nil empty one as empty. A header with a nil Value has a null value.
@@ -175,7 +190,15 @@ func (b *Builder) appendRecord(offsetDelta int32, ts int64, key, value []byte, h
 	if size > math.MaxInt32 {
 		panic(fmt.Sprintf("batch: record of %d bytes", size))
 	}
-	r := b.records
+	if len(b.buf) < HeaderSize {
+		b.buf = b.headerRoom() // a zero Builder, not made by NewBuilder
+	}
+	r := b.buf
+	if need := size + binary.MaxVarintLen32; cap(r)-len(r) < need {
+		// Double at least: append grows large slices by about 1.25x, which for a batch of
+		// a megabyte leaves several times its size as garbage and copies it as often.
+		r = slices.Grow(r, max(need, cap(r)))
+	}
 	r = wire.AppendVarint(r, int32(size))
 	r = append(r, 0) // attributes
 	r = wire.AppendVarlong(r, tsDelta)
@@ -191,20 +214,36 @@ func (b *Builder) appendRecord(offsetDelta int32, ts int64, key, value []byte, h
 		r = wire.AppendVarint(r, nullableLen(h.Value))
 		r = append(r, h.Value...)
 	}
-	b.records = r
+	b.buf = r
 	b.count++
 	b.lastDelta = offsetDelta
 }
 
-// Finish builds the batch into the Builder's own buffer and returns it; it stays valid until
-// the next Finish or AppendBatch. The records are kept: Finish may be called again.
+// Finish builds the batch and returns it. Uncompressed, it is the Builder's record buffer with
+// the header written in place; compressed, a buffer of the Builder's own. It stays valid until
+// the next Reset or Finish. The records are kept: Finish may be called again, also after more
+// records were appended.
 func (b *Builder) Finish() ([]byte, error) {
-	out, err := b.AppendBatch(b.out[:0])
-	if err != nil {
+	if err := b.checkNotEmpty(); err != nil {
 		return nil, err
 	}
-	b.out = out
-	return out, nil
+	if b.codec != compress.None {
+		out, codec, err := b.appendCompressed(b.out[:0])
+		if err != nil {
+			return nil, err
+		}
+		b.out = out
+		if codec != compress.None {
+			if err := b.seal(out, codec); err != nil {
+				return nil, err
+			}
+			return out, nil
+		}
+	}
+	if err := b.seal(b.buf, compress.None); err != nil {
+		return nil, err
+	}
+	return b.buf, nil
 }
 
 var zeroHeader [HeaderSize]byte
@@ -213,34 +252,61 @@ var zeroHeader [HeaderSize]byte
 // CRC. It fails on an empty Builder (Kafka has no use for empty batches from producers) and
 // when compression fails.
 func (b *Builder) AppendBatch(dst []byte) ([]byte, error) {
-	if b.count == 0 {
-		return dst, errors.New("batch: no records to build a batch from")
+	if err := b.checkNotEmpty(); err != nil {
+		return dst, err
 	}
 	start := len(dst)
-	dst = append(dst, zeroHeader[:]...)
-	codec := b.codec
-	if codec != compress.None {
+	codec := compress.None
+	if b.codec != compress.None {
 		var err error
-		if b.compressor != nil {
-			dst, err = b.compressor(dst, b.records)
-		} else {
-			dst, err = compress.Compress(dst, b.records, codec)
-		}
-		if err != nil {
-			return dst[:start], fmt.Errorf("batch: compressing records: %w", err)
-		}
-		if b.skipIneffective && len(dst)-start-HeaderSize >= len(b.records) {
-			codec = compress.None
-			dst = dst[:start+HeaderSize]
+		if dst, codec, err = b.appendCompressed(dst); err != nil {
+			return dst, err
 		}
 	}
 	if codec == compress.None {
-		dst = append(dst, b.records...)
+		// The header room is overwritten by seal.
+		dst = append(dst, b.buf...)
 	}
-	if len(dst)-start-LogOverhead > math.MaxInt32 {
-		return dst[:start], fmt.Errorf("batch: %d bytes do not fit a batch", len(dst)-start)
+	if err := b.seal(dst[start:], codec); err != nil {
+		return dst[:start], err
 	}
-	h := dst[start:]
+	return dst, nil
+}
+
+func (b *Builder) checkNotEmpty() error {
+	if b.count == 0 {
+		return errors.New("batch: no records to build a batch from")
+	}
+	return nil
+}
+
+// appendCompressed appends room for the header and the records compressed with the codec to
+// dst. When compressing does not pay and the Builder skips ineffective compression, it
+// returns dst unchanged and codec None.
+func (b *Builder) appendCompressed(dst []byte) ([]byte, compress.Codec, error) {
+	start := len(dst)
+	dst = append(dst, zeroHeader[:]...)
+	recs := b.records()
+	var err error
+	if b.compressor != nil {
+		dst, err = b.compressor(dst, recs)
+	} else {
+		dst, err = compress.Compress(dst, recs, b.codec)
+	}
+	if err != nil {
+		return dst[:start], compress.None, fmt.Errorf("batch: compressing records: %w", err)
+	}
+	if b.skipIneffective && len(dst)-start-HeaderSize >= len(recs) {
+		return dst[:start], compress.None, nil
+	}
+	return dst, b.codec, nil
+}
+
+// seal writes the header of batch h, whose body follows the header room, and its CRC.
+func (b *Builder) seal(h []byte, codec compress.Codec) error {
+	if len(h)-LogOverhead > math.MaxInt32 {
+		return fmt.Errorf("batch: %d bytes do not fit a batch", len(h))
+	}
 	maxTS := b.maxTimestamp
 	if b.attrs.LogAppendTime() {
 		maxTS = b.appendTime
@@ -259,5 +325,5 @@ func (b *Builder) AppendBatch(dst []byte) ([]byte, error) {
 	be.PutUint32(h[offBaseSequence:], uint32(b.baseSequence))
 	be.PutUint32(h[offRecordsCount:], uint32(b.count))
 	be.PutUint32(h[offCRC:], Checksum(h))
-	return dst, nil
+	return nil
 }

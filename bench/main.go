@@ -158,7 +158,7 @@ func run() error {
 		}
 		return nil
 	}
-	r := &report{h: h, systems: chosen, lgs: lgs, res: map[string]map[string]map[string][]result{}, reps: n, mode: mode, spoolNote: spoolNote, args: os.Args[1:], outDir: outDir}
+	r := &report{h: h, systems: chosen, lgs: lgs, res: map[string]map[string]map[string][]result{}, reps: n, mode: mode, spoolNote: spoolNote, loadStart: loadAverage(), args: os.Args[1:], outDir: outDir}
 	began := time.Now()
 	for k, w := range ws {
 		err := h.runWorkload(ctx, w, chosen, lgs, n, r.res)

@@ -26,6 +26,7 @@ type report struct {
 	mode      string
 	elapsed   time.Duration
 	spoolNote string
+	loadStart string // /proc/loadavg when the run began
 	args      []string
 	outDir    string
 	// partial, when set, says why the report covers only some workloads.
@@ -211,7 +212,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- Apache Kafka %s (org.apache.kafka:kafka_2.13 and kafka-tools from Maven Central), single node, KRaft combined broker+controller, %s, JVM `%s`\n", kafkaVersion, javaVer[0], strings.Join(kafkaBrokerJVM, " "))
 	fmt.Fprintf(&b, "- Spool spoold at %s, %s\n", rev, runtime.Version())
 	fmt.Fprintf(&b, "- Load generators: %s (ProducerPerformance, ConsumerPerformance, EndToEndLatency), JVM `-Xmx1G -XX:+UseG1GC`; `spool bench` (sdk-go/cmd/spool, built with the broker). Each row names its generator; ratios compare brokers under the same one. %s\n", kafkaTools{}.Name(), r.spoolNote)
-	b.WriteString("- Other work was running on the machine during this run unless stated otherwise; treat differences under ±20% as noise.\n\n")
+	fmt.Fprintf(&b, "- Load average (1, 5, 15 min) when the run began: %s; when this report was written: %s. Above the core count means other work competed with the brokers and load generators; differences under ±20%% are noise on this VM.\n\n", r.loadStart, loadAverage())
 	b.WriteString("## Durability per column\n\n")
 	for _, s := range r.systems {
 		fmt.Fprintf(&b, "- **%s** (%s): %s\n", s.Name, s.Label, s.Durability)
@@ -332,4 +333,13 @@ func (r *report) barChart(title, unit string, names []string, barWidth, imgWidth
 	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.3 // headroom for the legend
 	p.NominalX(names...)
 	return p.Save(imgWidth, 4*vg.Inch, path)
+}
+
+// loadAverage is the first three fields of /proc/loadavg, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }

@@ -102,6 +102,9 @@ type produceSpec struct {
 	Size       int
 	Acks       string
 	Throughput int // records/s, -1 unthrottled
+	// KafkaProps are extra producer properties for Kafka's ProducerPerformance, given against
+	// every broker alike.
+	KafkaProps []string
 }
 
 type kafkaTools struct{ h *harness }
@@ -124,10 +127,10 @@ func (k kafkaTools) CreateTopic(ctx context.Context, addr, topic string, partiti
 var perfFinal = regexp.MustCompile(`(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th`)
 
 func (k kafkaTools) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
-	out, err := k.h.java(ctx, 30*time.Minute, k.h.toolJVM(), "org.apache.kafka.tools.ProducerPerformance",
-		"--topic", p.Topic, "--num-records", strconv.FormatInt(p.Records, 10), "--record-size", strconv.Itoa(p.Size),
+	args := append([]string{"--topic", p.Topic, "--num-records", strconv.FormatInt(p.Records, 10), "--record-size", strconv.Itoa(p.Size),
 		"--throughput", strconv.Itoa(p.Throughput),
-		"--producer-props", "bootstrap.servers="+addr, "acks="+p.Acks)
+		"--producer-props", "bootstrap.servers=" + addr, "acks=" + p.Acks}, p.KafkaProps...)
+	out, err := k.h.java(ctx, 30*time.Minute, k.h.toolJVM(), "org.apache.kafka.tools.ProducerPerformance", args...)
 	if err != nil {
 		return result{}, fmt.Errorf("ProducerPerformance: %v\n%s", err, tail(out, 3000))
 	}

@@ -102,9 +102,9 @@ type produceSpec struct {
 	Size       int
 	Acks       string
 	Throughput int // records/s, -1 unthrottled
-	// KafkaProps are extra producer properties for Kafka's ProducerPerformance, given against
-	// every broker alike.
-	KafkaProps []string
+	// NoIdempotence turns the producer's idempotence off (it is on by default in both
+	// generators), against every broker alike.
+	NoIdempotence bool
 }
 
 type kafkaTools struct{ h *harness }
@@ -129,7 +129,7 @@ var perfFinal = regexp.MustCompile(`(\d+) records sent, ([\d.]+) records/sec \((
 func (k kafkaTools) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
 	args := append([]string{"--topic", p.Topic, "--num-records", strconv.FormatInt(p.Records, 10), "--record-size", strconv.Itoa(p.Size),
 		"--throughput", strconv.Itoa(p.Throughput),
-		"--producer-props", "bootstrap.servers=" + addr, "acks=" + p.Acks}, p.KafkaProps...)
+		"--producer-props", "bootstrap.servers=" + addr, "acks=" + p.Acks}, kafkaIdempotence(p)...)
 	out, err := k.h.java(ctx, 30*time.Minute, k.h.toolJVM(), "org.apache.kafka.tools.ProducerPerformance", args...)
 	if err != nil {
 		return result{}, fmt.Errorf("ProducerPerformance: %v\n%s", err, tail(out, 3000))
@@ -309,6 +309,12 @@ func (s spoolBench) Produce(ctx context.Context, addr string, p produceSpec) (re
 		}
 		args = append(args, "--rate", strconv.Itoa(p.Throughput))
 	}
+	if p.NoIdempotence {
+		if !s.extended {
+			return result{}, fmt.Errorf("spool bench produce: %s has no --idempotence", s.h.spool)
+		}
+		args = append(args, "--idempotence=false")
+	}
 	j, err := s.bench(ctx, addr, "produce", p.Records, args...)
 	return j.result(true), err
 }
@@ -323,4 +329,11 @@ func (s spoolBench) EndToEnd(ctx context.Context, addr, topic string, records in
 	j, err := s.bench(ctx, addr, "e2e", records, "--topic", topic, "--records", strconv.FormatInt(records, 10),
 		"--size", strconv.Itoa(size), "--acks", acks, "--rate", strconv.Itoa(rate))
 	return j.result(true), err
+}
+
+func kafkaIdempotence(p produceSpec) []string {
+	if p.NoIdempotence {
+		return []string{"enable.idempotence=false"}
+	}
+	return nil
 }

@@ -53,6 +53,7 @@ type benchOpts struct {
 	linger      time.Duration
 	batchBytes  int
 	maxInFlight int
+	idempotence bool
 	json        bool
 }
 
@@ -81,6 +82,7 @@ func parseBenchOpts(sub string, args []string) (benchOpts, error) {
 	fs.DurationVar(&o.linger, "linger", -1, "")
 	fs.IntVar(&o.batchBytes, "batch-bytes", 0, "")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "")
+	fs.BoolVar(&o.idempotence, "idempotence", true, "")
 	fs.BoolVar(&o.json, "json", false, "")
 	if err := parse(fs, args); err != nil {
 		return o, err
@@ -138,7 +140,7 @@ func (o benchOpts) producerOpts() ([]spool.Opt, error) {
 	if o.maxInFlight > 0 {
 		opts = append(opts, spool.MaxInFlight(o.maxInFlight))
 	}
-	return opts, nil
+	return append(opts, spool.Idempotence(o.idempotence)), nil
 }
 
 // more reports whether record i (0-based) is still to be sent at now.

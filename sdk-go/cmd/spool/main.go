@@ -61,7 +61,7 @@ commands:
   cluster info
   bench produce|consume|e2e --topic T [--records N | --duration D] [--size B] [--rate R]
           [--acks ...] [--compression ...] [--partitions N] [--linger D] [--batch-bytes B]
-          [--max-in-flight N] [--json]   (e2e: --rate defaults to 1000/s, --size >= 8)
+          [--max-in-flight N] [--idempotence=false] [--json]   (e2e: --rate defaults to 1000/s, --size >= 8)
 
 --brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092.
 `

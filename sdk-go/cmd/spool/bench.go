@@ -53,7 +53,7 @@ type benchOpts struct {
 	linger      time.Duration
 	batchBytes  int
 	maxInFlight int
-	idempotence bool
+	idempotence *bool // nil: the client's default (on, unless --max-in-flight is over 5)
 	json        bool
 }
 
@@ -82,7 +82,7 @@ func parseBenchOpts(sub string, args []string) (benchOpts, error) {
 	fs.DurationVar(&o.linger, "linger", -1, "")
 	fs.IntVar(&o.batchBytes, "batch-bytes", 0, "")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "")
-	fs.BoolVar(&o.idempotence, "idempotence", true, "")
+	idempotence := fs.Bool("idempotence", true, "")
 	fs.BoolVar(&o.json, "json", false, "")
 	if err := parse(fs, args); err != nil {
 		return o, err
@@ -122,6 +122,9 @@ func parseBenchOpts(sub string, args []string) (benchOpts, error) {
 	if set["duration"] {
 		o.records = 0
 	}
+	if set["idempotence"] {
+		o.idempotence = idempotence
+	}
 	return o, nil
 }
 
@@ -140,7 +143,10 @@ func (o benchOpts) producerOpts() ([]spool.Opt, error) {
 	if o.maxInFlight > 0 {
 		opts = append(opts, spool.MaxInFlight(o.maxInFlight))
 	}
-	return append(opts, spool.Idempotence(o.idempotence)), nil
+	if o.idempotence != nil {
+		opts = append(opts, spool.Idempotence(*o.idempotence))
+	}
+	return opts, nil
 }
 
 // more reports whether record i (0-based) is still to be sent at now.

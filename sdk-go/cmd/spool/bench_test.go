@@ -73,6 +73,15 @@ func TestBenchModes(t *testing.T) {
 		t.Fatalf("produce --duration 300ms --rate 1000 sent %d records", res.Records)
 	}
 
+	// --idempotence reaches the producer: idempotence allows at most 5 requests in flight.
+	if r := runCLI(t, addr, "", "bench", "produce", "--topic", "bp", "--records", "10", "--max-in-flight", "10", "--idempotence=true"); r.code != 2 || !strings.Contains(r.stderr, "at most MaxInFlight(5)") {
+		t.Fatalf("--idempotence=true --max-in-flight 10: exit %d stderr %q", r.code, r.stderr)
+	}
+	res = benchJSON(t, addr, "produce", "--topic", "bp", "--records", "1000", "--max-in-flight", "10", "--idempotence=false")
+	if res.Records != 1000 {
+		t.Fatalf("produce --idempotence=false: %+v", res)
+	}
+
 	res = benchJSON(t, addr, "e2e", "--topic", "be", "--partitions", "2", "--records", "500", "--rate", "5000", "--size", "64")
 	if res.Records != 500 || res.TargetRate != 5000 {
 		t.Fatalf("e2e: %+v", res)

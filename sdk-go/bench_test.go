@@ -30,6 +30,24 @@ func benchTopic(b *testing.B, addr string, partitions int32) string {
 	return name
 }
 
+// fill produces n 100-byte records to topic, for the consume benchmarks.
+func fill(b *testing.B, addr, topic string, n int) {
+	cl, err := spool.NewClient(spool.SeedBrokers(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, 100)
+	recs := make([]spool.Record, n)
+	for i := range recs {
+		recs[i].Topic, recs[i].Value = topic, value
+		cl.Produce(context.Background(), &recs[i], nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	cl.Close()
+}
+
 // BenchmarkProduce produces b.N records of each size with acks=all through our producer and
 // franz-go's, same broker, same workload. Ours runs with Linger(0), franz-go's default, so
 // both batch the same way (ours defaults to 5ms, as Kafka 4's Java client).
@@ -106,20 +124,7 @@ func BenchmarkConsume(b *testing.B) {
 	addr := benchAddr(b)
 	const n = 200000
 	topic := benchTopic(b, addr, 3)
-	cl, err := spool.NewClient(spool.SeedBrokers(addr))
-	if err != nil {
-		b.Fatal(err)
-	}
-	value := make([]byte, 100)
-	recs := make([]spool.Record, n)
-	for i := range recs {
-		recs[i].Topic, recs[i].Value = topic, value
-		cl.Produce(context.Background(), &recs[i], nil)
-	}
-	if err := cl.Flush(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	cl.Close()
+	fill(b, addr, topic, n)
 	b.Run("spool", func(b *testing.B) {
 		b.SetBytes(100)
 		b.ReportAllocs()

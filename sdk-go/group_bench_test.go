@@ -17,20 +17,7 @@ func BenchmarkGroupConsume(b *testing.B) {
 	addr := brokertest.Start(b, brokertest.Options{Props: map[string]string{"group.initial.rebalance.delay.ms": "0"}}).Addr
 	const n = 200000
 	topic := benchTopic(b, addr, 3)
-	cl, err := spool.NewClient(spool.SeedBrokers(addr))
-	if err != nil {
-		b.Fatal(err)
-	}
-	value := make([]byte, 100)
-	recs := make([]spool.Record, n)
-	for i := range recs {
-		recs[i].Topic, recs[i].Value = topic, value
-		cl.Produce(context.Background(), &recs[i], nil)
-	}
-	if err := cl.Flush(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	cl.Close()
+	fill(b, addr, topic, n)
 	groups := 0
 	b.Run("spool", func(b *testing.B) {
 		b.SetBytes(100)

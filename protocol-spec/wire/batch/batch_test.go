@@ -557,9 +557,9 @@ func TestFinishInPlace(t *testing.T) {
 	}
 }
 
-// TestBuilderGrowth checks that a new Builder reaches a megabyte batch in a few doublings:
+// TestBuilderGrowthAllocs checks that a new Builder reaches a megabyte batch in a few doublings:
 // each growth copies the records and leaves the old buffer as garbage.
-func TestBuilderGrowth(t *testing.T) {
+func TestBuilderGrowthAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
 	}

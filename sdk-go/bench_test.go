@@ -30,6 +30,35 @@ func benchTopic(b *testing.B, addr string, partitions int32) string {
 	return name
 }
 
+// readSpool polls c until it has read the topic's n records or want records, closes it and
+// returns how many it read.
+func readSpool(b *testing.B, c *spool.Client, n, want int) int {
+	defer c.Close()
+	seen := 0
+	for seen < n && seen < want {
+		rs, err := c.Poll(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		seen += len(rs)
+	}
+	return seen
+}
+
+// readFranz is readSpool for a franz-go client.
+func readFranz(b *testing.B, c *kgo.Client, n, want int) int {
+	defer c.Close()
+	seen := 0
+	for seen < n && seen < want {
+		fs := c.PollFetches(context.Background())
+		if err := fs.Err0(); err != nil {
+			b.Fatal(err)
+		}
+		seen += fs.NumRecords()
+	}
+	return seen
+}
+
 // fill produces n 100-byte records to topic, for the consume benchmarks.
 func fill(b *testing.B, addr, topic string, n int) {
 	cl, err := spool.NewClient(spool.SeedBrokers(addr))
@@ -137,15 +166,7 @@ func BenchmarkConsume(b *testing.B) {
 			if err := c.AssignTopic(context.Background(), topic, spool.OffsetStart()); err != nil {
 				b.Fatal(err)
 			}
-			for seen := 0; seen < n && got < b.N; {
-				rs, err := c.Poll(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
-				seen += len(rs)
-				got += len(rs)
-			}
-			c.Close()
+			got += readSpool(b, c, n, b.N-got)
 		}
 	})
 	b.Run("franz-go", func(b *testing.B) {
@@ -157,16 +178,7 @@ func BenchmarkConsume(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for seen := 0; seen < n && got < b.N; {
-				fs := c.PollFetches(context.Background())
-				if err := fs.Err0(); err != nil {
-					b.Fatal(err)
-				}
-				k := fs.NumRecords()
-				seen += k
-				got += k
-			}
-			c.Close()
+			got += readFranz(b, c, n, b.N-got)
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package spool_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -28,15 +27,7 @@ func BenchmarkGroupConsume(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for seen := 0; seen < n && got < b.N; {
-				rs, err := c.Poll(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
-				seen += len(rs)
-				got += len(rs)
-			}
-			c.Close()
+			got += readSpool(b, c, n, b.N-got)
 		}
 	})
 	b.Run("franz-go", func(b *testing.B) {
@@ -49,16 +40,7 @@ func BenchmarkGroupConsume(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for seen := 0; seen < n && got < b.N; {
-				fs := c.PollFetches(context.Background())
-				if err := fs.Err0(); err != nil {
-					b.Fatal(err)
-				}
-				k := fs.NumRecords()
-				seen += k
-				got += k
-			}
-			c.Close()
+			got += readFranz(b, c, n, b.N-got)
 		}
 	})
 }

@@ -42,22 +42,23 @@ func TestCLIConsumeFormatVerbs(t *testing.T) {
 	done := make(chan result, 1)
 	go func() { done <- runCLI(t, addr, "", "consume", "--topic", "fmt", "--count", "1", "--format", `%v`) }()
 	// The end is only known once the consumer is running, so keep producing until it sees one.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for i := 0; ; i++ {
-		select {
-		case r := <-done:
-			if r.code != 0 || !strings.HasPrefix(r.stdout, "late") {
-				t.Fatalf("consume from the end: exit %d %q %q", r.code, r.stdout, r.stderr)
-			}
-			return
-		default:
-		}
 		if err := cl.ProduceSync(ctx, &spool.Record{Topic: "fmt", Partition: 0, Value: []byte("late")}); err != nil {
 			t.Fatal(err)
 		}
 		if i > 5000 {
 			t.Fatal("consume from the end never returned")
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case r := <-done:
+			if r.code != 0 || !strings.HasPrefix(r.stdout, "late") {
+				t.Fatalf("consume from the end: exit %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			return
+		case <-tick.C:
+		}
 	}
 }
 

@@ -101,9 +101,24 @@ func (c *consumer) close() {
 	c.wg.Wait()
 }
 
+// ErrGroupManaged is returned by Assign, AssignTopic and Unassign on a client built with
+// ConsumerGroup: the group decides which partitions the member consumes, and a partition
+// assigned by hand would be fetched while another member owns it, or be lost at the next
+// rebalance. Match it with errors.Is.
+var ErrGroupManaged = errors.New("spool: partitions are assigned by the consumer group (ConsumerGroup option); Assign and Unassign are for clients without one")
+
 // Assign adds partitions to consume, each starting at its Offset; assigning a partition again
-// seeks it.
-func (cl *Client) Assign(assignments map[string]map[int32]Offset) {
+// seeks it. A client in a consumer group gets ErrGroupManaged and nothing changes.
+func (cl *Client) Assign(assignments map[string]map[int32]Offset) error {
+	if cl.grp != nil {
+		return ErrGroupManaged
+	}
+	cl.assign(assignments)
+	return nil
+}
+
+// assign is Assign without the group check: the group's own way in.
+func (cl *Client) assign(assignments map[string]map[int32]Offset) {
 	c := cl.cons
 	c.mu.Lock()
 	for topic, ps := range assignments {
@@ -127,8 +142,12 @@ func (cl *Client) Assign(assignments map[string]map[int32]Offset) {
 	c.wake()
 }
 
-// AssignTopic assigns every partition of topic at o. It blocks to look the topic up.
+// AssignTopic assigns every partition of topic at o. It blocks to look the topic up. A client
+// in a consumer group gets ErrGroupManaged.
 func (cl *Client) AssignTopic(ctx context.Context, topic string, o Offset) error {
+	if cl.grp != nil {
+		return ErrGroupManaged
+	}
 	tm, err := cl.topic(ctx, topic)
 	if err != nil {
 		return err
@@ -137,12 +156,16 @@ func (cl *Client) AssignTopic(ctx context.Context, topic string, o Offset) error
 	for i := range tm.partitions {
 		ps[int32(i)] = o
 	}
-	cl.Assign(map[string]map[int32]Offset{topic: ps})
+	cl.assign(map[string]map[int32]Offset{topic: ps})
 	return nil
 }
 
-// Unassign stops consuming the partitions; records already buffered for them are dropped.
-func (cl *Client) Unassign(topic string, partitions ...int32) {
+// Unassign stops consuming the partitions; records already buffered for them are dropped. A
+// client in a consumer group gets ErrGroupManaged and keeps its partitions.
+func (cl *Client) Unassign(topic string, partitions ...int32) error {
+	if cl.grp != nil {
+		return ErrGroupManaged
+	}
 	c := cl.cons
 	c.mu.Lock()
 	for _, p := range partitions {
@@ -152,6 +175,7 @@ func (cl *Client) Unassign(topic string, partitions ...int32) {
 		}
 	}
 	c.mu.Unlock()
+	return nil
 }
 
 // Seek moves an assigned partition to o; records fetched before are dropped.

@@ -592,7 +592,7 @@ func (g *grouper) apply(ctx context.Context, bal balancer, next map[string][]int
 			slices.Sort(g.assigned[t])
 		}
 		g.mu.Unlock()
-		g.cl.Assign(assign)
+		g.cl.assign(assign)
 	}
 	g.cl.cfg.logger.Info("consumer group: assigned", "group", g.cfg.id, "generation", g.generationNow(),
 		"protocol", bal.name(), "added", added, "revoked", revoked)

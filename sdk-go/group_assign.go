@@ -12,16 +12,15 @@ import (
 
 // The consumer protocol: the bytes a member puts in JoinGroup's protocol metadata
 // (subscription) and the leader puts in SyncGroup (assignment). Brokers pass them through
-// verbatim, so every client of a group must agree on them; the layouts are Kafka's
-// ConsumerProtocolSubscription and ConsumerProtocolAssignment, versions 0-3, with the classic
-// (non-compact) encoding. A newer version is read as the fields this code knows, which is how
-// Kafka keeps the format forward compatible.
+// verbatim, so every client of a group must agree on them. Their layouts are the spec's
+// wire.ConsumerProtocolSubscription and wire.ConsumerProtocolAssignment (Kafka's, versions 0-3);
+// the types here are the maps the assignors work with.
 
 const consumerProtocolType = "consumer"
 
 // subscriptionVersion is the version this client writes: v3 carries owned partitions (v1),
 // the generation they were owned in (v2) and a rack (v3), which cooperative-sticky needs.
-const subscriptionVersion = 3
+const subscriptionVersion = wire.ConsumerProtocolSubscriptionMaxVersion
 
 // subscription is a member's JoinGroup metadata.
 type subscription struct {
@@ -42,88 +41,56 @@ type assignment struct {
 
 var errConsumerProtocol = errors.New("spool: malformed consumer protocol bytes")
 
-func appendTopicPartitions(b []byte, tps map[string][]int32) []byte {
-	topics := slices.Sorted(maps.Keys(tps))
-	b = wire.AppendArrayLen(b, len(topics), false)
-	for _, t := range topics {
-		b = wire.AppendString(b, t, false)
-		ps := tps[t]
-		b = wire.AppendArrayLen(b, len(ps), false)
-		for _, p := range ps {
-			b = wire.AppendInt32(b, p)
-		}
+// assignedList is tps as the consumer protocol lists it, topics sorted so that equal maps give
+// equal bytes.
+func assignedList(tps map[string][]int32) []wire.ConsumerProtocolAssignmentTopicPartition {
+	out := make([]wire.ConsumerProtocolAssignmentTopicPartition, 0, len(tps))
+	for _, t := range slices.Sorted(maps.Keys(tps)) {
+		out = append(out, wire.ConsumerProtocolAssignmentTopicPartition{Topic: t, Partitions: tps[t]})
 	}
-	return b
+	return out
 }
 
-func readTopicPartitions(r *wire.Reader) map[string][]int32 {
-	n := r.ArrayLen(false, false, 6)
-	out := make(map[string][]int32, max(n, 0))
-	for range max(n, 0) {
-		t := r.String(false)
-		np := r.ArrayLen(false, false, 4)
-		ps := make([]int32, 0, max(np, 0))
-		for range max(np, 0) {
-			ps = append(ps, r.Int32())
-		}
-		if r.Err() != nil {
-			return nil
-		}
-		out[t] = append(out[t], ps...)
+// assignedMap is the inverse of assignedList; a topic listed twice gets both lists.
+func assignedMap(list []wire.ConsumerProtocolAssignmentTopicPartition) map[string][]int32 {
+	out := make(map[string][]int32, len(list))
+	for _, tp := range list {
+		out[tp.Topic] = append(out[tp.Topic], tp.Partitions...)
 	}
 	return out
 }
 
 // encode appends s at s.version.
 func (s *subscription) encode(b []byte) []byte {
-	b = wire.AppendInt16(b, s.version)
-	b = wire.AppendArrayLen(b, len(s.topics), false)
-	for _, t := range s.topics {
-		b = wire.AppendString(b, t, false)
+	w := wire.ConsumerProtocolSubscription{Topics: s.topics, UserData: s.userData, GenerationId: s.generation, RackId: s.rack}
+	// Both protocol structures list (topic, partitions) with the same fields, so the
+	// assignment's list converts element by element.
+	for _, tp := range assignedList(s.owned) {
+		w.OwnedPartitions = append(w.OwnedPartitions, wire.ConsumerProtocolSubscriptionTopicPartition(tp))
 	}
-	b = wire.AppendNullableBytes(b, s.userData, false)
-	if s.version >= 1 {
-		b = appendTopicPartitions(b, s.owned)
-	}
-	if s.version >= 2 {
-		b = wire.AppendInt32(b, s.generation)
-	}
-	if s.version >= 3 {
-		b = wire.AppendNullableString(b, s.rack, false)
-	}
-	return b
+	return w.AppendVersioned(b, s.version)
 }
 
 func decodeSubscription(b []byte) (subscription, error) {
-	r := wire.NewReader(b)
-	s := subscription{version: r.Int16(), generation: -1}
-	if r.Err() == nil && s.version < 0 {
-		return s, fmt.Errorf("%w: subscription version %d", errConsumerProtocol, s.version)
+	var w wire.ConsumerProtocolSubscription
+	v, err := w.DecodeVersioned(b)
+	if err != nil {
+		return subscription{version: v, generation: -1}, fmt.Errorf("%w: subscription: %w", errConsumerProtocol, err)
 	}
-	n := r.ArrayLen(false, false, 2)
-	for range max(n, 0) {
-		s.topics = append(s.topics, r.String(false))
-	}
-	s.userData = r.NullableBytes(false)
-	if s.version >= 1 {
-		s.owned = readTopicPartitions(r)
-	}
-	if s.version >= 2 {
-		s.generation = r.Int32()
-	}
-	if s.version >= 3 {
-		s.rack = r.NullableString(false)
-	}
-	if err := r.Err(); err != nil {
-		return s, fmt.Errorf("%w: subscription v%d: %w", errConsumerProtocol, s.version, err)
+	s := subscription{version: v, topics: w.Topics, userData: w.UserData, generation: w.GenerationId, rack: w.RackId}
+	if w.OwnedPartitions != nil { // v1+
+		list := make([]wire.ConsumerProtocolAssignmentTopicPartition, 0, len(w.OwnedPartitions))
+		for _, tp := range w.OwnedPartitions {
+			list = append(list, wire.ConsumerProtocolAssignmentTopicPartition(tp))
+		}
+		s.owned = assignedMap(list)
 	}
 	return s, nil
 }
 
 func (a *assignment) encode(b []byte) []byte {
-	b = wire.AppendInt16(b, a.version)
-	b = appendTopicPartitions(b, a.partitions)
-	return wire.AppendNullableBytes(b, a.userData, false)
+	w := wire.ConsumerProtocolAssignment{AssignedPartitions: assignedList(a.partitions), UserData: a.userData}
+	return w.AppendVersioned(b, a.version)
 }
 
 func decodeAssignment(b []byte) (assignment, error) {
@@ -131,17 +98,12 @@ func decodeAssignment(b []byte) (assignment, error) {
 		// A member the leader gave nothing may get empty bytes rather than an encoding.
 		return assignment{partitions: map[string][]int32{}}, nil
 	}
-	r := wire.NewReader(b)
-	a := assignment{version: r.Int16()}
-	if r.Err() == nil && a.version < 0 {
-		return a, fmt.Errorf("%w: assignment version %d", errConsumerProtocol, a.version)
+	var w wire.ConsumerProtocolAssignment
+	v, err := w.DecodeVersioned(b)
+	if err != nil {
+		return assignment{version: v}, fmt.Errorf("%w: assignment: %w", errConsumerProtocol, err)
 	}
-	a.partitions = readTopicPartitions(r)
-	a.userData = r.NullableBytes(false)
-	if err := r.Err(); err != nil {
-		return a, fmt.Errorf("%w: assignment v%d: %w", errConsumerProtocol, a.version, err)
-	}
-	return a, nil
+	return assignment{version: v, partitions: assignedMap(w.AssignedPartitions), userData: w.UserData}, nil
 }
 
 // groupMember is one member as the leader sees it in the JoinGroup response.

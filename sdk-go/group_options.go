@@ -78,8 +78,8 @@ func groupTimeout(name string, d time.Duration, set func(g *groupConfig)) Opt {
 
 // ConsumerGroup makes the Client a member of group id: it joins in the background after
 // NewClient, consumes the partitions the group assigns it and commits offsets to the group.
-// It needs ConsumeTopics or ConsumeRegex. Direct Assign/Unassign calls must not be mixed with
-// a group. Default: no group.
+// It needs ConsumeTopics or ConsumeRegex. The group decides the partitions: Assign,
+// AssignTopic and Unassign return ErrGroupManaged. Default: no group.
 func ConsumerGroup(id string) Opt {
 	return func(c *config) error {
 		if id == "" {

@@ -33,7 +33,8 @@ const kafkaSchemasRel = "shared/reference/kafka-3.9-messages"
 // longer matches a reported difference makes the test fail, so the table cannot go stale.
 var intendedDifferences = map[string]string{}
 
-// TestSpecMatchesKafka checks every API and both headers of our spec against Kafka 3.9.
+// TestSpecMatchesKafka checks every API, both headers and every data structure of our spec
+// against Kafka 3.9.
 func TestSpecMatchesKafka(t *testing.T) {
 	kdir := kafkaSchemaDir(t)
 	spec, err := schema.LoadDir("../messages")
@@ -93,6 +94,19 @@ func TestSpecMatchesKafka(t *testing.T) {
 			t.Errorf("%s (%s): unexpected header; Kafka has only RequestHeader and ResponseHeader", h.Name, h.File)
 		}
 	}
+	if len(spec.Data) == 0 {
+		t.Error("our spec has no data structures; the consumer protocol's are expected")
+	}
+	for _, d := range spec.Data {
+		t.Run(d.Name, func(t *testing.T) {
+			k, err := loadKafkaMessage(filepath.Join(kdir, d.Name+".json"))
+			if err != nil {
+				t.Fatalf("%s (%s): %v", d.Name, d.File, err)
+			}
+			issues, n := compareData(d, k)
+			report(t, d.Name, issues, n)
+		})
+	}
 	var stale []string
 	for k := range intendedDifferences {
 		if !used[k] {
@@ -103,7 +117,7 @@ func TestSpecMatchesKafka(t *testing.T) {
 	for _, k := range stale {
 		t.Errorf("intendedDifferences[%q] matches no difference any more; remove it", k)
 	}
-	t.Logf("compared %d APIs and %d headers (%d fields) with %s", len(spec.APIs), len(spec.Headers), total, kdir)
+	t.Logf("compared %d APIs, %d headers and %d data structures (%d fields) with %s", len(spec.APIs), len(spec.Headers), len(spec.Data), total, kdir)
 }
 
 // kafkaSchemaDir finds the Kafka schema folder: $SPOOL_KAFKA_SCHEMAS, else
@@ -403,6 +417,19 @@ func compareHeader(h *schema.Header, k *kafkaMessage) ([]issue, int) {
 	return c.issues, c.compared
 }
 
+// compareData compares a data structure with Kafka's schema for it. Kafka's schema does not
+// say whether the bytes carry a version prefix (its users add one), so VersionPrefix is not
+// compared.
+func compareData(d *schema.Data, k *kafkaMessage) ([]issue, int) {
+	c := &comparer{ourFile: d.File, kafkaFile: k.file}
+	c.top(d.Name, "data", d.Name, d.Versions, d.Flexible, k)
+	if k.APIKey != nil {
+		c.add(d.Name, "apiKey", "none", strconv.Itoa(int(*k.APIKey)), 0)
+	}
+	c.fields(d.Name, d.Versions, d.Fields.Fields, k.Fields)
+	return c.issues, c.compared
+}
+
 // top compares the message-level attributes.
 func (c *comparer) top(where, kind, name string, versions, flexible schema.Range, k *kafkaMessage) {
 	if k.Type != kind {
@@ -644,6 +671,15 @@ flexible 2+
 fields
   Id int32 0+
   Client string 1+ nullable=1+ flexible=none
+
+data WidgetData
+versions 0-1
+flexible none
+version-prefix
+
+fields
+  Names []string 0+
+  Gen int32 1+ default=-1
 `
 
 var widgetKafka = map[string]string{
@@ -688,6 +724,13 @@ var widgetKafka = map[string]string{
     { "name": "Client", "type": "string", "versions": "1+", "nullableVersions": "1+", "flexibleVersions": "none" }
   ]
 }`,
+	"WidgetData.json": `{
+  "type": "data", "name": "WidgetData", "validVersions": "0-2", "flexibleVersions": "none",
+  "fields": [
+    { "name": "Names", "type": "[]string", "versions": "0+" },
+    { "name": "Gen", "type": "int32", "versions": "1+", "default": "-1" }
+  ]
+}`,
 }
 
 // mutation alters a freshly loaded spec; want is the exact set of issue keys it must cause
@@ -698,7 +741,8 @@ type mutation struct {
 	want   []string
 }
 
-// compareSpec compares every API and header of spec, loading Kafka's schemas with load.
+// compareSpec compares every API, header and data structure of spec, loading Kafka's schemas
+// with load.
 func compareSpec(t *testing.T, spec *schema.Spec, load func(file string) (*kafkaMessage, error)) []issue {
 	t.Helper()
 	var all []issue
@@ -720,6 +764,14 @@ func compareSpec(t *testing.T, spec *schema.Spec, load func(file string) (*kafka
 			t.Fatal(err)
 		}
 		issues, _ := compareHeader(h, k)
+		all = append(all, issues...)
+	}
+	for _, d := range spec.Data {
+		k, err := load(d.Name + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		issues, _ := compareData(d, k)
 		all = append(all, issues...)
 	}
 	return all
@@ -862,6 +914,13 @@ func TestCompareCatchesDifferences(t *testing.T) {
 		}
 		return h
 	}
+	data := func(t *testing.T, s *schema.Spec) *schema.Data {
+		d := s.DataType("WidgetData")
+		if d == nil {
+			t.Fatal("no data WidgetData")
+		}
+		return d
+	}
 	open := func(lo int16) schema.Range { return schema.Range{Lo: lo, Hi: schema.Open} }
 	cases := []mutation{
 		// Equivalent changes: nothing to report.
@@ -889,6 +948,11 @@ func TestCompareCatchesDifferences(t *testing.T) {
 			[]string{"Widget.Request:flexibleVersions", "Widget.Response:flexibleVersions"}},
 		{"header versions", func(t *testing.T, s *schema.Spec) { hdr(t, s).Versions = schema.Range{Lo: 0, Hi: 3} },
 			[]string{"WidgetHeader:validVersions"}},
+		{"data versions", func(t *testing.T, s *schema.Spec) { data(t, s).Versions = schema.Range{Lo: 0, Hi: 3} },
+			[]string{"WidgetData:validVersions"}},
+		{"data flexible", func(t *testing.T, s *schema.Spec) { data(t, s).Flexible = open(1) },
+			[]string{"WidgetData:flexibleVersions"}},
+		{"data prefix is ours alone", func(t *testing.T, s *schema.Spec) { data(t, s).VersionPrefix = false }, nil},
 
 		// Field level.
 		{"versions", func(t *testing.T, s *schema.Spec) { findField(t, req(t, s), "Count").Versions = open(2) },
@@ -945,6 +1009,10 @@ func TestCompareCatchesDifferences(t *testing.T) {
 			[]string{"WidgetHeader.Client:flexibleVersions"}},
 		{"ignorable", func(t *testing.T, s *schema.Spec) { findField(t, req(t, s), "Count").Ignorable = false },
 			[]string{"Widget.Request.Count:ignorable"}},
+		{"data field default", func(t *testing.T, s *schema.Spec) { findField(t, data(t, s).Fields, "Gen").Default = "" },
+			[]string{"WidgetData.Gen:default"}},
+		{"data field type", func(t *testing.T, s *schema.Spec) { findField(t, data(t, s).Fields, "Names").Type.Name = "bytes" },
+			[]string{"WidgetData.Names:type"}},
 	}
 	runMutations(t, load, kafka, cases, false)
 }
@@ -1001,6 +1069,12 @@ func TestCompareCatchesAlteredSpec(t *testing.T) {
 			findAPI(t, s, "Heartbeat").Flexible = schema.Range{Lo: 3, Hi: schema.Open}
 		},
 			[]string{"Heartbeat.Request:flexibleVersions", "Heartbeat.Response:flexibleVersions"}},
+		{"data field versions", func(t *testing.T, s *schema.Spec) {
+			findField(t, s.DataType("ConsumerProtocolSubscription").Fields, "GenerationId").Versions = schema.Range{Lo: 1, Hi: schema.Open}
+		}, []string{"ConsumerProtocolSubscription.GenerationId:versions"}},
+		{"data nested field", func(t *testing.T, s *schema.Spec) {
+			removeField(t, findField(t, s.DataType("ConsumerProtocolAssignment").Fields, "AssignedPartitions").Type.Struct, "Partitions")
+		}, []string{"ConsumerProtocolAssignment.AssignedPartitions.Partitions:presence"}},
 	}
 	runMutations(t, load, kafka, cases, true)
 }

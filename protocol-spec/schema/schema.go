@@ -171,10 +171,26 @@ type Header struct {
 	Doc      string
 }
 
+// Data is a versioned structure that is neither an API nor a header (Kafka's "data" type), such
+// as the consumer protocol's subscription and assignment, which travel as opaque bytes inside
+// JoinGroup and SyncGroup. It has no API key, so nothing about it is advertised.
+type Data struct {
+	Name     string
+	Versions Range
+	Flexible Range
+	// VersionPrefix: the encoding starts with the version as an int16, so a reader learns the
+	// version from the bytes; a version newer than Versions.Hi is read as Versions.Hi.
+	VersionPrefix bool
+	Fields        *Struct
+	File          string
+	Doc           string
+}
+
 // Spec is every schema file of a folder.
 type Spec struct {
 	APIs    []*API // ordered by key
 	Headers []*Header
+	Data    []*Data // ordered by name
 }
 
 // API returns the API with the given key.
@@ -192,6 +208,16 @@ func (s *Spec) Header(name string) *Header {
 	for _, h := range s.Headers {
 		if h.Name == name {
 			return h
+		}
+	}
+	return nil
+}
+
+// DataType returns the data structure with the given name.
+func (s *Spec) DataType(name string) *Data {
+	for _, d := range s.Data {
+		if d.Name == name {
+			return d
 		}
 	}
 	return nil
@@ -223,6 +249,12 @@ func LoadDir(dir string) (*Spec, error) {
 	for i := 1; i < len(spec.APIs); i++ {
 		if spec.APIs[i].Key == spec.APIs[i-1].Key {
 			return nil, fmt.Errorf("API key %d defined in %s and %s", spec.APIs[i].Key, spec.APIs[i-1].File, spec.APIs[i].File)
+		}
+	}
+	sort.Slice(spec.Data, func(i, j int) bool { return spec.Data[i].Name < spec.Data[j].Name })
+	for i := 1; i < len(spec.Data); i++ {
+		if spec.Data[i].Name == spec.Data[i-1].Name {
+			return nil, fmt.Errorf("data %s defined in %s and %s", spec.Data[i].Name, spec.Data[i-1].File, spec.Data[i].File)
 		}
 	}
 	return spec, nil
@@ -288,8 +320,14 @@ func parse(spec *Spec, name string, rd io.Reader) error {
 				return err
 			}
 			spec.Headers = append(spec.Headers, h)
+		case "data":
+			d, err := p.data(l.doc)
+			if err != nil {
+				return err
+			}
+			spec.Data = append(spec.Data, d)
 		default:
-			return p.errf(l, "expected 'api' or 'header', found %q", l.text)
+			return p.errf(l, "expected 'api', 'header' or 'data', found %q", l.text)
 		}
 	}
 	return nil
@@ -407,6 +445,44 @@ func (p *parser) header(doc string) (*Header, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+func (p *parser) data(doc string) (*Data, error) {
+	start := p.lines[p.pos]
+	d, err := p.directives("fields")
+	if err != nil {
+		return nil, err
+	}
+	out := &Data{Name: d["data"], File: p.file, Doc: doc}
+	if out.Name == "" || strings.ContainsRune(out.Name, ' ') || out.Name[0] < 'A' || out.Name[0] > 'Z' {
+		return nil, p.errf(start, "expected 'data Name'")
+	}
+	if out.Versions, out.Flexible, err = p.versions(start, d); err != nil {
+		return nil, err
+	}
+	for k, v := range d {
+		switch k {
+		case "data", "versions", "flexible":
+		case "version-prefix":
+			if v != "" {
+				return nil, p.errf(start, "version-prefix takes no value")
+			}
+			out.VersionPrefix = true
+		default:
+			return nil, p.errf(start, "unknown directive %q", k)
+		}
+	}
+	if p.pos >= len(p.lines) {
+		return nil, p.errf(start, "missing 'fields'")
+	}
+	p.pos++
+	if out.Fields, err = p.fields(out.Name, 1, out.Flexible); err != nil {
+		return nil, err
+	}
+	if err := checkStructNames(&Message{Name: out.Name, Struct: out.Fields}); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.file, err)
+	}
+	return out, nil
 }
 
 // fields reads the field lines at the given indentation into a struct.

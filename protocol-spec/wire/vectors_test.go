@@ -285,6 +285,7 @@ func TestGoldenVectors(t *testing.T) {
 	if *update {
 		writeMessageVectors(t)
 		writeHeaderVectors(t)
+		writeDataVectors(t)
 	}
 	want := expectedMessageFiles()
 	have := listJSON(t, messagesDir)
@@ -743,7 +744,7 @@ func (h *humanizer) str(owner, name string) (string, bool) {
 			return h.pick("range", "cooperative-sticky"), true
 		}
 		return h.pick(topicNames...), true
-	case "Topic", "TopicNames", "ResourceName":
+	case "Topic", "Topics", "TopicNames", "ResourceName":
 		return h.pick(topicNames...), true
 	case "ConfigurationKeys":
 		return configs[h.rng.IntN(len(configs))][0], true
@@ -1003,30 +1004,22 @@ func (h *humanizer) legacyMessageSet(magic int8) []byte {
 	return append(b, msg...)
 }
 
-// subscription is a consumer protocol subscription (ConsumerProtocolSubscription v0).
+// subscription is a consumer protocol subscription (ConsumerProtocolSubscription v0), as a
+// member puts it in JoinGroup.
 func (h *humanizer) subscription() []byte {
-	var b []byte
-	b = wire.AppendInt16(b, 0)
-	topics := topicNames[:1+h.rng.IntN(2)]
-	b = wire.AppendArrayLen(b, len(topics), false)
-	for _, t := range topics {
-		b = wire.AppendString(b, t, false)
-	}
-	return wire.AppendNullableBytes(b, nil, false) // no user data
+	s := wire.ConsumerProtocolSubscription{Topics: topicNames[:1+h.rng.IntN(2)]} // no user data
+	return s.AppendVersioned(nil, 0)
 }
 
-// assignment is a consumer protocol assignment (ConsumerProtocolAssignment v0).
+// assignment is a consumer protocol assignment (ConsumerProtocolAssignment v0), as a leader
+// puts it in SyncGroup.
 func (h *humanizer) assignment() []byte {
-	var b []byte
-	b = wire.AppendInt16(b, 0)
-	b = wire.AppendArrayLen(b, 1, false)
-	b = wire.AppendString(b, h.pick(topicNames...), false)
-	parts := int(h.between(1, 3))
-	b = wire.AppendArrayLen(b, parts, false)
-	for p := 0; p < parts; p++ {
-		b = wire.AppendInt32(b, int32(p))
+	tp := wire.ConsumerProtocolAssignmentTopicPartition{Topic: h.pick(topicNames...)}
+	for p := range int32(h.between(1, 3)) {
+		tp.Partitions = append(tp.Partitions, p)
 	}
-	return wire.AppendNullableBytes(b, nil, false)
+	a := wire.ConsumerProtocolAssignment{AssignedPartitions: []wire.ConsumerProtocolAssignmentTopicPartition{tp}}
+	return a.AppendVersioned(nil, 0)
 }
 
 // ---------------------------------------------------------------------------------------------

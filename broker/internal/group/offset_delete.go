@@ -110,20 +110,12 @@ func (g *group) subscribedTopics() func(topic string) bool {
 	return func(topic string) bool { return topics[topic] }
 }
 
-// subscriptionTopics reads the topics of a consumer protocol Subscription (versions 0-3 all
-// start with version int16 and topics [string]; what follows is not needed here).
+// subscriptionTopics reads the topics of a consumer protocol subscription. Like Kafka, it
+// decodes the whole subscription, so bytes that end early count as undecodable.
 func subscriptionTopics(b []byte) ([]string, error) {
-	r := wire.NewReader(b)
-	if v := r.Int16(); v < 0 && r.Err() == nil {
-		return nil, errBadSubscription
+	var sub wire.ConsumerProtocolSubscription
+	if _, err := sub.DecodeVersioned(b); err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadSubscription, err)
 	}
-	n := r.ArrayLen(false, false, 2)
-	topics := make([]string, 0, max(n, 0))
-	for i := 0; i < n && r.Err() == nil; i++ {
-		topics = append(topics, r.String(false))
-	}
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("consumer protocol subscription: %w", err)
-	}
-	return topics, nil
+	return sub.Topics, nil
 }

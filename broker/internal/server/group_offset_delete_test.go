@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -9,15 +8,10 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-// subscription is a consumer protocol Subscription v0 naming topics (no user data).
+// subscription is a consumer protocol subscription v0 naming topics (no user data).
 func subscription(topics ...string) []byte {
-	b := binary.BigEndian.AppendUint16(nil, 0)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(topics)))
-	for _, t := range topics {
-		b = binary.BigEndian.AppendUint16(b, uint16(len(t)))
-		b = append(b, t...)
-	}
-	return binary.BigEndian.AppendUint32(b, 0xffffffff)
+	s := wire.ConsumerProtocolSubscription{Topics: topics}
+	return s.AppendVersioned(nil, 0)
 }
 
 func offsetDelete(c *rawClient, g string, parts map[string][]int32) *wire.OffsetDeleteResponse {

@@ -747,3 +747,48 @@ func genRegistry(spec *schema.Spec) ([]byte, error) {
 	w.p("}")
 	return gofmt("registry", w.String())
 }
+
+// genDataFile emits the data structures of one schema file. They join no registry: having no
+// API key, they are never advertised, framed or dispatched.
+func genDataFile(file string, ds []*schema.Data) ([]byte, error) {
+	w := &goWriter{}
+	w.p("%s", generatedMarker)
+	w.p("// Source: protocol-spec/messages/%s", file)
+	w.p("")
+	w.p("package wire")
+	w.p("")
+	for _, d := range ds {
+		sc := scope{prefix: d.Name, versions: d.Versions, flexible: d.Flexible}
+		doc := fmt.Sprintf("%s is a data structure (no API key), versions %s, flexible %s. %s", d.Name, d.Versions, d.Flexible, d.Doc)
+		if err := sc.genStruct(w, d.Fields, d.Name, strings.TrimSpace(doc), true); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		w.p("// %sVersions are the versions of %s this codec knows.", d.Name, d.Name)
+		w.p("const (")
+		w.p("%sMinVersion int16 = %d", d.Name, d.Versions.Lo)
+		w.p("%sMaxVersion int16 = %d", d.Name, d.Versions.Hi)
+		w.p(")")
+		w.p("")
+		w.p("// Decode decodes b, a whole %s at version v (without a version prefix).", d.Name)
+		w.p("func (s *%s) Decode(b []byte, v int16) error {", d.Name)
+		w.p("return decodeData(s, %q, b, v, %d, %d)", d.Name, d.Versions.Lo, d.Versions.Hi)
+		w.p("}")
+		w.p("")
+		if !d.VersionPrefix {
+			continue
+		}
+		w.p("// AppendVersioned appends v as an int16, then the encoding of s at version v: the bytes")
+		w.p("// as they travel. The caller checks that v is a valid version.")
+		w.p("func (s *%s) AppendVersioned(b []byte, v int16) []byte {", d.Name)
+		w.p("return s.AppendTo(AppendInt16(b, v), v)")
+		w.p("}")
+		w.p("")
+		w.p("// DecodeVersioned decodes b, an int16 version followed by the encoding at that version,")
+		w.p("// and returns that version. A version above %d is read as %d, whose fields it starts with.", d.Versions.Hi, d.Versions.Hi)
+		w.p("func (s *%s) DecodeVersioned(b []byte) (int16, error) {", d.Name)
+		w.p("return decodeVersioned(s, %q, b, %d, %d)", d.Name, d.Versions.Lo, d.Versions.Hi)
+		w.p("}")
+		w.p("")
+	}
+	return gofmt(file, w.String())
+}

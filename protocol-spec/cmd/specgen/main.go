@@ -79,6 +79,17 @@ func generate(root string) (map[string][]byte, error) {
 		}
 		out[filepath.Join("wire", "api_"+strings.TrimSuffix(a.File, ".spool")+".go")] = b
 	}
+	byFile := map[string][]*schema.Data{}
+	for _, d := range spec.Data {
+		byFile[d.File] = append(byFile[d.File], d)
+	}
+	for file, ds := range byFile {
+		b, err := genDataFile(file, ds)
+		if err != nil {
+			return nil, err
+		}
+		out[filepath.Join("wire", "data_"+strings.TrimSuffix(file, ".spool")+".go")] = b
+	}
 	if out[filepath.Join("wire", "headers.go")], err = genHeadersFile(spec.Headers); err != nil {
 		return nil, err
 	}

@@ -96,7 +96,7 @@ func parseBenchOpts(sub string, args []string) (o benchOpts, fs *flagSet, err er
 		fs.BoolVar(&idempotence, "idempotence", true, "idempotent producer; false allows --max-in-flight over 5 (default: the client's, on)")
 	} else {
 		fs.DurationVar(&o.idle, "timeout", consumeIdleDefault,
-			"with --records: fail when, after reading up to the end offsets seen at start, no new record arrives for this long")
+			"with --records: fail when no record arrives for this long, as kafka-consumer-perf-test --timeout")
 	}
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	if err := fs.parse(args); err != nil {
@@ -409,21 +409,26 @@ func (b *bench) consume(ctx context.Context) (benchResult, error) {
 	return b.result(start), nil
 }
 
-// poll is one Poll of consume. With --records, once everything the topic held at start has
-// been read, it waits at most --timeout for more, so a topic shorter than --records ends the
-// run with an error instead of a wait forever.
+// poll is one Poll of consume. With --records it waits at most --timeout for records, as
+// kafka-consumer-perf-test does, so a topic shorter than --records ends the run with an error
+// instead of a wait forever; the error says whether everything the topic held at start was
+// read (the usual case) or the records stopped coming before that.
 func (b *bench) poll(ctx context.Context, cl *spool.Client, cu *catchUp) ([]*spool.Record, error) {
-	if b.o.records == 0 || !cu.done() {
+	if b.o.records == 0 {
 		return cl.Poll(ctx)
 	}
 	ictx, cancel := context.WithTimeout(ctx, b.o.idle)
 	defer cancel()
 	rs, err := cl.Poll(ictx)
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return rs, err
+	}
+	if cu.done() {
 		return nil, fmt.Errorf("bench consume: read %d of --records %d: the topic held %d records at start, all read, and no new record arrived within --timeout %v",
 			b.done.Load(), b.o.records, cu.atStart, b.o.idle)
 	}
-	return rs, err
+	return nil, fmt.Errorf("bench consume: read %d of --records %d: no record arrived within --timeout %v, before reaching the end offsets the topic had at start (%d records)",
+		b.done.Load(), b.o.records, b.o.idle, cu.atStart)
 }
 
 // catchUp tracks whether a reader from the start of a topic has reached the end offsets the

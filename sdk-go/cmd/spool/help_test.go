@@ -135,9 +135,9 @@ func TestCLIBadFlagUsage(t *testing.T) {
 func TestBenchConsumeStopsAtEnd(t *testing.T) {
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "bench", "produce", "--topic", "short", "--partitions", "3", "--records", "50", "--acks", "1"))
-	r := runCLI(t, addr, "", "bench", "consume", "--topic", "short", "--records", "1000", "--timeout", "200ms", "--json")
+	r := runCLI(t, addr, "", "bench", "consume", "--topic", "short", "--records", "1000", "--timeout", "3s", "--json")
 	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "read 50 of --records 1000") ||
-		!strings.Contains(r.stderr, "held 50 records at start") || !strings.Contains(r.stderr, "--timeout 200ms") {
+		!strings.Contains(r.stderr, "held 50 records at start") || !strings.Contains(r.stderr, "--timeout 3s") {
 		t.Fatalf("short topic: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 	// An empty topic: nothing to catch up with, the idle bound applies at once.

@@ -39,8 +39,8 @@ var docs = []doc{
 	{name: "cluster info", summary: "show the cluster id, the controller and the brokers"},
 	{name: "bench produce", args: "--topic T", summary: "measure produce throughput and send-to-ack latency"},
 	{name: "bench consume", args: "--topic T", summary: "measure reading the topic from the start (latency: record timestamp to receipt)",
-		about: "With --records N it stops with an error once it has read up to the end offsets seen at start\n" +
-			"and no new record arrives for --timeout, instead of waiting forever for a short topic."},
+		about: "With --records N it stops with an error when no record arrives for --timeout, so a topic\n" +
+			"holding fewer than N records ends the run instead of a wait forever."},
 	{name: "bench e2e", args: "--topic T", summary: "one producer and one consumer in one process: send-to-receipt latency",
 		about: "The consumer starts at the end offsets; each value starts with its send time, so --size >= 8."},
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -55,15 +56,16 @@ func fakeBroker(args []string) {
 }
 
 // fakeLoadgen fails W1 as Kafka's producer did with OUT_OF_ORDER_SEQUENCE_NUMBER, crashes the
-// broker during W2, and measures the rest after checking that its broker answers.
-type fakeLoadgen struct{}
+// broker during W2, fails the first run of W3, and measures the rest after checking that its
+// broker answers.
+type fakeLoadgen struct{ w3Runs *atomic.Int32 }
 
 func (fakeLoadgen) Name() string                                           { return "fake" }
 func (fakeLoadgen) Short() string                                          { return "FK" }
 func (fakeLoadgen) Can(string) bool                                        { return true }
 func (fakeLoadgen) CreateTopic(context.Context, string, string, int) error { return nil }
 
-func (fakeLoadgen) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
+func (f fakeLoadgen) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -78,6 +80,10 @@ func (fakeLoadgen) Produce(ctx context.Context, addr string, p produceSpec) (res
 		io.WriteString(c, "crash\n")
 		io.Copy(io.Discard, c) // until the broker's exit closes the connection
 		return result{}, errors.New("fake: connection closed by the broker")
+	case "w3":
+		if f.w3Runs.Add(1) == 1 {
+			return result{}, errors.New("fake: first W3 run fails")
+		}
 	}
 	return result{Records: p.Records, RecPerSec: 1000, MBPerSec: 0.1, HasLatency: true, P50: 1, P99: 2, P999: 3}, nil
 }
@@ -90,9 +96,10 @@ func (fakeLoadgen) EndToEnd(context.Context, string, string, int64, int, string,
 	return result{}, errors.New("fake: not used")
 }
 
-// TestFailedRunsAreRecorded runs W1–W3 against a stand-in broker with a load generator that
-// fails W1 and crashes the broker in W2: both become failed rows with their logs kept and
-// named, W3 still runs on a fresh broker, and the run ends in an error (a non-zero exit).
+// TestFailedRunsAreRecorded runs W1–W3 twice against a stand-in broker with a load generator
+// that fails W1 and crashes the broker in W2: both become failed rows with their logs kept
+// and named; W3 still runs on a fresh broker, and its row, one run of two failed, shows the
+// other's figures; the run ends in an error (a non-zero exit).
 func TestFailedRunsAreRecorded(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -105,26 +112,33 @@ func TestFailedRunsAreRecorded(t *testing.T) {
 	}
 	h := &harness{benchDir: benchDir, spoold: exe, workDir: t.TempDir()}
 	ws := slices.DeleteFunc(workloads(quickSizes), func(w workload) bool { return !slices.Contains([]string{"W1", "W2", "W3"}, w.ID) })
-	lg := fakeLoadgen{}
+	lg := fakeLoadgen{w3Runs: new(atomic.Int32)}
 	spool := systems[slices.IndexFunc(systems, func(s system) bool { return s.Name == "spool" })]
 	r := &report{h: h, systems: []system{spool}, lgs: []loadgen{lg}, res: map[string]map[string]map[string][]result{},
-		reps: 1, mode: "quick", outDir: t.TempDir()}
+		reps: 2, mode: "quick", outDir: t.TempDir()}
 
 	if err := h.runAll(context.Background(), ws, r); err != nil {
 		t.Fatalf("runAll stopped: %v", err)
 	}
-	if len(r.failures) != 2 {
-		t.Fatalf("failures %+v, want W1 and W2", r.failures)
+	if len(r.failures) != 5 {
+		t.Fatalf("failures %+v, want W1 and W2 twice, W3 once", r.failures)
 	}
-	for i, want := range []struct{ id, reason, log string }{
-		{"W1", "ProducerPerformance reported errors: OutOfOrderSequenceException: The broker received an out of order sequence number.", "ErrorLoggingCallback"},
-		{"W2", "spool exited unexpectedly (exit status 3); its output follows", "fake broker: crashing as asked"},
+	oos := "ProducerPerformance reported errors: OutOfOrderSequenceException: The broker received an out of order sequence number."
+	crash := "spool exited unexpectedly (exit status 3)"
+	for i, want := range []struct {
+		w           int
+		rep         int
+		reason, log string
+	}{
+		{0, 1, oos, "ErrorLoggingCallback"}, {0, 2, oos, "ErrorLoggingCallback"},
+		{1, 1, crash, "fake broker: crashing as asked"}, {1, 2, crash, "fake broker: crashing as asked"},
+		{2, 1, "fake: first W3 run fails", "fake: first W3 run fails"},
 	} {
 		f := r.failures[i]
-		if f.Workload != want.id || f.System != "spool" || f.Loadgen != "fake" || f.Reason != want.reason {
-			t.Errorf("failure %d: %+v, want %s with reason %q", i, f, want.id, want.reason)
+		if f.Workload != ws[want.w].ID || f.Rep != want.rep || f.System != "spool" || f.Loadgen != "fake" || f.Reason != want.reason {
+			t.Errorf("failure %d: %+v, want %s rep %d with reason %q", i, f, ws[want.w].ID, want.rep, want.reason)
 		}
-		if filepath.Dir(f.Log) != h.runDir(ws[i], spool, lg, 1) {
+		if filepath.Dir(f.Log) != h.runDir(ws[want.w], spool, lg, want.rep) {
 			t.Errorf("failure %d: log %s is not in its run's directory", i, f.Log)
 		}
 		data, err := os.ReadFile(f.Log)
@@ -136,7 +150,7 @@ func TestFailedRunsAreRecorded(t *testing.T) {
 	if len(w3) != 1 || w3[0].Records != quickSizes.w3 || w3[0].PeakRSS <= 0 {
 		t.Fatalf("W3 after the crash: %+v", w3)
 	}
-	if _, err := os.Stat(h.runDir(ws[2], spool, lg, 1)); !os.IsNotExist(err) {
+	if _, err := os.Stat(h.runDir(ws[2], spool, lg, 2)); !os.IsNotExist(err) {
 		t.Errorf("the successful run's directory is still there: %v", err)
 	}
 
@@ -146,17 +160,17 @@ func TestFailedRunsAreRecorded(t *testing.T) {
 	}
 	for _, s := range []string{
 		"| W1 produce 100 B, 6 partitions, acks=1 | fake | spool | failed: ProducerPerformance reported errors: OutOfOrderSequenceException",
-		"| W2 produce 100 B, 6 partitions, acks=all | fake | spool | failed: spool exited unexpectedly (exit status 3)",
-		"| W3 produce 1 KiB, 6 partitions, acks=all | fake | spool | 1.0 k |",
-		"2 run(s) failed", r.failures[0].Log, r.failures[1].Log,
+		"| W2 produce 100 B, 6 partitions, acks=all | fake | spool | failed: spool exited unexpectedly (exit status 3) |",
+		"| W3 produce 1 KiB, 6 partitions, acks=all | fake | spool (1 of 2 runs failed) | 1.0 k |",
+		"5 run(s) failed", r.failures[0].Log, r.failures[4].Log,
 	} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("report lacks %q:\n%s", s, md)
 		}
 	}
 	err = r.failed()
-	if err == nil || !strings.Contains(err.Error(), "2 run(s) failed") || !strings.Contains(err.Error(), r.failures[1].Log) {
-		t.Fatalf("failed() = %v, want an error naming both runs and their logs", err)
+	if err == nil || !strings.Contains(err.Error(), "5 run(s) failed") || !strings.Contains(err.Error(), r.failures[3].Log) {
+		t.Fatalf("failed() = %v, want an error naming the failed runs and their logs", err)
 	}
 }
 

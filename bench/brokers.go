@@ -150,7 +150,7 @@ group.initial.rebalance.delay.ms=0
 	for !ready() {
 		select {
 		case <-b.exited:
-			return nil, fmt.Errorf("%s exited during startup (%v); its output:\n%s", sys.Name, b.waitErr, b.logTail())
+			return nil, fmt.Errorf("%s exited during startup (%v)\n%s", sys.Name, b.waitErr, b.logTail())
 		case <-ctx.Done():
 			b.Stop()
 			return nil, ctx.Err()
@@ -224,7 +224,7 @@ func (b *broker) CPUSeconds() (float64, error) { return procCPUSeconds(b.cmd.Pro
 func (b *broker) Alive() error {
 	select {
 	case <-b.exited:
-		return fmt.Errorf("%s exited unexpectedly (%v); its output:\n%s", b.sys.Name, b.waitErr, b.logTail())
+		return fmt.Errorf("%s exited unexpectedly (%v)\n%s", b.sys.Name, b.waitErr, b.logTail())
 	default:
 		return nil
 	}

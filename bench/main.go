@@ -3,8 +3,9 @@
 //
 //	cd bench && GOWORK=off go run . [-quick] [-reps N] [-only W1,W4] [-docs ../docs]
 //
-// Every broker start, workload and load-generator failure is fatal (exit status 1): nothing is
-// skipped. See docs/benchmarks.md for what each workload does.
+// A run that fails (a broker that does not start or crashes, a tool that errors) is recorded
+// as failed in the report, with its log kept in the work dir, and the other runs go on; the
+// exit status is then 1. See docs/benchmarks.md for what each workload does.
 package main
 
 import (
@@ -115,9 +116,12 @@ func run() error {
 	if err := os.MkdirAll(h.workDir, 0o755); err != nil {
 		return err
 	}
-	if !*keep {
-		defer removeAll(h.workDir)
-	}
+	keepWork := *keep
+	defer func() {
+		if !keepWork {
+			removeAll(h.workDir)
+		}
+	}()
 	h.toolLog4j = filepath.Join(h.workDir, "tools-log4j.properties")
 	// ERROR only: a failed send is printed by the tools themselves and fails the run.
 	if err := os.WriteFile(h.toolLog4j, []byte("log4j.rootLogger=ERROR, e\nlog4j.appender.e=org.apache.log4j.ConsoleAppender\nlog4j.appender.e.Target=System.err\nlog4j.appender.e.layout=org.apache.log4j.PatternLayout\nlog4j.appender.e.layout.ConversionPattern=[%d] %p %m (%c)%n\n"), 0o644); err != nil {
@@ -150,8 +154,12 @@ func run() error {
 		return err
 	}
 	logf("mode %s, %d repetition(s), brokers %s, work dir %s", mode, n, *sysFlag, h.workDir)
-	est := estimate(ws, chosen, lgs, n)
-	logf("estimated run time: %s (%d broker starts; a rough guess from assumed rates, not a limit)", est.Round(time.Minute/10), runCount(ws, chosen, lgs, n))
+	est, runs := estimate(ws, chosen, lgs, n)
+	logf("estimated run time: %s for %d runs, each a fresh broker (calibrated on the full run of 2026-11-30; a guess, not a limit):", est.Round(time.Second), runs)
+	for _, w := range ws {
+		d, k := workloadEstimate(w, chosen, lgs, n)
+		logf("  %-4s %s (%d runs)  %s", w.ID, d.Round(time.Second), k, w.Title)
+	}
 	if *dryRun {
 		for _, w := range ws {
 			logf("  %s %s: kafka-tools: %s; spool bench: %s", w.ID, w.Title, w.Setting, w.SpoolSetting)
@@ -159,20 +167,38 @@ func run() error {
 		return nil
 	}
 	r := &report{h: h, systems: chosen, lgs: lgs, res: map[string]map[string]map[string][]result{}, reps: n, mode: mode, spoolNote: spoolNote, loadStart: loadAverage(), args: os.Args[1:], outDir: outDir}
+	err = h.runAll(ctx, ws, r)
+	if len(r.failures) > 0 && !*keep {
+		keepWork = true
+		logf("kept the work dir %s: it holds the failed runs' logs (broker data removed)", h.workDir)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Println(r.table())
+	logf("wrote %s/benchmarks.md and charts; %s run took %s (estimated %s)", outDir, mode, r.elapsed.Round(time.Second), est.Round(time.Second))
+	return r.failed()
+}
+
+// runAll runs every workload into r, writing the report after each. A run that fails (a tool
+// error, a broker that crashes or does not start) is recorded in r.failures and the rest go
+// on, each with a fresh broker; only a signal stops the run early.
+func (h *harness) runAll(ctx context.Context, ws []workload, r *report) error {
 	began := time.Now()
 	for k, w := range ws {
-		err := h.runWorkload(ctx, w, chosen, lgs, n, r.res)
+		wbegan := time.Now()
+		err := h.runWorkload(ctx, w, r)
 		r.elapsed = time.Since(began)
 		if err != nil {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("interrupted by a signal during %s: %w", w.ID, err)
-			}
+			err = fmt.Errorf("interrupted by a signal during %s: %w", w.ID, err)
 			r.ws, r.partial = ws[:k], fmt.Sprintf("the run stopped during %s (%d of %d workloads done): %s", w.ID, k, len(ws), firstLine(err.Error()))
 			if werr := r.write(); werr != nil {
 				logf("writing the partial report: %v", werr)
 			}
 			return err
 		}
+		est, _ := workloadEstimate(w, r.systems, r.lgs, r.reps)
+		logf("%s took %s (estimated %s)", w.ID, time.Since(wbegan).Round(time.Second), est.Round(time.Second))
 		r.ws = ws[:k+1]
 		r.partial = ""
 		if k+1 < len(ws) {
@@ -183,33 +209,36 @@ func run() error {
 			return err
 		}
 	}
-	fmt.Println(r.table())
-	logf("wrote %s/benchmarks.md and charts; %s run took %s (estimated %s)", outDir, mode, r.elapsed.Round(time.Second), est.Round(time.Second))
 	return nil
 }
 
-// runWorkload runs w rep times against every system with every load generator that can drive
-// it, into res[w.ID][generator][system].
-func (h *harness) runWorkload(ctx context.Context, w workload, chosen []system, lgs []loadgen, reps int, res map[string]map[string]map[string][]result) error {
-	res[w.ID] = map[string]map[string][]result{}
-	for rep := 1; rep <= reps; rep++ {
-		order := slices.Clone(chosen)
+// runWorkload runs w r.reps times against every system with every load generator that can
+// drive it, into r.res[w.ID][generator][system], and failed runs into r.failures. It returns
+// an error only when ctx ends.
+func (h *harness) runWorkload(ctx context.Context, w workload, r *report) error {
+	r.res[w.ID] = map[string]map[string][]result{}
+	for rep := 1; rep <= r.reps; rep++ {
+		order := slices.Clone(r.systems)
 		if rep%2 == 0 { // A B C, C B A, ...: no broker always goes first
 			slices.Reverse(order)
 		}
 		for _, sys := range order {
-			for _, lg := range lgs {
+			for _, lg := range r.lgs {
 				if ok, _ := drives(lg, w); !ok {
 					continue
 				}
-				r, err := h.runOne(ctx, w, sys, lg, rep)
+				res, err := h.runOne(ctx, w, sys, lg, rep)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 				if err != nil {
-					return err
+					r.failures = append(r.failures, h.recordFailure(w, sys, lg, rep, err))
+					continue
 				}
-				if res[w.ID][lg.Name()] == nil {
-					res[w.ID][lg.Name()] = map[string][]result{}
+				if r.res[w.ID][lg.Name()] == nil {
+					r.res[w.ID][lg.Name()] = map[string][]result{}
 				}
-				res[w.ID][lg.Name()][sys.Name] = append(res[w.ID][lg.Name()][sys.Name], r)
+				r.res[w.ID][lg.Name()][sys.Name] = append(r.res[w.ID][lg.Name()][sys.Name], res)
 			}
 		}
 	}
@@ -243,40 +272,6 @@ func (h *harness) loadgens(list string) ([]loadgen, string, error) {
 		return nil, "", errors.New("-loadgens names no load generator")
 	}
 	return lgs, note, nil
-}
-
-// Per-run overheads assumed by the estimate: broker start and stop, topic creation, tool start.
-var (
-	startCost = map[string]time.Duration{"kafka": 10 * time.Second, "spool": time.Second}
-	toolCost  = map[string]time.Duration{"KT": 5 * time.Second, "SB": 300 * time.Millisecond}
-)
-
-func runCount(ws []workload, chosen []system, lgs []loadgen, reps int) int {
-	n := 0
-	for _, w := range ws {
-		for _, lg := range lgs {
-			if ok, _ := drives(lg, w); ok {
-				n += reps * len(chosen)
-			}
-		}
-	}
-	return n
-}
-
-// estimate guesses the run time from the workloads' Est and the per-run overheads.
-func estimate(ws []workload, chosen []system, lgs []loadgen, reps int) time.Duration {
-	var d time.Duration
-	for _, w := range ws {
-		for _, lg := range lgs {
-			if ok, _ := drives(lg, w); !ok {
-				continue
-			}
-			for _, s := range chosen {
-				d += time.Duration(reps) * (startCost[s.Kind] + toolCost[lg.Short()] + w.Est)
-			}
-		}
-	}
-	return d
 }
 
 func firstLine(s string) string {

@@ -31,6 +31,8 @@ type report struct {
 	outDir    string
 	// partial, when set, says why the report covers only some workloads.
 	partial string
+	// failures are the runs that gave no result, in the order they ran.
+	failures []failure
 }
 
 // write puts benchmarks.md and the charts into outDir.
@@ -122,12 +124,21 @@ func (r *report) table() string {
 				continue
 			}
 			for _, s := range r.systems {
-				m, _ := r.med(w, lg, s)
+				m, ok := r.med(w, lg, s)
+				fs := r.fails(w, lg, s)
+				if !ok && len(fs) > 0 {
+					fmt.Fprintf(&b, "| %s %s | %s | %s | failed: %s | – | – | – | – | – | – |\n", w.ID, w.Title, lg.Name(), s.Name, cellText(fs[0].Reason))
+					continue
+				}
+				broker := s.Name
+				if len(fs) > 0 {
+					broker += fmt.Sprintf(" (%d of %d runs failed)", len(fs), len(fs)+len(r.res[w.ID][lg.Name()][s.Name]))
+				}
 				lat := "| – | – | –"
 				if m.HasLatency {
 					lat = fmt.Sprintf("| %.1f | %.1f | %.1f", m.P50, m.P99, m.P999)
 				}
-				fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %.1f %s | %.1f | %.1f |\n", w.ID, w.Title, lg.Name(), s.Name, fmtRate(m.RecPerSec), m.MBPerSec, lat, float64(m.PeakRSS)/(1<<20), m.CPU)
+				fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %.1f %s | %.1f | %.1f |\n", w.ID, w.Title, lg.Name(), broker, fmtRate(m.RecPerSec), m.MBPerSec, lat, float64(m.PeakRSS)/(1<<20), m.CPU)
 			}
 		}
 	}
@@ -142,14 +153,23 @@ func (r *report) table() string {
 	for _, w := range r.ws {
 		for _, lg := range r.lgs {
 			k, ok := r.med(w, lg, system{Name: "kafka"})
-			if !ok {
-				continue
+			kafkaFailed := !ok && len(r.fails(w, lg, system{Name: "kafka"})) > 0
+			if !ok && !kafkaFailed {
+				continue // not driven by lg
 			}
 			for _, s := range r.systems {
 				if s.Name == "kafka" {
 					continue
 				}
-				m, _ := r.med(w, lg, s)
+				m, ok := r.med(w, lg, s)
+				if kafkaFailed || !ok {
+					who := s.Name
+					if kafkaFailed {
+						who = "kafka"
+					}
+					fmt.Fprintf(&b, "| %s | %s | %s | %s failed | – | – | – |\n", w.ID, lg.Name(), s.Name, who)
+					continue
+				}
 				p99 := "–"
 				if m.HasLatency {
 					p99 = ratio(m.P99, k.P99)
@@ -205,6 +225,9 @@ func (r *report) markdown() string {
 	if r.partial != "" {
 		fmt.Fprintf(&b, "\n**Partial report: %s. Only the workloads below were measured.**\n", r.partial)
 	}
+	if len(r.failures) > 0 {
+		fmt.Fprintf(&b, "\n**%d run(s) failed: see Failed runs below; the results table marks them.**\n", len(r.failures))
+	}
 	fmt.Fprintf(&b, "\nRun %s UTC, %s mode, %d repetition(s) per workload and broker, interleaved (each repetition starts a fresh broker per workload; brokers take turns A B C, then C B A, ...); the figures are medians. Whole run: %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04"), r.mode, r.reps, r.elapsed.Round(time.Second))
 	b.WriteString("## Machine and versions\n\n")
@@ -219,7 +242,8 @@ func (r *report) markdown() string {
 	}
 	b.WriteString("\n## Results\n\n")
 	b.WriteString(r.table())
-	b.WriteString("\nMB/s is 10^6 bytes of record values per second. Peak RSS is the broker's VmHWM (sampled from /proc every 100 ms) over its life in that run, including startup and, for W5, the fill. CPU is the broker's utime+stime during the measured phase only.\n\n")
+	b.WriteString("\n" + r.failuresMarkdown())
+	b.WriteString("MB/s is 10^6 bytes of record values per second. Peak RSS is the broker's VmHWM (sampled from /proc every 100 ms) over its life in that run, including startup and, for W5, the fill. CPU is the broker's utime+stime during the measured phase only.\n\n")
 	b.WriteString("![throughput](bench-throughput.png)\n\n![latency](bench-latency.png)\n\n")
 	b.WriteString("## Workloads\n\n")
 	for _, w := range r.ws {

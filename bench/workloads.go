@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -33,8 +34,8 @@ type workload struct {
 	SpoolSetting string
 	Latency      string   // what the latency columns mean for this row
 	Needs        []string // capabilities the load generator must have to drive it
-	// Est is a rough duration of the measured phase, for the run-time estimate printed at start.
-	Est time.Duration
+	// Phases are its load-generator processes, for the run-time estimate (estimate.go).
+	Phases []phase
 	// run prepares the broker (topics, fill) and returns the measured phase's result;
 	// measure wraps the measured phase so CPU is counted for it alone.
 	run func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error)
@@ -46,8 +47,9 @@ type sizes struct {
 }
 
 // fullSizes keep a full run (3 repetitions, 3 brokers, 2 load generators: 126 broker starts)
-// near 35 minutes on a 2-core machine: each measured phase lasts roughly 3 to 10 seconds,
-// long enough that JVM warm-up is a small part of it.
+// near 18 minutes on a 2-core machine (17m43s for docs/benchmarks.md of 2026-11-30): each
+// measured phase of Kafka's tools lasts roughly 3 to 13 seconds, long enough that JVM warm-up
+// is a small part of it.
 var fullSizes = sizes{w1: 2_500_000, w2: 2_000_000, w3: 400_000, w4: 3_000, w4b: 50_000, w5: 2_500_000, w6: 30_000, w4bRate: 10_000, w6Rate: 5_000, e2eRate: 1_000}
 var quickSizes = sizes{w1: 30_000, w2: 30_000, w3: 10_000, w4: 300, w4b: 2_000, w5: 30_000, w6: 2_000, w4bRate: 2_000, w6Rate: 2_000, e2eRate: 1_000}
 
@@ -56,11 +58,6 @@ func (s sizes) scaled(f float64) sizes {
 	m := func(n int64) int64 { return max(1, int64(float64(n)*f)) }
 	s.w1, s.w2, s.w3, s.w4, s.w4b, s.w5, s.w6 = m(s.w1), m(s.w2), m(s.w3), m(s.w4), m(s.w4b), m(s.w5), m(s.w6)
 	return s
-}
-
-// at is how long n records take at rate records/s.
-func at(n int64, rate int) time.Duration {
-	return time.Duration(float64(n) / float64(rate) * float64(time.Second))
 }
 
 func workloads(s sizes) []workload {
@@ -85,26 +82,26 @@ func workloads(s sizes) []workload {
 			Setting:      fmt.Sprintf("ProducerPerformance --num-records %d --record-size 100 --throughput -1, acks=1, client defaults otherwise (batch.size 16384, linger.ms 0, no compression)", s.w1),
 			SpoolSetting: sb(s.w1, 100, "1", 0),
 			Latency:      "produce latency (send to ack) under saturation: queueing, not service time",
-			Est:          at(s.w1, 250_000),
+			Phases:       []phase{{op: "produce", records: s.w1, size: 100}},
 			run:          produce("w1", 6, produceSpec{Records: s.w1, Size: 100, Acks: "1", Throughput: -1})},
 		{ID: "W2", Title: "produce 100 B, 6 partitions, acks=all",
 			Setting:      fmt.Sprintf("as W1 with acks=all, --num-records %d", s.w2),
 			SpoolSetting: sb(s.w2, 100, "all", 0),
 			Latency:      "produce latency under saturation",
-			Est:          at(s.w2, 200_000),
+			Phases:       []phase{{op: "produce", records: s.w2, size: 100}},
 			run:          produce("w2", 6, produceSpec{Records: s.w2, Size: 100, Acks: "all", Throughput: -1})},
 		{ID: "W3", Title: "produce 1 KiB, 6 partitions, acks=all",
 			Setting:      fmt.Sprintf("ProducerPerformance --num-records %d --record-size 1024 --throughput -1, acks=all", s.w3),
 			SpoolSetting: sb(s.w3, 1024, "all", 0),
 			Latency:      "produce latency under saturation",
-			Est:          at(s.w3, 60_000),
+			Phases:       []phase{{op: "produce", records: s.w3, size: 1024}},
 			run:          produce("w3", 6, produceSpec{Records: s.w3, Size: 1024, Acks: "all", Throughput: -1})},
 		{ID: "W4", Title: "end-to-end latency, 100 B, 1 partition, acks=all",
 			Setting:      fmt.Sprintf("EndToEndLatency, %d records one at a time (closed loop: the next is sent when the previous is consumed, so the rate is 1/latency, far below saturation)", s.w4),
 			SpoolSetting: fmt.Sprintf("spool bench e2e --records %d --size 100 --acks all --rate %d (open loop at a fixed rate far below saturation; records/s is the rate achieved)", s.w4, s.e2eRate),
 			Latency:      "end-to-end, send until the consumer has it; EndToEndLatency reports whole milliseconds truncated (so 0 means under 1 ms) and its records/s is 1 / mean latency",
 			Needs:        []string{needE2E},
-			Est:          at(s.w4, 700),
+			Phases:       []phase{{op: "e2e", records: s.w4, size: 100, rate: s.e2eRate}},
 			run: func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
 				if err := lg.CreateTopic(ctx, addr, "w4", 1); err != nil {
 					return result{}, err
@@ -116,12 +113,12 @@ func workloads(s sizes) []workload {
 			SpoolSetting: sb(s.w4b, 100, "all", s.w4bRate),
 			Latency:      "produce latency (send to ack) at a fixed rate below saturation",
 			Needs:        []string{needRate},
-			Est:          at(s.w4b, s.w4bRate),
+			Phases:       []phase{{op: "produce", records: s.w4b, size: 100, rate: s.w4bRate}},
 			run:          produce("w4b", 6, produceSpec{Records: s.w4b, Size: 100, Acks: "all", Throughput: s.w4bRate})},
 		{ID: "W5", Title: "consume 100 B from the start, 6 partitions",
 			Setting:      fmt.Sprintf("fill with ProducerPerformance (%d records, acks=1), then ConsumerPerformance --messages %d from the earliest offset; fetch.* figures (group join excluded)", s.w5, s.w5),
 			SpoolSetting: fmt.Sprintf("fill with spool bench produce --records %d --size 100 --acks 1, then spool bench consume --records %d (partitions assigned, no group)", s.w5, s.w5),
-			Est:          at(s.w5, 250_000) + at(s.w5, 600_000),
+			Phases:       []phase{{op: "produce", records: s.w5, size: 100}, {op: "consume", records: s.w5, size: 100}},
 			run: func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
 				if err := lg.CreateTopic(ctx, addr, "w5", 6); err != nil {
 					return result{}, err
@@ -138,15 +135,27 @@ func workloads(s sizes) []workload {
 			SpoolSetting: "spool topic create --partitions 1000, then " + sb(s.w6, 100, "all", s.w6Rate) + " --idempotence=false",
 			Latency:      "produce latency at a fixed rate",
 			Needs:        []string{needRate},
-			Est:          at(s.w6, s.w6Rate) + 5*time.Second,
+			Phases:       []phase{{op: "produce", records: s.w6, size: 100, rate: s.w6Rate}},
 			run: produce("w6", 1000, produceSpec{Records: s.w6, Size: 100, Acks: "all", Throughput: s.w6Rate,
 				NoIdempotence: true})},
 	}
 }
 
+// runDir is where the run of w on sys with lg, repetition rep, keeps its broker's data and logs.
+func (h *harness) runDir(w workload, sys system, lg loadgen, rep int) string {
+	return filepath.Join(h.workDir, fmt.Sprintf("%s-%s-%s-r%d", w.ID, sys.Name, lg.Short(), rep))
+}
+
+// brokerOutputHeader separates a failed tool's error from its broker's log tail.
+const brokerOutputHeader = "broker output:"
+
+// crashGrace is how long a failed tool's broker gets to be seen exiting: a tool often fails
+// because its broker died, and then the crash, not the tool's complaint, is the reason.
+const crashGrace = 2 * time.Second
+
 // runOne starts a fresh broker for sys, runs w with lg, stops the broker and returns the result.
 func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen, rep int) (result, error) {
-	dir := fmt.Sprintf("%s/%s-%s-%s-r%d", h.workDir, w.ID, sys.Name, lg.Short(), rep)
+	dir := h.runDir(w, sys, lg, rep)
 	b, err := h.startBroker(ctx, sys, dir)
 	if err != nil {
 		return result{}, err
@@ -171,11 +180,17 @@ func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen
 	}
 	start := time.Now()
 	r, err := w.run(ctx, lg, b.addr, measure)
+	if err != nil && ctx.Err() == nil {
+		select {
+		case <-b.exited:
+		case <-time.After(crashGrace):
+		}
+	}
 	if aerr := b.Alive(); aerr != nil {
 		return result{}, aerr
 	}
 	if err != nil {
-		return result{}, fmt.Errorf("%s on %s with %s: %w\nbroker output:\n%s", w.ID, sys.Name, lg.Name(), err, b.logTail())
+		return result{}, fmt.Errorf("%w\n%s\n%s", err, brokerOutputHeader, b.logTail())
 	}
 	r.CPU = cpu
 	r.PeakRSS = b.PeakRSS()

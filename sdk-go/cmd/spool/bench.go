@@ -53,7 +53,8 @@ type benchOpts struct {
 	linger      time.Duration
 	batchBytes  int
 	maxInFlight int
-	idempotence *bool // nil: the client's default (on, unless --max-in-flight is over 5)
+	idempotence *bool         // nil: the client's default (on, unless --max-in-flight is over 5)
+	idle        time.Duration // consume --timeout
 	json        bool
 }
 
@@ -63,58 +64,74 @@ const e2eDefaultRate = 1000
 // stampSize is the bytes of an e2e value that carry its send time.
 const stampSize = 8
 
-func parseBenchOpts(sub string, args []string) (benchOpts, error) {
-	o := benchOpts{mode: sub}
-	switch sub {
-	case "produce", "consume", "e2e":
-	default:
-		return o, usageError{"bench: unknown subcommand " + sub + " (want produce, consume or e2e)"}
+// consumeIdleDefault is --timeout's default: kafka-consumer-perf-test's --timeout (10000 ms).
+const consumeIdleDefault = 10 * time.Second
+
+// parseBenchOpts also returns the flags, whose usage explains later usage errors.
+func parseBenchOpts(sub string, args []string) (o benchOpts, fs *flagSet, err error) {
+	o = benchOpts{mode: sub}
+	idempotence := true
+	fs = newFlags("bench " + sub)
+	defer fs.explain(&err)
+	fs.StringVar(&o.topic, "topic", "", "topic to use (required; produce and e2e create it when missing)")
+	fs.IntVar(&o.records, "records", 100000, "records to send or read; not with --duration")
+	fs.DurationVar(&o.duration, "duration", 0, "run this long instead of a record count")
+	sizeHelp := "value size in bytes"
+	if sub == "consume" {
+		sizeHelp = "value size in bytes the result reports (the bytes counted are those read)"
 	}
-	fs := newFlags("bench " + sub)
-	fs.StringVar(&o.topic, "topic", "", "")
-	fs.IntVar(&o.records, "records", 100000, "")
-	fs.DurationVar(&o.duration, "duration", 0, "")
-	fs.IntVar(&o.size, "size", 100, "")
-	fs.Float64Var(&o.rate, "rate", 0, "")
-	fs.StringVar(&o.acks, "acks", "all", "")
-	fs.StringVar(&o.codec, "compression", "none", "")
-	fs.IntVar(&o.partitions, "partitions", 0, "")
-	fs.DurationVar(&o.linger, "linger", -1, "")
-	fs.IntVar(&o.batchBytes, "batch-bytes", 0, "")
-	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "")
-	idempotence := fs.Bool("idempotence", true, "")
-	fs.BoolVar(&o.json, "json", false, "")
-	if err := parse(fs, args); err != nil {
-		return o, err
+	fs.IntVar(&o.size, "size", 100, sizeHelp)
+	if sub != "consume" {
+		rateHelp := "records/s to send at (default 0: unthrottled)"
+		if sub == "e2e" {
+			rateHelp = fmt.Sprintf("records/s to send at (default %d; 0: unthrottled)", e2eDefaultRate)
+		}
+		fs.Float64Var(&o.rate, "rate", 0, rateHelp)
+		fs.StringVar(&o.acks, "acks", "all", "all, 1 or 0")
+		fs.StringVar(&o.codec, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+		fs.IntVar(&o.partitions, "partitions", 0, "partitions of the topic when it is created (default: the broker's num.partitions)")
+		fs.DurationVar(&o.linger, "linger", -1, "how long a batch waits for more records (default: the client's, 5ms)")
+		fs.IntVar(&o.batchBytes, "batch-bytes", 0, "largest batch in bytes (default: the client's)")
+		fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "produce requests in flight per broker (default: the client's)")
+		fs.BoolVar(&idempotence, "idempotence", true, "idempotent producer; false allows --max-in-flight over 5 (default: the client's, on)")
+	} else {
+		fs.DurationVar(&o.idle, "timeout", consumeIdleDefault,
+			"with --records: fail when no record arrives for this long, as kafka-consumer-perf-test --timeout")
+	}
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	if err := fs.parse(args); err != nil {
+		return o, fs, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	bad := func(format string, a ...any) (benchOpts, error) {
-		return o, usageError{"bench: " + fmt.Sprintf(format, a...)}
-	}
 	switch {
+	case fs.NArg() > 0:
+		return o, fs, fs.bad("bench %s: takes no arguments", sub)
 	case o.topic == "":
-		return bad("--topic is required")
+		return o, fs, fs.bad("bench: --topic is required")
 	case set["records"] && set["duration"]:
-		return bad("give --records or --duration, not both")
+		return o, fs, fs.bad("bench: give --records or --duration, not both")
 	case o.records <= 0:
-		return bad("--records must be > 0, got %d", o.records)
+		return o, fs, fs.bad("bench: --records must be > 0, got %d", o.records)
 	case set["duration"] && o.duration <= 0:
-		return bad("--duration must be > 0, got %v", o.duration)
+		return o, fs, fs.bad("bench: --duration must be > 0, got %v", o.duration)
 	case o.size < 0:
-		return bad("--size must be >= 0, got %d", o.size)
+		return o, fs, fs.bad("bench: --size must be >= 0, got %d", o.size)
 	case o.mode == "e2e" && o.size < stampSize:
-		return bad("--size must be >= %d for e2e (the value carries its send time), got %d", stampSize, o.size)
+		return o, fs, fs.bad("bench: --size must be >= %d for e2e (the value carries its send time), got %d", stampSize, o.size)
 	case o.rate < 0:
-		return bad("--rate must be >= 0 (0: unthrottled), got %v", o.rate)
-	case o.mode == "consume" && set["rate"]:
-		return bad("--rate applies to produce and e2e")
+		return o, fs, fs.bad("bench: --rate must be >= 0 (0: unthrottled), got %v", o.rate)
 	case o.partitions < 0:
-		return bad("--partitions must be >= 1, got %d", o.partitions)
+		return o, fs, fs.bad("bench: --partitions must be >= 1, got %d", o.partitions)
 	case set["linger"] && o.linger < 0:
-		return bad("--linger must be >= 0, got %v", o.linger)
+		return o, fs, fs.bad("bench: --linger must be >= 0, got %v", o.linger)
 	case o.batchBytes < 0 || o.maxInFlight < 0:
-		return bad("--batch-bytes and --max-in-flight must be > 0")
+		return o, fs, fs.bad("bench: --batch-bytes and --max-in-flight must be > 0")
+	case set["timeout"] && o.idle <= 0:
+		return o, fs, fs.bad("bench: --timeout must be > 0, got %v", o.idle)
+	}
+	if set["idempotence"] {
+		o.idempotence = &idempotence
 	}
 	if o.mode == "e2e" && !set["rate"] {
 		o.rate = e2eDefaultRate
@@ -122,10 +139,7 @@ func parseBenchOpts(sub string, args []string) (benchOpts, error) {
 	if set["duration"] {
 		o.records = 0
 	}
-	if set["idempotence"] {
-		o.idempotence = idempotence
-	}
-	return o, nil
+	return o, fs, nil
 }
 
 // producerOpts are the client options for the producing side of a bench.
@@ -157,11 +171,12 @@ func (o benchOpts) more(i int, start, now time.Time) bool {
 	return now.Sub(start) < o.duration
 }
 
-func benchCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout, stderr io.Writer) error {
-	o, err := parseBenchOpts(sub, args)
+func benchCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout, stderr io.Writer) (err error) {
+	o, fs, err := parseBenchOpts(sub, args)
 	if err != nil {
 		return err
 	}
+	defer fs.explain(&err)
 	b := &bench{o: o, clientFor: clientFor}
 	if !o.json {
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -232,7 +247,7 @@ func (b *bench) result(start time.Time) benchResult {
 func (b *bench) client(opts ...spool.Opt) (*spool.Client, error) {
 	cl, err := b.clientFor(opts...)
 	if err != nil {
-		return nil, usageError{"bench: " + strings.TrimPrefix(err.Error(), "spool: ")}
+		return nil, usageError{msg: "bench: " + strings.TrimPrefix(err.Error(), "spool: ")}
 	}
 	return cl, nil
 }
@@ -355,6 +370,11 @@ func (b *bench) consume(ctx context.Context) (benchResult, error) {
 		return benchResult{}, err
 	}
 	defer cl.Close()
+	// Resolved before assigning, so everything counted as "there at start" is read.
+	cu, err := newCatchUp(ctx, cl.Admin(), b.o.topic)
+	if err != nil {
+		return benchResult{}, err
+	}
 	if err := cl.AssignTopic(ctx, b.o.topic, spool.OffsetStart()); err != nil {
 		return benchResult{}, err
 	}
@@ -368,7 +388,7 @@ func (b *bench) consume(ctx context.Context) (benchResult, error) {
 	stop := b.progress.start(start)
 	defer stop()
 	for b.o.records == 0 || b.done.Load() < int64(b.o.records) {
-		rs, err := cl.Poll(pctx)
+		rs, err := b.poll(pctx, cl, cu)
 		if err != nil {
 			if b.o.duration > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				break
@@ -380,6 +400,7 @@ func (b *bench) consume(ctx context.Context) (benchResult, error) {
 		for _, r := range rs {
 			nb += int64(len(r.Value) + len(r.Key))
 			b.lat.Record(int64(now.Sub(r.Timestamp)))
+			cu.saw(r)
 		}
 		b.bytes.Add(nb)
 		b.done.Add(int64(len(rs)))
@@ -387,6 +408,70 @@ func (b *bench) consume(ctx context.Context) (benchResult, error) {
 	stop()
 	return b.result(start), nil
 }
+
+// poll is one Poll of consume. With --records it waits at most --timeout for records, as
+// kafka-consumer-perf-test does, so a topic shorter than --records ends the run with an error
+// instead of a wait forever; the error says whether everything the topic held at start was
+// read (the usual case) or the records stopped coming before that.
+func (b *bench) poll(ctx context.Context, cl *spool.Client, cu *catchUp) ([]*spool.Record, error) {
+	if b.o.records == 0 {
+		return cl.Poll(ctx)
+	}
+	ictx, cancel := context.WithTimeout(ctx, b.o.idle)
+	defer cancel()
+	rs, err := cl.Poll(ictx)
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return rs, err
+	}
+	if cu.done() {
+		return nil, fmt.Errorf("bench consume: read %d of --records %d: the topic held %d records at start, all read, and no new record arrived within --timeout %v",
+			b.done.Load(), b.o.records, cu.atStart, b.o.idle)
+	}
+	return nil, fmt.Errorf("bench consume: read %d of --records %d: no record arrived within --timeout %v, before reaching the end offsets the topic had at start (%d records)",
+		b.done.Load(), b.o.records, b.o.idle, cu.atStart)
+}
+
+// catchUp tracks whether a reader from the start of a topic has reached the end offsets the
+// topic had when it began.
+type catchUp struct {
+	end     map[int32]int64 // log end offset per partition at start
+	next    map[int32]int64 // next offset to read per partition
+	behind  int             // partitions whose next is below their end
+	atStart int64           // records between the log start and end offsets at start
+}
+
+func newCatchUp(ctx context.Context, ad *spool.Admin, topic string) (*catchUp, error) {
+	first, err := ad.ListOffsets(ctx, topic, spool.OffsetEarliest)
+	if err != nil {
+		return nil, fmt.Errorf("start offsets of %q: %w", topic, err)
+	}
+	end, err := ad.ListOffsets(ctx, topic, spool.OffsetLatest)
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %q: %w", topic, err)
+	}
+	c := &catchUp{end: end, next: first}
+	for p, e := range end {
+		if first[p] < e {
+			c.behind++
+			c.atStart += e - first[p]
+		}
+	}
+	return c, nil
+}
+
+func (c *catchUp) saw(r *spool.Record) {
+	e, ok := c.end[r.Partition]
+	if !ok {
+		return // a partition added since the start
+	}
+	was := c.next[r.Partition]
+	c.next[r.Partition] = max(was, r.Offset+1)
+	if was < e && r.Offset+1 >= e {
+		c.behind--
+	}
+}
+
+func (c *catchUp) done() bool { return c.behind == 0 }
 
 // e2eDrain bounds the wait for the last records to arrive once producing is done.
 const e2eDrain = 30 * time.Second

@@ -147,17 +147,3 @@ func TestCLICommandsBadInput(t *testing.T) {
 		})
 	}
 }
-
-// --help anywhere prints the usage on stdout and exits 0; an unknown subcommand stays an error.
-func TestCLIHelp(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"-h"}, {"topic", "create", "--help"}, {"consume", "-h"},
-		{"group", "describe", "--help"}, {"bench", "e2e", "--help"}} {
-		r := runCLI(t, "127.0.0.1:1", "", args...)
-		if r.code != 0 || !strings.Contains(r.stdout, "usage: spool") || !strings.Contains(r.stdout, "bench produce|consume|e2e") || r.stderr != "" {
-			t.Fatalf("%v: exit %d stdout %q stderr %q", args, r.code, r.stdout, r.stderr)
-		}
-	}
-	if r := runCLI(t, "127.0.0.1:1", "", "bench", "nosuch", "--help"); r.code != 2 || !strings.Contains(r.stderr, "unknown subcommand nosuch") {
-		t.Fatalf("bench nosuch --help: exit %d stderr %q", r.code, r.stderr)
-	}
-}

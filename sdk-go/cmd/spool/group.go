@@ -75,39 +75,36 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	var parts partitionsFlag
 	switch sub {
 	case "seek":
-		topic = fs.String("topic", "", "")
-		to = fs.String("to", "", "")
-		create = fs.Bool("create", false, "")
-		fs.Var(&parts, "partitions", "")
+		topic = fs.String("topic", "", "the topic whose offsets move (required)")
+		to = fs.String("to", "", "where to: earliest, latest, OFFSET, RFC3339-TIME or @UNIX_MS (required)")
+		create = fs.Bool("create", false, "start the group at these offsets when it does not exist")
+		fs.Var(&parts, "partitions", "only these partitions, e.g. `0,2` (default: every partition of the topic)")
 	case "delete-offsets":
-		topic = fs.String("topic", "", "")
-		fs.Var(&parts, "partitions", "")
-	case "list", "describe", "delete":
-	default:
-		return usageError{"group: unknown subcommand " + sub}
+		topic = fs.String("topic", "", "the topic whose offsets are deleted (required)")
+		fs.Var(&parts, "partitions", "only these partitions, e.g. `0,2` (default: every committed partition of the topic)")
 	}
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	groups := fs.Args()
 	switch {
 	case sub == "list" && len(groups) > 0:
-		return usageError{"group list: takes no arguments"}
+		return fs.bad("group list: takes no arguments")
 	case sub == "delete" && len(groups) == 0:
-		return usageError{"group delete: missing group name"}
+		return fs.bad("group delete: missing group name")
 	case sub != "list" && sub != "delete" && len(groups) != 1:
-		return usageError{"group " + sub + ": want exactly one group name"}
+		return fs.bad("group %s: want exactly one group name", sub)
 	case topic != nil && *topic == "":
-		return usageError{"group " + sub + ": --topic is required"}
+		return fs.bad("group %s: --topic is required", sub)
 	}
 	var target seekTarget
 	if sub == "seek" {
 		if *to == "" {
-			return usageError{"group seek: --to is required"}
+			return fs.bad("group seek: --to is required")
 		}
 		var err error
 		if target, err = parseSeekTarget(*to); err != nil {
-			return usageError{"group seek: " + err.Error()}
+			return fs.bad("group seek: %v", err)
 		}
 	}
 	cl, err := clientFor()

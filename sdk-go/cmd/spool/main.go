@@ -1,16 +1,12 @@
 // Command spool is a command-line client for Spool and any Kafka cluster: topics, produce,
-// consume, cluster info and benchmarks.
+// consume, consumer groups, cluster info and benchmarks.
 //
-//	spool [--brokers HOST:PORT,...] topic create NAME [--partitions N] [--replication-factor R] [--config k=v]...
-//	spool topic list | describe NAME... | delete NAME...
-//	spool produce --topic T [--key-separator S] [--partitioner hash|roundrobin|sticky] [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd]
-//	spool consume --topic T [--from-beginning] [--count N] [--format FMT]
-//	spool group list | describe GROUP | delete GROUP... | seek GROUP --topic T --to WHERE | delete-offsets GROUP --topic T
-//	spool cluster info
-//	spool bench produce|consume|e2e --topic T [--records N | --duration D] [--size B] [--rate R] [--json] ...
+//	spool [--brokers HOST:PORT,...] COMMAND [SUBCOMMAND] [ARGS] [FLAGS]
 //
-// --brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092. Bad usage exits 2, other
-// errors exit 1, both with a message on stderr.
+// `spool --help` lists the commands (the table in usage.go), `spool COMMAND [SUBCOMMAND]
+// --help` one command's flags with their defaults. --brokers defaults to $SPOOL_BROKERS, else
+// 127.0.0.1:9092. Bad usage exits 2 with the command's usage on stderr, other errors exit 1
+// with a message on stderr.
 package main
 
 import (
@@ -39,84 +35,33 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: spool [--brokers HOST:PORT,...] COMMAND
-
-commands:
-  topic create NAME [--partitions N] [--replication-factor R] [--config k=v]...
-  topic list
-  topic describe NAME...
-  topic delete NAME...
-  produce --topic T [--key-separator S] [--partitioner hash|roundrobin|sticky]
-          [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd]   (records from stdin, one per line)
-  consume --topic T[,T2...] [--group G] [--from-beginning] [--count N] [--format FMT]
-          (with --group: offsets of the records printed are committed; --from-beginning applies
-           when the group has no committed offset)
-          FMT: %t topic %p partition %o offset %k key %v value %h headers %T timestamp (ms), \n \t
-  group list
-  group describe GROUP
-  group delete GROUP...
-  group seek GROUP --topic T [--partitions 0,1] --to earliest|latest|OFFSET|RFC3339-TIME|@UNIX_MS [--create]
-             (only while the group has no members; --create starts a group that does not exist)
-  group delete-offsets GROUP --topic T [--partitions 0,1]
-  cluster info
-  bench produce|consume|e2e --topic T [--records N | --duration D] [--size B] [--rate R]
-          [--acks ...] [--compression ...] [--partitions N] [--linger D] [--batch-bytes B]
-          [--max-in-flight N] [--idempotence=false] [--json]   (e2e: --rate defaults to 1000/s, --size >= 8)
-
---brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092.
-`
-
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, args, stdin, stdout, stderr)
 	if err == nil {
 		return 0
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	var help helpRequest
+	if errors.As(err, &help) {
 		// Asked for: the usage is the answer, not an error.
-		io.WriteString(stdout, usage)
+		io.WriteString(stdout, help.usage)
 		return 0
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "spool: %s\n", ue.msg)
-		io.WriteString(stderr, usage)
+		if ue.usage == "" {
+			ue.usage = overview()
+		}
+		io.WriteString(stderr, ue.usage)
 		return 2
 	}
 	fmt.Fprintf(stderr, "spool: %v\n", err)
 	return 1
 }
 
-func newFlags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	// Allow flags after positional arguments.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return usageError{fmt.Sprintf("%s: %v", fs.Name(), err)}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	return fs.Parse(append([]string{"--"}, pos...))
-}
-
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	g := newFlags("spool")
+	g := flag.NewFlagSet("spool", flag.ContinueOnError)
+	g.SetOutput(io.Discard)
 	def := os.Getenv("SPOOL_BROKERS")
 	if def == "" {
 		def = "127.0.0.1:9092"
@@ -124,13 +69,13 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	brokers := g.String("brokers", def, "")
 	if err := g.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return helpRequest{overview()}
 		}
-		return usageError{err.Error()}
+		return usageError{msg: err.Error()}
 	}
 	rest := g.Args()
 	if len(rest) == 0 {
-		return usageError{"no command"}
+		return usageError{msg: "no command"}
 	}
 	clientFor := func(opts ...spool.Opt) (*spool.Client, error) {
 		seeds := strings.Split(*brokers, ",")
@@ -138,59 +83,58 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			spool.DialTimeout(5 * time.Second), spool.RequestTimeout(10 * time.Second)}, opts...)...)
 	}
 	cmd, rest := rest[0], rest[1:]
-	sub := func() (string, []string, error) {
-		if len(rest) == 0 {
-			return "", nil, usageError{cmd + ": missing subcommand"}
+	var sub string
+	if len(subcommands(cmd)) > 0 {
+		switch {
+		case len(rest) == 0:
+			return usageError{msg: cmd + ": missing subcommand", usage: commandUsage(cmd)}
+		case isHelpFlag(rest[0]):
+			return helpRequest{commandUsage(cmd)}
 		}
-		return rest[0], rest[1:], nil
+		sub, rest = rest[0], rest[1:]
+		if _, ok := docFor(cmd + " " + sub); !ok {
+			return usageError{msg: cmd + ": unknown subcommand " + sub, usage: commandUsage(cmd)}
+		}
 	}
 	switch cmd {
 	case "topic":
-		s, a, err := sub()
-		if err != nil {
-			return err
-		}
-		return topicCmd(ctx, clientFor, s, a, stdout)
+		return topicCmd(ctx, clientFor, sub, rest, stdout)
 	case "produce":
 		return produceCmd(ctx, clientFor, rest, stdin, stderr)
 	case "consume":
 		return consumeCmd(ctx, clientFor, rest, stdout)
 	case "group":
-		s, a, err := sub()
-		if err != nil {
-			return err
-		}
-		return groupCmd(ctx, clientFor, s, a, stdout, stderr)
+		return groupCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	case "cluster":
-		s, _, err := sub()
-		if err != nil {
-			return err
-		}
-		if s != "info" {
-			return usageError{"cluster: unknown subcommand " + s}
-		}
-		cl, err := clientFor()
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		ci, err := cl.Admin().Cluster(ctx)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "cluster id: %s\ncontroller: %d\nbrokers:\n", ci.ClusterID, ci.Controller)
-		for _, b := range ci.Brokers {
-			fmt.Fprintf(stdout, "  %d\t%s:%d\t%s\n", b.NodeID, b.Host, b.Port, b.Rack)
-		}
-		return nil
+		return clusterInfo(ctx, clientFor, rest, stdout)
 	case "bench":
-		s, a, err := sub()
-		if err != nil {
-			return err
-		}
-		return benchCmd(ctx, clientFor, s, a, stdout, stderr)
+		return benchCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	}
-	return usageError{"unknown command " + cmd}
+	return usageError{msg: "unknown command " + cmd}
+}
+
+func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
+	fs := newFlags("cluster info")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fs.bad("cluster info: takes no arguments")
+	}
+	cl, err := clientFor()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ci, err := cl.Admin().Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "cluster id: %s\ncontroller: %d\nbrokers:\n", ci.ClusterID, ci.Controller)
+	for _, b := range ci.Brokers {
+		fmt.Fprintf(stdout, "  %d\t%s:%d\t%s\n", b.NodeID, b.Host, b.Port, b.Rack)
+	}
+	return nil
 }
 
 type clientFunc func(opts ...spool.Opt) (*spool.Client, error)
@@ -212,22 +156,19 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	var partitions, rf *int
 	configs := kvFlag{}
 	if sub == "create" {
-		partitions = fs.Int("partitions", -1, "")
-		rf = fs.Int("replication-factor", -1, "")
-		fs.Var(configs, "config", "")
+		partitions = fs.Int("partitions", -1, "number of partitions (default: the broker's num.partitions)")
+		rf = fs.Int("replication-factor", -1, "copies of each partition (default: the broker's default.replication.factor)")
+		fs.Var(configs, "config", "a topic config `k=v`, e.g. retention.ms=86400000; repeatable")
 	}
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	names := fs.Args()
-	switch sub {
-	case "create", "describe", "delete":
-		if len(names) == 0 {
-			return usageError{"topic " + sub + ": missing topic name"}
-		}
-	case "list":
-	default:
-		return usageError{"topic: unknown subcommand " + sub}
+	switch {
+	case sub == "list" && len(names) > 0:
+		return fs.bad("topic list: takes no arguments")
+	case sub != "list" && len(names) == 0:
+		return fs.bad("topic %s: missing topic name", sub)
 	}
 	cl, err := clientFor()
 	if err != nil {
@@ -294,11 +235,11 @@ func producerOpts(acks, codec, partitioner string) ([]spool.Opt, error) {
 	case "0":
 		opts = append(opts, spool.RequiredAcks(spool.AcksNone))
 	default:
-		return nil, usageError{fmt.Sprintf("--acks %q: want all, 1 or 0", acks)}
+		return nil, usageError{msg: fmt.Sprintf("--acks %q: want all, 1 or 0", acks)}
 	}
 	c, err := compress.ParseCodec(codec)
 	if err != nil {
-		return nil, usageError{fmt.Sprintf("--compression %q: want none, gzip, snappy, lz4 or zstd", codec)}
+		return nil, usageError{msg: fmt.Sprintf("--compression %q: want none, gzip, snappy, lz4 or zstd", codec)}
 	}
 	opts = append(opts, spool.Compression(c))
 	switch partitioner {
@@ -309,23 +250,27 @@ func producerOpts(acks, codec, partitioner string) ([]spool.Opt, error) {
 	case "sticky":
 		opts = append(opts, spool.WithPartitioner(spool.Sticky(0, true)))
 	default:
-		return nil, usageError{fmt.Sprintf("--partitioner %q: want hash, roundrobin or sticky", partitioner)}
+		return nil, usageError{msg: fmt.Sprintf("--partitioner %q: want hash, roundrobin or sticky", partitioner)}
 	}
 	return opts, nil
 }
 
-func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin io.Reader, stderr io.Writer) error {
+func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin io.Reader, stderr io.Writer) (err error) {
 	fs := newFlags("produce")
-	topic := fs.String("topic", "", "")
-	sep := fs.String("key-separator", "", "")
-	part := fs.String("partitioner", "hash", "")
-	acks := fs.String("acks", "all", "")
-	codec := fs.String("compression", "none", "")
-	if err := parse(fs, args); err != nil {
+	defer fs.explain(&err)
+	topic := fs.String("topic", "", "topic to produce to (required)")
+	sep := fs.String("key-separator", "", "split each line at the first `S` into key and value (default: no key)")
+	part := fs.String("partitioner", "hash", "hash (Kafka's murmur2 of the key), roundrobin or sticky")
+	acks := fs.String("acks", "all", "all, 1 or 0")
+	codec := fs.String("compression", "none", "none, gzip, snappy, lz4 or zstd")
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if *topic == "" {
-		return usageError{"produce: --topic is required"}
+		return fs.bad("produce: --topic is required")
+	}
+	if fs.NArg() > 0 {
+		return fs.bad("produce: takes no arguments (records come from stdin)")
 	}
 	opts, err := producerOpts(*acks, *codec, *part)
 	if err != nil {
@@ -391,19 +336,22 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 
 func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
 	fs := newFlags("consume")
-	topic := fs.String("topic", "", "")
-	group := fs.String("group", "", "")
-	fromBeginning := fs.Bool("from-beginning", false, "")
-	count := fs.Int("count", 0, "")
-	format := fs.String("format", `%v\n`, "")
-	if err := parse(fs, args); err != nil {
+	topic := fs.String("topic", "", "topics to read, comma-separated (required)")
+	group := fs.String("group", "", "consume as a member of this consumer group and commit what is printed (default: no group, every partition assigned)")
+	fromBeginning := fs.Bool("from-beginning", false, "start at the earliest offset instead of the end")
+	count := fs.Int("count", 0, "stop after this many records (default 0: never)")
+	format := fs.String("format", `%v\n`, "how each record is printed, see `FMT` above")
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if *topic == "" {
-		return usageError{"consume: --topic is required"}
+		return fs.bad("consume: --topic is required")
 	}
 	if *count < 0 {
-		return usageError{"consume: --count must be >= 0"}
+		return fs.bad("consume: --count must be >= 0")
+	}
+	if fs.NArg() > 0 {
+		return fs.bad("consume: takes no arguments")
 	}
 	src, err := openSource(ctx, clientFor, strings.Split(*topic, ","), *group, *fromBeginning)
 	if err != nil {

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeBrokerEnv makes the test binary a stand-in for spoold (see TestMain): it listens on
+// --listen like spoold and exits with status 3 when a client sends "crash".
+const fakeBrokerEnv = "BENCH_FAKE_BROKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeBrokerEnv) == "1" {
+		fakeBroker(os.Args[1:])
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func fakeBroker(args []string) {
+	i := slices.Index(args, "--listen")
+	if i < 0 || i+1 >= len(args) {
+		fmt.Fprintln(os.Stderr, "fake broker: no --listen")
+		os.Exit(2)
+	}
+	l, err := net.Listen("tcp", args[i+1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake broker:", err)
+		os.Exit(2)
+	}
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			os.Exit(2)
+		}
+		go func() {
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			if line == "crash\n" {
+				fmt.Fprintln(os.Stderr, "fake broker: crashing as asked")
+				os.Exit(3)
+			}
+			c.Close()
+		}()
+	}
+}
+
+// fakeLoadgen fails W1 as Kafka's producer did with OUT_OF_ORDER_SEQUENCE_NUMBER, crashes the
+// broker during W2, fails the first run of W3, and measures the rest after checking that its
+// broker answers.
+type fakeLoadgen struct{ w3Runs *atomic.Int32 }
+
+func (fakeLoadgen) Name() string                                           { return "fake" }
+func (fakeLoadgen) Short() string                                          { return "FK" }
+func (fakeLoadgen) Can(string) bool                                        { return true }
+func (fakeLoadgen) CreateTopic(context.Context, string, string, int) error { return nil }
+
+func (f fakeLoadgen) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return result{}, fmt.Errorf("fake: broker at %s does not answer: %w", addr, err)
+	}
+	defer c.Close()
+	switch p.Topic {
+	case "w1":
+		return result{}, errors.New("ProducerPerformance reported errors:\n[2026-11-30 10:00:00,000] ERROR Error when sending message to topic w1: " +
+			"org.apache.kafka.common.errors.OutOfOrderSequenceException: The broker received an out of order sequence number. (org.apache.kafka.clients.producer.internals.ErrorLoggingCallback)")
+	case "w2":
+		io.WriteString(c, "crash\n")
+		io.Copy(io.Discard, c) // until the broker's exit closes the connection
+		return result{}, errors.New("fake: connection closed by the broker")
+	case "w3":
+		if f.w3Runs.Add(1) == 1 {
+			return result{}, errors.New("fake: first W3 run fails")
+		}
+	}
+	return result{Records: p.Records, RecPerSec: 1000, MBPerSec: 0.1, HasLatency: true, P50: 1, P99: 2, P999: 3}, nil
+}
+
+func (fakeLoadgen) Consume(context.Context, string, string, int64) (result, error) {
+	return result{}, errors.New("fake: not used")
+}
+
+func (fakeLoadgen) EndToEnd(context.Context, string, string, int64, int, string, int) (result, error) {
+	return result{}, errors.New("fake: not used")
+}
+
+// TestFailedRunsAreRecorded runs W1–W3 twice against a stand-in broker with a load generator
+// that fails W1 and crashes the broker in W2: both become failed rows with their logs kept
+// and named; W3 still runs on a fresh broker, and its row, one run of two failed, shows the
+// other's figures; the run ends in an error (a non-zero exit).
+func TestFailedRunsAreRecorded(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(fakeBrokerEnv, "1")
+	benchDir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{benchDir: benchDir, spoold: exe, workDir: t.TempDir()}
+	ws := slices.DeleteFunc(workloads(quickSizes), func(w workload) bool { return !slices.Contains([]string{"W1", "W2", "W3"}, w.ID) })
+	lg := fakeLoadgen{w3Runs: new(atomic.Int32)}
+	spool := systems[slices.IndexFunc(systems, func(s system) bool { return s.Name == "spool" })]
+	r := &report{h: h, systems: []system{spool}, lgs: []loadgen{lg}, res: map[string]map[string]map[string][]result{},
+		reps: 2, mode: "quick", outDir: t.TempDir()}
+
+	if err := h.runAll(context.Background(), ws, r); err != nil {
+		t.Fatalf("runAll stopped: %v", err)
+	}
+	if len(r.failures) != 5 {
+		t.Fatalf("failures %+v, want W1 and W2 twice, W3 once", r.failures)
+	}
+	oos := "ProducerPerformance reported errors: OutOfOrderSequenceException: The broker received an out of order sequence number."
+	crash := "spool exited unexpectedly (exit status 3)"
+	for i, want := range []struct {
+		w           int
+		rep         int
+		reason, log string
+	}{
+		{0, 1, oos, "ErrorLoggingCallback"}, {0, 2, oos, "ErrorLoggingCallback"},
+		{1, 1, crash, "fake broker: crashing as asked"}, {1, 2, crash, "fake broker: crashing as asked"},
+		{2, 1, "fake: first W3 run fails", "fake: first W3 run fails"},
+	} {
+		f := r.failures[i]
+		if f.Workload != ws[want.w].ID || f.Rep != want.rep || f.System != "spool" || f.Loadgen != "fake" || f.Reason != want.reason {
+			t.Errorf("failure %d: %+v, want %s rep %d with reason %q", i, f, ws[want.w].ID, want.rep, want.reason)
+		}
+		if filepath.Dir(f.Log) != h.runDir(ws[want.w], spool, lg, want.rep) {
+			t.Errorf("failure %d: log %s is not in its run's directory", i, f.Log)
+		}
+		data, err := os.ReadFile(f.Log)
+		if err != nil || !strings.Contains(string(data), want.log) {
+			t.Errorf("failure %d: log %s: %v\n%s", i, f.Log, err, data)
+		}
+	}
+	w3 := r.res["W3"]["fake"]["spool"]
+	if len(w3) != 1 || w3[0].Records != quickSizes.w3 || w3[0].PeakRSS <= 0 {
+		t.Fatalf("W3 after the crash: %+v", w3)
+	}
+	if _, err := os.Stat(h.runDir(ws[2], spool, lg, 2)); !os.IsNotExist(err) {
+		t.Errorf("the successful run's directory is still there: %v", err)
+	}
+
+	md, err := os.ReadFile(filepath.Join(r.outDir, "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"| W1 produce 100 B, 6 partitions, acks=1 | fake | spool | failed: ProducerPerformance reported errors: OutOfOrderSequenceException",
+		"| W2 produce 100 B, 6 partitions, acks=all | fake | spool | failed: spool exited unexpectedly (exit status 3) |",
+		"| W3 produce 1 KiB, 6 partitions, acks=all | fake | spool (1 of 2 runs failed) | 1.0 k |",
+		"5 run(s) failed", r.failures[0].Log, r.failures[4].Log,
+	} {
+		if !strings.Contains(string(md), s) {
+			t.Errorf("report lacks %q:\n%s", s, md)
+		}
+	}
+	err = r.failed()
+	if err == nil || !strings.Contains(err.Error(), "5 run(s) failed") || !strings.Contains(err.Error(), r.failures[3].Log) {
+		t.Fatalf("failed() = %v, want an error naming the failed runs and their logs", err)
+	}
+}
+
+// TestEstimateCalibrated pins the estimate to the durations measured on 2026-11-30: the full
+// run (3 repetitions, 3 brokers, 2 load generators) took 17m43s, QUICK=1 runs 2–3.5 minutes.
+func TestEstimateCalibrated(t *testing.T) {
+	lgs := []loadgen{kafkaTools{}, spoolBench{extended: true}}
+	full, runs := estimate(workloads(fullSizes), systems, lgs, 3)
+	if runs != 126 || full < 15*time.Minute || full > 21*time.Minute {
+		t.Errorf("full run: %d runs, %v; took 126 runs in 17m43s", runs, full)
+	}
+	quick, runs := estimate(workloads(quickSizes), systems, lgs, 1)
+	if runs != 42 || quick < 2*time.Minute || quick > 3*time.Minute+30*time.Second {
+		t.Errorf("quick run: %d runs, %v; took 42 runs in 2m3s to 3m24s", runs, quick)
+	}
+	// A run of Kafka's tools against Kafka pays the JVM starts: W1 measured 18.3 s a run.
+	w1 := workloads(fullSizes)[0]
+	if d := runEstimate(w1, "KT", "kafka"); d < 15*time.Second || d > 22*time.Second {
+		t.Errorf("W1 KT kafka: %v a run, measured 18.3s", d)
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+)
+
+// subcommandFlags is every command's flags, written out here rather than read from the code,
+// so a flag that loses its help line, or a help that lists another command's flags, fails.
+var subcommandFlags = map[string][]string{
+	"topic create":         {"partitions", "replication-factor", "config"},
+	"topic list":           nil,
+	"topic describe":       nil,
+	"topic delete":         nil,
+	"produce":              {"topic", "key-separator", "partitioner", "acks", "compression"},
+	"consume":              {"topic", "group", "from-beginning", "count", "format"},
+	"group list":           nil,
+	"group describe":       nil,
+	"group delete":         nil,
+	"group seek":           {"topic", "to", "create", "partitions"},
+	"group delete-offsets": {"topic", "partitions"},
+	"cluster info":         nil,
+	"bench produce":        {"topic", "records", "duration", "size", "rate", "acks", "compression", "partitions", "linger", "batch-bytes", "max-in-flight", "idempotence", "json"},
+	"bench consume":        {"topic", "records", "duration", "size", "timeout", "json"},
+	"bench e2e":            {"topic", "records", "duration", "size", "rate", "acks", "compression", "partitions", "linger", "batch-bytes", "max-in-flight", "idempotence", "json"},
+}
+
+// flagLine is one flag of a usage: "  --name [TYPE]  description".
+var flagLine = regexp.MustCompile(`(?m)^  --([a-z-]+)(?: \S+)?  +(\S.*)$`)
+
+// TestCLISubcommandHelp checks that --help and -h on every subcommand print its own usage on
+// stdout with exit 0: its synopsis, then exactly its flags, each with a description, and
+// defaults where they are not zero. No broker is contacted (the address is closed).
+func TestCLISubcommandHelp(t *testing.T) {
+	if len(subcommandFlags) != len(docs) {
+		t.Fatalf("%d subcommands documented, %d tested", len(docs), len(subcommandFlags))
+	}
+	for name, want := range subcommandFlags {
+		for _, h := range []string{"--help", "-h"} {
+			r := runCLI(t, "127.0.0.1:1", "", append(strings.Fields(name), h)...)
+			if r.code != 0 || r.stderr != "" {
+				t.Fatalf("%s %s: exit %d stderr %q", name, h, r.code, r.stderr)
+			}
+			if !strings.HasPrefix(r.stdout, "usage: spool [--brokers HOST:PORT,...] "+name) {
+				t.Fatalf("%s %s: not its usage:\n%s", name, h, r.stdout)
+			}
+			got := map[string]string{}
+			for _, m := range flagLine.FindAllStringSubmatch(r.stdout, -1) {
+				got[m[1]] = m[2]
+			}
+			for _, f := range want {
+				if got[f] == "" {
+					t.Errorf("%s %s: no help line for --%s:\n%s", name, h, f, r.stdout)
+				}
+				delete(got, f)
+			}
+			if len(got) > 0 {
+				t.Errorf("%s %s: flags it does not take: %v", name, h, got)
+			}
+		}
+	}
+	// Defaults as the flag package prints them, and the ones the help text explains.
+	r := ok(t, runCLI(t, "127.0.0.1:1", "", "bench", "consume", "--help"))
+	for _, s := range []string{"(default 100000)", "(default 10s)", "--timeout duration"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("bench consume --help lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	r = ok(t, runCLI(t, "127.0.0.1:1", "", "produce", "--help"))
+	if !strings.Contains(r.stdout, "(default all)") || !strings.Contains(r.stdout, "(default hash)") {
+		t.Errorf("produce --help lacks its defaults:\n%s", r.stdout)
+	}
+}
+
+// TestCLICommandHelp checks the overview and each command's list of its subcommands.
+func TestCLICommandHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}} {
+		r := ok(t, runCLI(t, "127.0.0.1:1", "", args...))
+		for name := range subcommandFlags {
+			if !strings.Contains(r.stdout, "  "+name+" ") && !strings.Contains(r.stdout, "  "+name+"\n") {
+				t.Errorf("%v: overview lacks %q:\n%s", args, name, r.stdout)
+			}
+		}
+	}
+	for _, cmd := range []string{"topic", "group", "cluster", "bench"} {
+		for _, h := range []string{"--help", "-h"} {
+			r := runCLI(t, "127.0.0.1:1", "", cmd, h)
+			if r.code != 0 || r.stderr != "" || !strings.HasPrefix(r.stdout, "usage: spool [--brokers HOST:PORT,...] "+cmd+" SUBCOMMAND") {
+				t.Fatalf("%s %s: exit %d stdout %q stderr %q", cmd, h, r.code, r.stdout, r.stderr)
+			}
+			for name := range subcommandFlags {
+				sub, ok := strings.CutPrefix(name, cmd+" ")
+				if ok && !strings.Contains(r.stdout, "\n  "+sub+" ") && !strings.Contains(r.stdout, "\n  "+sub+"\n") {
+					t.Errorf("%s %s lacks %q:\n%s", cmd, h, sub, r.stdout)
+				}
+			}
+		}
+		// A missing or unknown subcommand is bad usage, answered with the command's usage.
+		for _, args := range [][]string{{cmd}, {cmd, "nosuch", "--help"}} {
+			r := runCLI(t, "127.0.0.1:1", "", args...)
+			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "usage: spool [--brokers HOST:PORT,...] "+cmd+" SUBCOMMAND") {
+				t.Errorf("%v: exit %d stdout %q stderr %q", args, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+}
+
+// TestCLIBadFlagUsage checks that an unknown flag on every subcommand exits 2 with that
+// subcommand's usage on stderr, before any broker is contacted.
+func TestCLIBadFlagUsage(t *testing.T) {
+	for name, flags := range subcommandFlags {
+		args := append(strings.Fields(name), "--no-such-flag")
+		r := runCLI(t, "127.0.0.1:1", "", args...)
+		if r.code != 2 || r.stdout != "" {
+			t.Fatalf("%v: exit %d stdout %q stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "flag provided but not defined: -no-such-flag") ||
+			!strings.Contains(r.stderr, "usage: spool [--brokers HOST:PORT,...] "+name) {
+			t.Fatalf("%v: stderr %q", args, r.stderr)
+		}
+		for _, f := range flags {
+			if !strings.Contains(r.stderr, "  --"+f+" ") {
+				t.Errorf("%v: usage on stderr lacks --%s: %q", args, f, r.stderr)
+			}
+		}
+	}
+}
+
+// TestBenchConsumeStopsAtEnd checks that bench consume --records N on a topic holding fewer
+// than N records fails with a clear error once it has read them all and nothing new arrives,
+// instead of waiting forever, and that a topic holding exactly N ends with them.
+func TestBenchConsumeStopsAtEnd(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "bench", "produce", "--topic", "short", "--partitions", "3", "--records", "50", "--acks", "1"))
+	r := runCLI(t, addr, "", "bench", "consume", "--topic", "short", "--records", "1000", "--timeout", "3s", "--json")
+	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "read 50 of --records 1000") ||
+		!strings.Contains(r.stderr, "held 50 records at start") || !strings.Contains(r.stderr, "--timeout 3s") {
+		t.Fatalf("short topic: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// An empty topic: nothing to catch up with, the idle bound applies at once.
+	ok(t, runCLI(t, addr, "", "topic", "create", "empty", "--partitions", "2"))
+	r = runCLI(t, addr, "", "bench", "consume", "--topic", "empty", "--records", "10", "--timeout", "100ms")
+	if r.code != 1 || !strings.Contains(r.stderr, "read 0 of --records 10") || !strings.Contains(r.stderr, "held 0 records") {
+		t.Fatalf("empty topic: exit %d stderr %q", r.code, r.stderr)
+	}
+	// Exactly the records there: it ends with them, the timeout never matters.
+	res := benchJSON(t, addr, "consume", "--topic", "short", "--records", "50", "--timeout", "1h")
+	if res.Records != 50 {
+		t.Fatalf("consume of all 50: %+v", res)
+	}
+}

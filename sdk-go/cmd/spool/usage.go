@@ -1,0 +1,204 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// doc describes one command or subcommand: the overview, `spool CMD --help` and
+// `spool CMD SUB --help` are all built from this one table, so they cannot disagree.
+type doc struct {
+	name    string // "topic create", or "produce" for a command without subcommands
+	args    string // positional arguments and the required flags, for the synopsis
+	summary string // one line
+	about   string // optional: more lines, shown only in the command's own --help
+}
+
+var docs = []doc{
+	{name: "topic create", args: "NAME...", summary: "create topics"},
+	{name: "topic list", summary: "list the topic names"},
+	{name: "topic describe", args: "NAME...", summary: "show partitions, leaders, replicas and the configs that are not defaults"},
+	{name: "topic delete", args: "NAME...", summary: "delete topics"},
+	{name: "produce", args: "--topic T", summary: "produce the lines of stdin, one record per line"},
+	{name: "consume", args: "--topic T[,T2...]", summary: "print records until --count or Ctrl-C",
+		about: "With --group the offsets of the records printed are committed; --from-beginning then applies\n" +
+			"only when the group has no committed offset.\n" +
+			"FMT: %t topic, %p partition, %o offset, %k key, %v value, %h headers (k=v,...),\n" +
+			"%T timestamp (Unix ms), %% percent, \\n newline, \\t tab."},
+	{name: "group list", summary: "list the consumer groups"},
+	{name: "group describe", args: "GROUP", summary: "show a group's members, committed offsets and lag"},
+	{name: "group delete", args: "GROUP...", summary: "delete groups that have no members"},
+	{name: "group seek", args: "GROUP --topic T --to WHERE", summary: "move a group's committed offsets (only while it has no members)",
+		about: "WHERE: earliest, latest, an offset (clamped into the log), an RFC 3339 time, or @ followed by\n" +
+			"Unix milliseconds; a time with no record at or after it means the end."},
+	{name: "group delete-offsets", args: "GROUP --topic T", summary: "delete a group's committed offsets of a topic"},
+	{name: "cluster info", summary: "show the cluster id, the controller and the brokers"},
+	{name: "bench produce", args: "--topic T", summary: "measure produce throughput and send-to-ack latency"},
+	{name: "bench consume", args: "--topic T", summary: "measure reading the topic from the start (latency: record timestamp to receipt)",
+		about: "With --records N it stops with an error when no record arrives for --timeout, so a topic\n" +
+			"holding fewer than N records ends the run instead of a wait forever."},
+	{name: "bench e2e", args: "--topic T", summary: "one producer and one consumer in one process: send-to-receipt latency",
+		about: "The consumer starts at the end offsets; each value starts with its send time, so --size >= 8."},
+}
+
+func docFor(name string) (doc, bool) {
+	for _, d := range docs {
+		if d.name == name {
+			return d, true
+		}
+	}
+	return doc{}, false
+}
+
+// subcommands are the docs under cmd, e.g. "topic" → create, list, describe, delete; none
+// for a command that takes no subcommand.
+func subcommands(cmd string) []doc {
+	var ds []doc
+	for _, d := range docs {
+		if strings.HasPrefix(d.name, cmd+" ") {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+const synopsisPrefix = "usage: spool [--brokers HOST:PORT,...] "
+
+const brokersHelp = "--brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092; it goes before COMMAND.\n"
+
+// overview is `spool --help`: every command's synopsis.
+func overview() string {
+	var b strings.Builder
+	b.WriteString(synopsisPrefix + "COMMAND [SUBCOMMAND] [ARGS] [FLAGS]\n\ncommands:\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, d := range docs {
+		fmt.Fprintf(tw, "  %s %s\t%s\n", d.name, d.args, d.summary)
+	}
+	tw.Flush()
+	b.WriteString("\n`spool COMMAND [SUBCOMMAND] --help` lists its flags with their defaults.\n" + brokersHelp)
+	return b.String()
+}
+
+// commandUsage is `spool CMD --help` for a command with subcommands.
+func commandUsage(cmd string) string {
+	var b strings.Builder
+	b.WriteString(synopsisPrefix + cmd + " SUBCOMMAND [ARGS] [FLAGS]\n\nsubcommands:\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, d := range subcommands(cmd) {
+		fmt.Fprintf(tw, "  %s %s\t%s\n", strings.TrimPrefix(d.name, cmd+" "), d.args, d.summary)
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "\n`spool %s SUBCOMMAND --help` lists its flags with their defaults.\n", cmd)
+	return b.String()
+}
+
+// usageError is bad usage: exit 2 with the message and usage (the overview when empty) on
+// stderr.
+type usageError struct {
+	msg   string
+	usage string
+}
+
+func (e usageError) Error() string { return e.msg }
+
+// helpRequest is --help or -h: its usage goes to stdout and the exit status is 0.
+type helpRequest struct{ usage string }
+
+func (helpRequest) Error() string        { return "help requested" }
+func (helpRequest) Is(target error) bool { return target == flag.ErrHelp }
+
+func isHelpFlag(s string) bool { return s == "-h" || s == "-help" || s == "--help" }
+
+// flagSet is the flags of one command or subcommand, named as in docs.
+type flagSet struct {
+	*flag.FlagSet
+}
+
+func newFlags(name string) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// Errors come back from Parse and are printed once, with the usage, by run.
+	fs.SetOutput(io.Discard)
+	return &flagSet{fs}
+}
+
+// usage is the command's synopsis, description and every flag with its default.
+func (fs *flagSet) usage() string {
+	d, _ := docFor(fs.Name())
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s%s\n\n%s.\n", synopsisPrefix, strings.TrimSpace(fs.Name()+" "+d.args), capitalize(d.summary))
+	if d.about != "" {
+		b.WriteString(d.about + "\n")
+	}
+	b.WriteString("\nflags:\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		typ, help := flag.UnquoteUsage(f)
+		fmt.Fprintf(tw, "  --%s %s\t%s%s\n", f.Name, typ, help, defaultNote(f, help))
+	})
+	if n == 0 {
+		fmt.Fprintln(tw, "  (none)")
+	}
+	tw.Flush()
+	b.WriteString("\n" + brokersHelp)
+	return b.String()
+}
+
+// defaultNote is " (default X)", unquoted as it would be typed, unless the default is a zero
+// value or the help text already says what the default means.
+func defaultNote(f *flag.Flag, help string) string {
+	switch f.DefValue {
+	case "", "0", "false", "0s":
+		return ""
+	}
+	if strings.Contains(help, "(default") {
+		return ""
+	}
+	return " (default " + f.DefValue + ")"
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// bad is a usage error of this command: its message and this command's usage.
+func (fs *flagSet) bad(format string, a ...any) error {
+	return usageError{msg: fmt.Sprintf(format, a...), usage: fs.usage()}
+}
+
+// explain gives a usage error raised below this command (by a shared option parser) this
+// command's usage; `defer fs.explain(&err)`.
+func (fs *flagSet) explain(err *error) {
+	var ue usageError
+	if errors.As(*err, &ue) && ue.usage == "" {
+		ue.usage = fs.usage()
+		*err = ue
+	}
+}
+
+// parse parses args, allowing flags after positional arguments.
+func (fs *flagSet) parse(args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return helpRequest{fs.usage()}
+			}
+			return fs.bad("%s: %v", fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
+}

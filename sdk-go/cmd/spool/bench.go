@@ -503,7 +503,9 @@ func (b *bench) e2e(ctx context.Context) (benchResult, error) {
 	for p, o := range ends {
 		at[p] = spool.OffsetAt(o)
 	}
-	cons.Assign(map[string]map[int32]spool.Offset{b.o.topic: at})
+	if err := cons.Assign(map[string]map[int32]spool.Offset{b.o.topic: at}); err != nil {
+		return benchResult{}, fmt.Errorf("assign %q: %w", b.o.topic, err)
+	}
 
 	// Send times are monotonic nanoseconds since base, so wall-clock steps do not matter.
 	base := time.Now()

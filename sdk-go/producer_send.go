@@ -276,6 +276,9 @@ func (p *producer) collectAndSend() (next time.Time) {
 				}
 				lp.reqs = append(lp.reqs, p.newPending())
 			}
+			if idemp && pb.inflight > 0 && pb.ackedGen != gen {
+				break
+			}
 			b := pb.queue[pb.sent]
 			if b.data == nil {
 				if idemp {
@@ -283,6 +286,7 @@ func (p *producer) collectAndSend() (next time.Time) {
 						pb.pidGen, pb.seq, pb.seqGap = gen, 0, false
 					}
 					b.b.SetProducer(p.pid, p.epoch, pb.seq)
+					b.pidGen = gen
 					pb.seq += int32(len(b.proms))
 				}
 				data, err := b.b.Finish()
@@ -405,6 +409,9 @@ func (p *producer) handle(r *produceReq, reqErr error) {
 		switch {
 		case res.err == nil:
 			b.done, b.base = true, res.base
+			if b.pidGen != 0 {
+				pb.ackedGen = b.pidGen
+			}
 		case p.shouldRetry(pb, b, res.err):
 			b.attempts++
 			b.lastErr = res.err

@@ -67,8 +67,8 @@ type partBuf struct {
 	rewind  bool
 	retryAt time.Time
 	// seqGap is set when a batch failed for good under idempotence: the batches encoded
-	// behind it can never be accepted, so their OUT_OF_ORDER_SEQUENCE_NUMBER is final. A new
-	// producer id clears it.
+	// behind it can never be accepted, so when refused (OUT_OF_ORDER_SEQUENCE_NUMBER) they are
+	// renumbered under a new producer id. The first batch numbered under it clears seqGap.
 	seqGap bool
 	seq    int32
 	pidGen uint64

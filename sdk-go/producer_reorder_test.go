@@ -16,13 +16,14 @@ import (
 )
 
 // rejectProxy forwards Kafka connections to a broker, except the first produce request: it
-// answers that one itself with NOT_LEADER_OR_FOLLOWER for every partition in it, so nothing
-// of it is written, as Kafka does for a partition it has not finished creating. The answer is
-// held until the client sends its next produce request (forwarded at once), so that whatever
-// the client pipelines behind the rejected batch reaches the broker first.
+// answers that one itself with an error for every partition in it, so nothing of it is
+// written. With hold, the answer waits until the client sends its next produce request
+// (forwarded at once), so that whatever the client pipelines behind the rejected batch
+// reaches the broker first.
 type rejectProxy struct {
 	ln       net.Listener
 	target   string
+	code     int16
 	claimed  atomic.Bool
 	rejected chan struct{} // closed when the first produce request arrived
 	release  chan struct{} // closed when the next produce request was forwarded
@@ -30,12 +31,15 @@ type rejectProxy struct {
 	err      error // set before rejected is closed when the request could not be decoded
 }
 
-func startRejectProxy(t *testing.T, target string) *rejectProxy {
+func startRejectProxy(t *testing.T, target string, code int16, hold bool) *rejectProxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := &rejectProxy{ln: ln, target: target, rejected: make(chan struct{}), release: make(chan struct{})}
+	px := &rejectProxy{ln: ln, target: target, code: code, rejected: make(chan struct{}), release: make(chan struct{})}
+	if !hold {
+		close(px.release)
+	}
 	var mu sync.Mutex
 	var conns []net.Conn
 	t.Cleanup(func() {
@@ -110,7 +114,7 @@ func (px *rejectProxy) serve(c, u net.Conn) {
 		}
 		key := int16(binary.BigEndian.Uint16(f[4:]))
 		if key == wire.KeyProduce && px.claimed.CompareAndSwap(false, true) {
-			answer, err := rejectProduce(f[4:])
+			answer, err := rejectProduce(f[4:], px.code)
 			px.err = err
 			close(px.rejected)
 			if err != nil {
@@ -123,7 +127,13 @@ func (px *rejectProxy) serve(c, u net.Conn) {
 			return
 		}
 		if key == wire.KeyProduce {
-			px.once.Do(func() { close(px.release) })
+			px.once.Do(func() {
+				select {
+				case <-px.release:
+				default:
+					close(px.release)
+				}
+			})
 		}
 		replies <- heldReply{}
 	}
@@ -141,8 +151,9 @@ func readFrame(r io.Reader) ([]byte, error) {
 	return f, err
 }
 
-// rejectProduce builds the framed NOT_LEADER_OR_FOLLOWER response to a produce request.
-func rejectProduce(frame []byte) ([]byte, error) {
+// rejectProduce builds the framed response to a produce request that refuses every
+// partition with the error code.
+func rejectProduce(frame []byte, code int16) ([]byte, error) {
 	v := int16(binary.BigEndian.Uint16(frame[2:]))
 	api := wire.LookupAPI(wire.KeyProduce)
 	r := wire.NewReader(frame)
@@ -158,7 +169,7 @@ func rejectProduce(frame []byte) ([]byte, error) {
 		tr := wire.ProduceResponseTopicProduceResponse{Name: td.Name}
 		for _, pd := range td.PartitionData {
 			tr.PartitionResponses = append(tr.PartitionResponses, wire.ProduceResponsePartitionProduceResponse{
-				Index: pd.Index, ErrorCode: wire.ErrNotLeaderOrFollower.Code, BaseOffset: -1, LogAppendTimeMs: -1, LogStartOffset: -1,
+				Index: pd.Index, ErrorCode: code, BaseOffset: -1, LogAppendTimeMs: -1, LogStartOffset: -1,
 			})
 		}
 		resp.Responses = append(resp.Responses, tr)
@@ -180,7 +191,7 @@ func rejectProduce(frame []byte) ([]byte, error) {
 func TestIdempotentFirstBatchRejectedBeforeNextLands(t *testing.T) {
 	eachTarget(t, func(t *testing.T, addr string) {
 		topic := createTopic(t, newClient(t, addr), 2)
-		px := startRejectProxy(t, addr)
+		px := startRejectProxy(t, addr, wire.ErrNotLeaderOrFollower.Code, true)
 		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0), spool.WithPartitioner(spool.ManualPartitioner()))
 		ctx := testCtx(t)
 		var (
@@ -233,6 +244,55 @@ func TestIdempotentFirstBatchRejectedBeforeNextLands(t *testing.T) {
 		}
 		if want != n {
 			t.Fatalf("partition 0 holds %d records, want %d", want, n)
+		}
+	})
+}
+
+// TestIdempotentRefusedOldestBatchRenumbered has the broker refuse a partition's oldest
+// unsettled batch as out of order, with nothing before it to wait for (as Kafka does when it
+// lost the producer's state). The batch was not written, so the producer sends it again under
+// a new producer id instead of failing it: every record is acknowledged and in the log once,
+// in produce order.
+func TestIdempotentRefusedOldestBatchRenumbered(t *testing.T) {
+	eachTarget(t, func(t *testing.T, addr string) {
+		topic := createTopic(t, newClient(t, addr), 1)
+		px := startRejectProxy(t, addr, wire.ErrOutOfOrderSequenceNumber.Code, false)
+		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0))
+		ctx := testCtx(t)
+		const n = 10
+		var (
+			mu   sync.Mutex
+			errs []error
+		)
+		for i := range n {
+			cl.Produce(ctx, spool.StringRecord(topic, strconv.Itoa(i)), func(r *spool.Record, err error) {
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("record %s: %w", r.Value, err))
+					mu.Unlock()
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-px.rejected:
+		default:
+			t.Fatal("no produce request was refused")
+		}
+		if px.err != nil {
+			t.Fatal(px.err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(errs) > 0 {
+			t.Fatalf("%d records failed, first: %v", len(errs), errs[0])
+		}
+		for i, r := range consumeN(t, newClient(t, addr), topic, n) {
+			if string(r.Value) != strconv.Itoa(i) {
+				t.Fatalf("offset %d holds %q, want %d (lost, duplicated or reordered)", r.Offset, r.Value, i)
+			}
 		}
 	})
 }

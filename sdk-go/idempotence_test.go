@@ -169,9 +169,9 @@ func testDrops(t *testing.T, addr string, tc dropCase) {
 
 // TestIdempotentBatchRejectedMidPipeline has the broker reject one batch for good
 // (INVALID_RECORD: a record without key on a compacted topic) while batches behind it are in
-// flight: those fail too (their sequence numbers can no longer be accepted), Flush returns, the
-// producer goes on with a new producer id, and exactly the acknowledged records are in the
-// log, once each, in order.
+// flight: their sequence numbers can no longer be accepted, so the producer takes a new
+// producer id and sends them again renumbered. Only the rejected batch's records fail, Flush
+// returns, and exactly the acknowledged records are in the log, once each, in order.
 func TestIdempotentBatchRejectedMidPipeline(t *testing.T) {
 	addr := targets[0].start(t) // kfake accepts keyless records on compacted topics
 	admin := newClient(t, addr)
@@ -187,6 +187,7 @@ func TestIdempotentBatchRejectedMidPipeline(t *testing.T) {
 		acked   = map[int]bool{}
 		failed  int
 		invalid bool
+		other   error
 	)
 	for i := range n {
 		r := spool.KeyStringRecord(topic, strconv.Itoa(i), strconv.Itoa(i))
@@ -198,7 +199,11 @@ func TestIdempotentBatchRejectedMidPipeline(t *testing.T) {
 			defer mu.Unlock()
 			if err != nil {
 				failed++
-				invalid = invalid || errors.Is(err, wire.ErrInvalidRecord)
+				if errors.Is(err, wire.ErrInvalidRecord) {
+					invalid = true
+				} else if other == nil {
+					other = err
+				}
 				return
 			}
 			i, _ := strconv.Atoi(string(r.Value))
@@ -212,6 +217,9 @@ func TestIdempotentBatchRejectedMidPipeline(t *testing.T) {
 	defer mu.Unlock()
 	if !invalid || acked[n/2] || len(acked)+failed != n || len(acked) < n/2 {
 		t.Fatalf("invalid-record error seen %v, keyless record acked %v, %d acked + %d failed of %d", invalid, acked[n/2], len(acked), failed, n)
+	}
+	if other != nil {
+		t.Fatalf("a record outside the rejected batch failed: %v", other)
 	}
 	got := consumeN(t, newClient(t, addr), topic, len(acked))
 	prev := -1

@@ -33,6 +33,7 @@ type pbatch struct {
 	size     int
 	created  time.Time
 	data     []byte // the encoded batch, fixed at the first send
+	pidGen   uint64 // the producer id generation data was encoded with (idempotence)
 	attempts int
 	lastErr  error
 	inflight bool
@@ -66,11 +67,18 @@ type partBuf struct {
 	rewind  bool
 	retryAt time.Time
 	// seqGap is set when a batch failed for good under idempotence: the batches encoded
-	// behind it can never be accepted, so their OUT_OF_ORDER_SEQUENCE_NUMBER is final. A new
-	// producer id clears it.
+	// behind it can never be accepted, so when refused (OUT_OF_ORDER_SEQUENCE_NUMBER) they are
+	// renumbered under a new producer id. The first batch numbered under it clears seqGap.
 	seqGap bool
 	seq    int32
 	pidGen uint64
+	// ackedGen is the producer id generation of the last batch the broker acknowledged: from
+	// then on the broker knows this producer on this partition and rejects any sequence but
+	// the next one. Before that, Kafka (and we) accept any first sequence from an unknown
+	// producer, so a later batch could be written ahead of an earlier one that failed
+	// retriably, which then could never be written (OUT_OF_ORDER_SEQUENCE_NUMBER). Until then
+	// the partition has one batch in flight at a time.
+	ackedGen uint64
 }
 
 type producer struct {
@@ -363,7 +371,7 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 	p.buffered.Add(-int64(len(b.proms)))
 	clear(b.proms)
 	b.proms = b.proms[:0]
-	b.data, b.attempts, b.lastErr = nil, 0, nil
+	b.data, b.pidGen, b.attempts, b.lastErr = nil, 0, 0, nil
 	b.inflight, b.done, b.base, b.err = false, false, 0, nil
 	select {
 	case p.free <- b:

@@ -276,13 +276,21 @@ func (p *producer) collectAndSend() (next time.Time) {
 				}
 				lp.reqs = append(lp.reqs, p.newPending())
 			}
+			if idemp && pb.inflight > 0 && pb.ackedGen != gen {
+				break
+			}
 			b := pb.queue[pb.sent]
+			if b.data == nil && idemp && p.needPID.Load() {
+				// A sequence broke since this pass began: number no batch under the old id.
+				break
+			}
 			if b.data == nil {
 				if idemp {
 					if pb.pidGen != gen {
 						pb.pidGen, pb.seq, pb.seqGap = gen, 0, false
 					}
 					b.b.SetProducer(p.pid, p.epoch, pb.seq)
+					b.pidGen = gen
 					pb.seq += int32(len(b.proms))
 				}
 				data, err := b.b.Finish()
@@ -405,6 +413,20 @@ func (p *producer) handle(r *produceReq, reqErr error) {
 		switch {
 		case res.err == nil:
 			b.done, b.base = true, res.base
+			if b.pidGen != 0 {
+				pb.ackedGen = b.pidGen
+			}
+		case p.renumber(pb, b, res.err):
+			// Refused, so not written: its records go out again, in their place, with the
+			// sequence numbers of the current (or next) producer id.
+			b.data = nil
+			b.attempts++
+			b.lastErr = res.err
+			pb.rewind = true
+			if b.pidGen == p.pidGen.Load() {
+				p.needPID.Store(true)
+				pb.seqGap = true
+			}
 		case p.shouldRetry(pb, b, res.err):
 			b.attempts++
 			b.lastErr = res.err
@@ -430,6 +452,20 @@ func (p *producer) handle(r *produceReq, reqErr error) {
 	if refresh {
 		cl.triggerRefresh()
 	}
+}
+
+// renumber reports whether b, refused with OUT_OF_ORDER_SEQUENCE_NUMBER, goes out again
+// under new sequence numbers; pb.mu is held. That is so when no batch before it is waiting to
+// be resent (b is the oldest unsettled one, the batch before it failed for good, or b was
+// numbered under an earlier producer id): its old sequence can never be accepted. A refused
+// batch was not written, so renumbering it cannot duplicate it; a batch whose outcome is
+// unknown (timeout, dropped connection) is never renumbered, only resent as it is.
+func (p *producer) renumber(pb *partBuf, b *pbatch, err error) bool {
+	if !p.idemp.Load() || !errors.Is(err, wire.ErrOutOfOrderSequenceNumber) ||
+		p.cl.closed() || time.Since(b.created) >= p.cl.cfg.deliveryTimeout {
+		return false
+	}
+	return pb.queue[0] == b || pb.seqGap || b.pidGen != p.pidGen.Load()
 }
 
 // shouldRetry reports whether b goes out again after err; pb.mu is held.

@@ -49,13 +49,14 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	var waits []durableWait
 	failed := false
 	for _, rt := range r.TopicData {
+		var isr minISRCheck
 		tr := wire.ProduceResponseTopicProduceResponse{Name: rt.Name}
 		tr.PartitionResponses = make([]wire.ProduceResponsePartitionProduceResponse, len(rt.PartitionData))
 		for i, rp := range rt.PartitionData {
 			slot := &tr.PartitionResponses[i]
 			slot.Default()
 			slot.Index = rp.Index
-			part, res, err := s.produceOne(ctx, r, rt.Name, rp)
+			part, res, err := s.produceOne(ctx, r, rt.Name, rp, &isr)
 			if err != nil {
 				failed = true
 				slot.ErrorCode = errCode(err)
@@ -122,8 +123,16 @@ func (s *Server) flushInBackground(waits []durableWait) {
 	go waitAllDurable(s.ctx, waits, func(durableWait, error) {})
 }
 
+// minISRCheck is the acks=-1 rule of one topic of a request, looked up for its first
+// partition only: a metadata lookup copies the topic, its partition list included, which per
+// partition would cost a request to n partitions n² copies.
+type minISRCheck struct {
+	done bool
+	err  error
+}
+
 // produceOne appends one partition's records.
-func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic string, rp wire.ProduceRequestPartitionProduceData) (*partition, storage.AppendResult, error) {
+func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic string, rp wire.ProduceRequestPartitionProduceData, isr *minISRCheck) (*partition, storage.AppendResult, error) {
 	var none storage.AppendResult
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return nil, none, fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", wire.ErrInvalidRequiredAcks, r.Acks)
@@ -137,9 +146,15 @@ func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic s
 		return nil, none, err
 	}
 	if r.Acks == -1 {
-		t, _ := s.md.Topic(topic)
-		if v, _ := s.topicValue(t, "min.insync.replicas"); v != "1" {
-			return nil, none, fmt.Errorf("%w: min.insync.replicas=%s but this single node holds one replica", wire.ErrNotEnoughReplicas, v)
+		if !isr.done {
+			t, _ := s.md.Topic(topic)
+			if v, _ := s.topicValue(t, "min.insync.replicas"); v != "1" {
+				isr.err = fmt.Errorf("%w: min.insync.replicas=%s but this single node holds one replica", wire.ErrNotEnoughReplicas, v)
+			}
+			isr.done = true
+		}
+		if isr.err != nil {
+			return nil, none, isr.err
 		}
 	}
 	if err := checkProduceBatch(rp.Records); err != nil {

@@ -87,23 +87,24 @@ func (s *syncer) run() {
 	}
 }
 
-// parallel calls fn(0..n-1) on at most workers goroutines and returns when all calls have.
+// parallel calls fn(0..n-1) on at most workers goroutines, the caller's included (one fewer
+// wake-up before the round can end), and returns when all calls have.
 func parallel(n, workers int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
-		return
-	}
 	var next atomic.Int64
+	work := func() {
+		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+			fn(i)
+		}
+	}
 	var wg sync.WaitGroup
-	for range min(n, workers) {
+	for range min(n, workers) - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
+			work()
 		}()
 	}
+	work()
 	wg.Wait()
 }
 

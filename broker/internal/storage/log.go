@@ -36,7 +36,7 @@ type Log struct {
 	// flushSem (capacity 1) admits one flush at a time: sync rounds, background flushes, Flush.
 	flushSem chan struct{}
 	// syncer runs the group commits WaitDurable waits for; syncRound and syncIndex say where
-	// this log is queued in it (guarded by syncer.mu).
+	// this log is queued in it (guarded by syncer.mu, a leaf lock).
 	syncer    *syncer
 	syncRound *syncRound
 	syncIndex int

@@ -11,7 +11,7 @@ type FsyncMode int
 
 const (
 	// FsyncAlways makes WaitDurable fsync before it returns (before the broker acks). Concurrent
-	// waiters share one fsync (group commit). The default.
+	// waiters share one sync round, across the logs of a Manager (group commit). The default.
 	FsyncAlways FsyncMode = iota
 	// FsyncInterval fsyncs in the background once FlushIntervalMs has passed since the oldest
 	// unflushed append, or once FlushIntervalMessages records are unflushed. WaitDurable

@@ -57,10 +57,11 @@
 // # Durability and recovery
 //
 // Append writes the batches to the active segment with one write(2) and updates the indexes;
-// durability is separate. WaitDurable enforces the policy: with FsyncAlways it fdatasyncs the
-// segments holding unflushed data, one flush at a time, each flush covering everything
-// appended before it started, so that concurrent waiters share fsyncs (group commit). The
-// durable end offset (DurableEndOffset) is the recovery point. With FsyncInterval a timer and a
+// durability is separate. WaitDurable and WaitAllDurable enforce the policy: with FsyncAlways
+// they wait for a sync round, which fdatasyncs the unflushed segments of every log queued for
+// it (in parallel) and covers everything appended before it started. The logs of a Manager
+// share one round at a time, so concurrent waiters, across partitions and connections, share
+// fsyncs (group commit). The durable end offset (DurableEndOffset) is the recovery point. With FsyncInterval a timer and a
 // record count trigger background flushes; with FsyncNever only a roll (the sealed segment),
 // Flush and Close do. Indexes are made durable when a segment is sealed and flushed, and when
 // the recovery point is checkpointed.

@@ -33,8 +33,13 @@ type Log struct {
 	// appendMu serializes appends and everything the appender owns: the active segment's
 	// writes, rolls, producer state, the leader epoch cache.
 	appendMu sync.Mutex
-	// flushSem (capacity 1) admits one flush at a time; WaitDurable's group commit queues on it.
+	// flushSem (capacity 1) admits one flush at a time: sync rounds, background flushes, Flush.
 	flushSem chan struct{}
+	// syncer runs the group commits WaitDurable waits for; syncRound and syncIndex say where
+	// this log is queued in it (guarded by syncer.mu, a leaf lock).
+	syncer    *syncer
+	syncRound *syncRound
+	syncIndex int
 	// segMu guards segs: readers look segments up under RLock; seal, roll, truncation, swaps and
 	// removals take Lock.
 	segMu sync.RWMutex
@@ -78,6 +83,8 @@ type OpenOptions struct {
 	// CleanShutdown: the data dir was closed cleanly and RecoveryPoint is the log end, so no
 	// segment needs checking beyond index sanity.
 	CleanShutdown bool
+	// syncer is the Manager's, shared by its logs; nil gives the log its own.
+	syncer *syncer
 }
 
 // Open opens the log in dir (<data>/<topic>-<partition>), creating it if needed. Without a
@@ -96,7 +103,10 @@ func OpenWithOptions(dir string, cfg LogConfig, log *slog.Logger, opts OpenOptio
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := cfg.normalized()
-	l := &Log{dir: dir, logger: log, flushSem: make(chan struct{}, 1)}
+	l := &Log{dir: dir, logger: log, flushSem: make(chan struct{}, 1), syncer: opts.syncer}
+	if l.syncer == nil {
+		l.syncer = new(syncer)
+	}
 	l.cfg.Store(&c)
 	if err := l.load(opts); err != nil {
 		for _, s := range l.segs {
@@ -560,35 +570,17 @@ func (l *Log) Flush() error {
 }
 
 // WaitDurable returns once every offset below offset is durable under the flush policy. With
-// FsyncAlways it fsyncs: one fsync at a time, and each covers everything appended before it
-// started, so concurrent waiters share fsyncs (group commit). With the other policies it
-// returns at once. Offsets beyond the log end are waited for up to the log end.
+// FsyncAlways it waits for a sync round (see WaitAllDurable): each round covers everything
+// appended before it started, so concurrent waiters, of this log and of the other logs sharing
+// its syncer, share fsyncs (group commit). With the other policies it returns at once. Offsets
+// beyond the log end are waited for up to the log end.
 func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 	if l.config().Fsync != FsyncAlways {
 		return nil
 	}
-	for {
-		target := min(offset, l.leo.Load())
-		if l.durable.Load() >= target {
-			return nil
-		}
-		if err := l.usable(); err != nil {
-			return err
-		}
-		select {
-		case l.flushSem <- struct{}{}:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for offset %d of %s to be durable: %w", offset, l.dir, ctx.Err())
-		}
-		var err error
-		if l.durable.Load() < target {
-			err = l.flushLocked()
-		}
-		<-l.flushSem
-		if err != nil {
-			return err
-		}
-	}
+	var err error
+	WaitAllDurable(ctx, []DurableTarget{{Log: l, Offset: offset}}, func(_ int, e error) { err = e })
+	return err
 }
 
 // flushLocked fsyncs every segment holding data below the current log end that is not yet

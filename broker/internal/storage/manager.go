@@ -40,6 +40,7 @@ type Manager struct {
 	cleanerOffsets map[TopicPartition]int64
 	closed         bool
 	ckptMu         sync.Mutex // serializes checkpoint writes
+	syncer         syncer     // group commit across all the logs
 }
 
 // OpenManager opens (creating it if needed) the data directory dataDir: it takes the directory
@@ -145,6 +146,7 @@ func (m *Manager) Open(topic string, partition int32, cfg LogConfig) (*Log, erro
 		LogStartOffset:    m.logStarts[tp],
 		CleanerCheckpoint: m.cleanerOffsets[tp],
 		CleanShutdown:     m.clean && hasRP,
+		syncer:            &m.syncer,
 	}
 	dir := filepath.Join(m.dir, tp.String())
 	_, statErr := os.Stat(dir)

@@ -9,9 +9,10 @@ package server
 // except that the first batch of the first partition with data is returned even when larger,
 // so a consumer always makes progress. Long poll: with fewer than MinBytes ready the reply
 // waits up to MaxWaitMs, woken by appends to the partitions asked for; an idle wait costs no
-// CPU; a fetch with no partitions answers at once. There are no transactions, so the last stable offset is the high watermark and there
-// are no aborted transactions. Records go from segment files to the socket with sendfile
-// (spool.fetch.sendfile) or a pooled read+write, never through the heap as a whole.
+// CPU, and a fetch with no partitions answers at once. There are no transactions, so the last
+// stable offset is the high watermark and there are no aborted transactions. Records go from
+// segment files to the socket with sendfile (spool.fetch.sendfile) or a pooled read+write,
+// never through the heap as a whole.
 
 import (
 	"context"

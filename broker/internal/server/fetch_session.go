@@ -284,6 +284,8 @@ func (c *fetchSessionCache) finish(p *fetchPlan, f *splicedFetch) {
 func (s *fetchSession) keepChanged(f *splicedFetch) {
 	keep := 0
 	var answered []*sessionPartition
+	// targets may share its array with the plan's, so it is rebuilt, not compacted in place.
+	targets := make([]fetchTarget, 0, len(f.targets))
 	for i := range f.partitions {
 		pd := &f.partitions[i]
 		sp := s.index[f.targets[i].topicPartition]
@@ -296,10 +298,11 @@ func (s *fetchSession) keepChanged(f *splicedFetch) {
 		}
 		sp.sentHW, sp.sentLSO = hw, lso
 		answered = append(answered, sp)
-		f.partitions[keep], f.parts[keep], f.targets[keep] = f.partitions[i], f.parts[i], f.targets[i]
+		f.partitions[keep], f.parts[keep] = f.partitions[i], f.parts[i]
+		targets = append(targets, f.targets[i])
 		keep++
 	}
-	f.partitions, f.parts, f.targets = f.partitions[:keep], f.parts[:keep], f.targets[:keep]
+	f.partitions, f.parts, f.targets = f.partitions[:keep], f.parts[:keep], targets
 	if len(answered) == 0 {
 		return
 	}

@@ -2,17 +2,17 @@ package server
 
 // Fetch (key 1), versions 4-12; flexible from 12.
 //
-// Sessionless (KIP-227 sessions are declined with session id 0, so clients send full fetches;
-// an incremental fetch naming a session gets FETCH_SESSION_ID_NOT_FOUND). For each partition
+// Fetch sessions (KIP-227, v7+) as Kafka keeps them: see fetch_session.go. For each partition
 // the log returns whole batches from the one holding FetchOffset, never past the high
 // watermark; an offset below the log start or past the log end gets OFFSET_OUT_OF_RANGE.
 // Sizes as Kafka applies them: PartitionMaxBytes per partition and MaxBytes (v3+) overall,
 // except that the first batch of the first partition with data is returned even when larger,
 // so a consumer always makes progress. Long poll: with fewer than MinBytes ready the reply
 // waits up to MaxWaitMs, woken by appends to the partitions asked for; an idle wait costs no
-// CPU. There are no transactions, so the last stable offset is the high watermark and there
-// are no aborted transactions. Records go from segment files to the socket with sendfile
-// (spool.fetch.sendfile) or a pooled read+write, never through the heap as a whole.
+// CPU, and a fetch with no partitions answers at once. There are no transactions, so the last
+// stable offset is the high watermark and there are no aborted transactions. Records go from
+// segment files to the socket with sendfile (spool.fetch.sendfile) or a pooled read+write,
+// never through the heap as a whole.
 
 import (
 	"context"
@@ -24,9 +24,13 @@ import (
 )
 
 // splicedFetch is a fetch response whose records stay in segment files until written.
+// targets, partitions and parts run in parallel, in response order; assemble groups them into
+// resp.Responses.
 type splicedFetch struct {
-	resp  *wire.FetchResponse
-	parts []fetchedPartition // one per response partition, in encoding order
+	resp       *wire.FetchResponse
+	targets    []fetchTarget
+	partitions []wire.FetchResponsePartitionData
+	parts      []fetchedPartition
 }
 
 // fetchedPartition is the records of one response partition: file ranges, not bytes.
@@ -44,20 +48,41 @@ func (f *splicedFetch) release() {
 	f.parts = nil
 }
 
+// fail replaces the response with a top-level error and no partitions.
+func (f *splicedFetch) fail(code int16) {
+	f.release()
+	f.targets, f.partitions = nil, nil
+	f.resp.ErrorCode, f.resp.SessionId = code, 0
+}
+
+// assemble builds resp.Responses, one topic entry per run of partitions of the same topic, as
+// Kafka's FetchResponse does, so the order the partitions were read in is kept.
+func (f *splicedFetch) assemble() {
+	f.resp.Responses = nil
+	for i := range f.partitions {
+		n := len(f.resp.Responses)
+		if n == 0 || f.resp.Responses[n-1].Topic != f.targets[i].topic {
+			f.resp.Responses = append(f.resp.Responses, wire.FetchResponseFetchableTopicResponse{Topic: f.targets[i].topic})
+			n++
+		}
+		f.resp.Responses[n-1].Partitions = append(f.resp.Responses[n-1].Partitions, f.partitions[i])
+	}
+}
+
 func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 	r := req.msg.(*wire.FetchRequest)
-	if req.version >= 7 && r.SessionId != 0 && r.SessionEpoch > 0 {
-		resp := &wire.FetchResponse{}
-		resp.Default()
-		resp.ErrorCode = wire.ErrFetchSessionIdNotFound.Code
-		return ready(reply{msg: resp})
+	plan := s.fetchSessions.plan(r, req.version)
+	answer := func(f *splicedFetch) reply {
+		s.fetchSessions.finish(&plan, f)
+		f.assemble()
+		return reply{fetch: f}
 	}
-	f, size, failed := s.readFetch(r, req.version)
-	if size >= int64(r.MinBytes) || r.MaxWaitMs <= 0 || failed {
-		return ready(reply{fetch: f})
+	f, size, failed := s.readFetch(r, plan.targets)
+	if size >= int64(r.MinBytes) || r.MaxWaitMs <= 0 || failed || len(plan.targets) == 0 {
+		return ready(answer(f))
 	}
 	// Long poll: wait for any of the partitions to change, or the deadline.
-	waitOn := s.fetchWatches(r)
+	waitOn := s.fetchWatches(plan.targets)
 	f.release()
 	p := later()
 	go func() {
@@ -67,28 +92,26 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 			if !waitAny(ctx, deadline.C, waitOn) {
 				break
 			}
-			f, size, failed = s.readFetch(r, req.version)
+			f, size, failed = s.readFetch(r, plan.targets)
 			if size >= int64(r.MinBytes) || failed {
-				p.complete(reply{fetch: f})
+				p.complete(answer(f))
 				return
 			}
 			f.release()
-			waitOn = s.fetchWatches(r)
+			waitOn = s.fetchWatches(plan.targets)
 		}
-		f, _, _ = s.readFetch(r, req.version)
-		p.complete(reply{fetch: f})
+		f, _, _ = s.readFetch(r, plan.targets)
+		p.complete(answer(f))
 	}()
 	return p
 }
 
-// fetchWatches returns the change channels of the partitions a fetch asks for.
-func (s *Server) fetchWatches(r *wire.FetchRequest) []<-chan struct{} {
+// fetchWatches returns the change channels of the partitions a fetch reads.
+func (s *Server) fetchWatches(targets []fetchTarget) []<-chan struct{} {
 	var out []<-chan struct{}
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			if part := s.parts.get(t.Topic, p.Partition); part != nil {
-				out = append(out, part.log.Changed())
-			}
+	for _, t := range targets {
+		if part := s.parts.get(t.topic, t.partition); part != nil {
+			out = append(out, part.log.Changed())
 		}
 	}
 	return out
@@ -115,62 +138,54 @@ func waitAny(ctx context.Context, deadline <-chan time.Time, chans []<-chan stru
 	return i >= 2
 }
 
-// readFetch reads what is available now. size is the record bytes found; failed reports a
-// partition error, which answers at once.
-func (s *Server) readFetch(r *wire.FetchRequest, version int16) (f *splicedFetch, size int64, failed bool) {
+// readFetch reads what is available now for targets, in order. size is the record bytes
+// found; failed reports a partition error, which answers at once.
+func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget) (f *splicedFetch, size int64, failed bool) {
 	resp := &wire.FetchResponse{}
 	resp.Default()
-	f = &splicedFetch{resp: resp}
+	f = &splicedFetch{resp: resp, targets: targets, partitions: make([]wire.FetchResponsePartitionData, len(targets)),
+		parts: make([]fetchedPartition, len(targets))}
 	remaining := int64(r.MaxBytes)
-	if version < 3 || remaining <= 0 {
+	if remaining <= 0 {
 		remaining = 1<<31 - 1
 	}
-	for _, rt := range r.Topics {
-		tr := wire.FetchResponseFetchableTopicResponse{Topic: rt.Topic}
-		for _, rp := range rt.Partitions {
-			var pd wire.FetchResponsePartitionData
-			pd.Default()
-			pd.PartitionIndex = rp.Partition
-			if r.IsolationLevel == 1 {
-				pd.AbortedTransactions = []wire.FetchResponseAbortedTransaction{}
-			}
-			part := s.parts.get(rt.Topic, rp.Partition)
-			if part == nil {
-				pd.ErrorCode = wire.ErrUnknownTopicOrPartition.Code
-				pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = -1, -1, -1
-				failed = true
-				tr.Partitions = append(tr.Partitions, pd)
-				f.parts = append(f.parts, fetchedPartition{})
-				continue
-			}
-			hw := s.highWatermark(part)
-			pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = hw, hw, part.log.LogStartOffset()
-			fp := fetchedPartition{}
-			maxBytes := min(int64(rp.PartitionMaxBytes), remaining)
-			if rp.FetchOffset < hw && (maxBytes > 0 || size == 0) {
-				res, err := part.log.Read(rp.FetchOffset, int32(min(max(maxBytes, 0), 1<<31-1)), hw)
-				switch {
-				case err != nil:
-					pd.ErrorCode = errCode(storageError(err))
-					failed = true
-				case res.Size > maxBytes && size > 0:
-					// Only the first partition with data may exceed the limits.
-					res.Release()
-				case res.Size > 0:
-					fp = fetchedPartition{read: res, size: res.Size}
-					size += res.Size
-					remaining -= res.Size
-				default:
-					res.Release()
-				}
-			} else if rp.FetchOffset > part.log.LogEndOffset() || rp.FetchOffset < part.log.LogStartOffset() {
-				pd.ErrorCode = wire.ErrOffsetOutOfRange.Code
-				failed = true
-			}
-			tr.Partitions = append(tr.Partitions, pd)
-			f.parts = append(f.parts, fp)
+	for i, t := range targets {
+		pd := &f.partitions[i]
+		pd.Default()
+		pd.PartitionIndex = t.partition
+		if r.IsolationLevel == 1 {
+			pd.AbortedTransactions = []wire.FetchResponseAbortedTransaction{}
 		}
-		resp.Responses = append(resp.Responses, tr)
+		part := s.parts.get(t.topic, t.partition)
+		if part == nil {
+			pd.ErrorCode = wire.ErrUnknownTopicOrPartition.Code
+			pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = -1, -1, -1
+			failed = true
+			continue
+		}
+		hw := s.highWatermark(part)
+		pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = hw, hw, part.log.LogStartOffset()
+		maxBytes := min(int64(t.maxBytes), remaining)
+		if t.fetchOffset < hw && (maxBytes > 0 || size == 0) {
+			res, err := part.log.Read(t.fetchOffset, int32(min(max(maxBytes, 0), 1<<31-1)), hw)
+			switch {
+			case err != nil:
+				pd.ErrorCode = errCode(storageError(err))
+				failed = true
+			case res.Size > maxBytes && size > 0:
+				// Only the first partition with data may exceed the limits.
+				res.Release()
+			case res.Size > 0:
+				f.parts[i] = fetchedPartition{read: res, size: res.Size}
+				size += res.Size
+				remaining -= res.Size
+			default:
+				res.Release()
+			}
+		} else if t.fetchOffset > part.log.LogEndOffset() || t.fetchOffset < part.log.LogStartOffset() {
+			pd.ErrorCode = wire.ErrOffsetOutOfRange.Code
+			failed = true
+		}
 	}
 	return f, size, failed
 }

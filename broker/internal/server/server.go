@@ -55,11 +55,13 @@ type Server struct {
 	createMu   sync.Mutex // serialises topic creation with opening its logs
 	closeOnce  sync.Once
 	closeError error
+
+	fetchSessions *fetchSessionCache // KIP-227 sessions, broker-wide as in Kafka
 }
 
 // New opens the data directory (metadata and logs) and prepares a broker; Serve starts it.
 func New(conf *config.Config, log *slog.Logger) (*Server, error) {
-	s := &Server{conf: conf, log: log}
+	s := &Server{conf: conf, log: log, fetchSessions: newFetchSessionCache(fetchSessionSlots, fetchSessionEvictAfter)}
 	// Made here, not in Serve, so a Close racing a Serve that has not started yet is safe.
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.cfg = settings{

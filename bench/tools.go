@@ -106,6 +106,11 @@ type produceSpec struct {
 	// against every broker alike. spool bench keeps it on: its producer renumbers a batch a
 	// broker refused as out of order, which the Java producer 3.9 fails instead.
 	NoIdempotence bool
+	// Fill marks a produce that only loads data for a later phase. Kafka's producer then
+	// spreads records without adaptive partitioning, which would otherwise skew the split by
+	// each broker's latency, so both brokers are read back with the same data shape (spool
+	// bench round-robins unkeyed records either way).
+	Fill bool
 }
 
 type kafkaTools struct{ h *harness }
@@ -130,7 +135,7 @@ var perfFinal = regexp.MustCompile(`(\d+) records sent, ([\d.]+) records/sec \((
 func (k kafkaTools) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
 	args := append([]string{"--topic", p.Topic, "--num-records", strconv.FormatInt(p.Records, 10), "--record-size", strconv.Itoa(p.Size),
 		"--throughput", strconv.Itoa(p.Throughput),
-		"--producer-props", "bootstrap.servers=" + addr, "acks=" + p.Acks}, kafkaIdempotence(p)...)
+		"--producer-props", "bootstrap.servers=" + addr, "acks=" + p.Acks}, kafkaProducerProps(p)...)
 	out, err := k.h.java(ctx, 30*time.Minute, k.h.toolJVM(), "org.apache.kafka.tools.ProducerPerformance", args...)
 	if err != nil {
 		return result{}, fmt.Errorf("ProducerPerformance: %v\n%s", err, tail(out, 3000))
@@ -326,9 +331,13 @@ func (s spoolBench) EndToEnd(ctx context.Context, addr, topic string, records in
 	return j.result(true), err
 }
 
-func kafkaIdempotence(p produceSpec) []string {
+func kafkaProducerProps(p produceSpec) []string {
+	var props []string
 	if p.NoIdempotence {
-		return []string{"enable.idempotence=false"}
+		props = append(props, "enable.idempotence=false")
 	}
-	return nil
+	if p.Fill {
+		props = append(props, "partitioner.adaptive.partitioning.enable=false")
+	}
+	return props
 }

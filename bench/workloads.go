@@ -116,14 +116,14 @@ func workloads(s sizes) []workload {
 			Phases:       []phase{{op: "produce", records: s.w4b, size: 100, rate: s.w4bRate}},
 			run:          produce("w4b", 6, produceSpec{Records: s.w4b, Size: 100, Acks: "all", Throughput: s.w4bRate})},
 		{ID: "W5", Title: "consume 100 B from the start, 6 partitions",
-			Setting:      fmt.Sprintf("fill with ProducerPerformance (%d records, acks=1), then ConsumerPerformance --messages %d from the earliest offset; fetch.* figures (group join excluded)", s.w5, s.w5),
+			Setting:      fmt.Sprintf("fill with ProducerPerformance (%d records, acks=1, partitioner.adaptive.partitioning.enable=false so the split does not follow each broker's latency), then ConsumerPerformance --messages %d from the earliest offset; fetch.* figures (group join excluded)", s.w5, s.w5),
 			SpoolSetting: fmt.Sprintf("fill with spool bench produce --records %d --size 100 --acks 1, then spool bench consume --records %d (partitions assigned, no group)", s.w5, s.w5),
 			Phases:       []phase{{op: "produce", records: s.w5, size: 100}, {op: "consume", records: s.w5, size: 100}},
 			run: func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
 				if err := lg.CreateTopic(ctx, addr, "w5", 6); err != nil {
 					return result{}, err
 				}
-				if _, err := lg.Produce(ctx, addr, produceSpec{Topic: "w5", Records: s.w5, Size: 100, Acks: "1", Throughput: -1}); err != nil {
+				if _, err := lg.Produce(ctx, addr, produceSpec{Topic: "w5", Records: s.w5, Size: 100, Acks: "1", Throughput: -1, Fill: true}); err != nil {
 					return result{}, fmt.Errorf("fill: %w", err)
 				}
 				return measure(func() (result, error) { return lg.Consume(ctx, addr, "w5", s.w5) })

@@ -132,6 +132,7 @@ const (
 	MinInsyncReplicas           = "min.insync.replicas"
 	Fsync                       = "spool.fsync"
 	FetchSendfile               = "spool.fetch.sendfile"
+	FetchSessionCacheSlots      = "max.incremental.fetch.session.cache.slots"
 	OffsetsTopicNumPartitions   = "offsets.topic.num.partitions"
 	GroupInitialRebalanceDelay  = "group.initial.rebalance.delay.ms"
 	OffsetsRetentionMinutes     = "offsets.retention.minutes"
@@ -173,6 +174,8 @@ var BrokerDefs = []Def{
 	{Name: Fsync, Type: String, Default: "always", Check: oneOf("always", "interval", "never"),
 		Doc: "always: fsync before acknowledging (group commit, the default: nothing acknowledged is lost); interval: by log.flush.interval.*; never: leave it to the OS (Kafka's default behaviour)."},
 	{Name: FetchSendfile, Type: Boolean, Default: "true", Doc: "Serve fetches with sendfile (zero copy); false uses pooled read+write, faster on loopback."},
+	{Name: FetchSessionCacheSlots, Type: Int, Default: "1000", Check: atLeast(0),
+		Doc: "Incremental fetch sessions (KIP-227) the broker keeps; 0 answers every fetch without a session."},
 	{Name: PprofListener, Type: String, Nullable: true, Check: hostPort,
 		Doc: "HOST:PORT for Go's pprof profiles over HTTP (/debug/pprof/); empty: off."},
 	{Name: MemoryLimitBytes, Type: Long, Default: "67108864", Check: atLeast(0),

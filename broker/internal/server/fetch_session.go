@@ -24,12 +24,9 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-// Kafka's defaults for max.incremental.fetch.session.cache.slots and
-// min.incremental.fetch.session.eviction.ms.
-const (
-	fetchSessionSlots      = 1000
-	fetchSessionEvictAfter = 120 * time.Second
-)
+// Kafka's default for min.incremental.fetch.session.eviction.ms. The slot count is the broker
+// property max.incremental.fetch.session.cache.slots.
+const fetchSessionEvictAfter = 120 * time.Second
 
 // Session epochs, as in Kafka's FetchMetadata.
 const (

@@ -236,3 +236,20 @@ func TestFetchSessionLongPollAndErrors(t *testing.T) {
 		t.Fatalf("long poll returned %d records of lp, want the 2 produced", len(values))
 	}
 }
+
+// max.incremental.fetch.session.cache.slots=0 makes the broker sessionless: a full fetch at
+// epoch 0 gets its records and session id 0, so the client keeps sending full fetches.
+func TestFetchSessionCacheSlotsProperty(t *testing.T) {
+	b := startBroker(t, map[string]string{"max.incremental.fetch.session.cache.slots": "0"})
+	c := dial(t, b.Addr)
+	createTopic(t, c, "ns", 2, nil)
+	produce(t, c, "ns", 1, buildBatch(t, 3, nil))
+	full := fetchSession(t, c, 12, sessionFetch("ns", 0, 0, map[int32]int64{0: 0, 1: 0}))
+	wantPartitions(t, "full fetch", full, 0, 1)
+	if full.sessionID != 0 {
+		t.Fatalf("session id %d with no slots, want 0", full.sessionID)
+	}
+	if got := recordValues(t, full.parts[1].Records); len(got) != 3 {
+		t.Fatalf("partition 1: %d records, want 3", len(got))
+	}
+}

@@ -61,7 +61,7 @@ type Server struct {
 
 // New opens the data directory (metadata and logs) and prepares a broker; Serve starts it.
 func New(conf *config.Config, log *slog.Logger) (*Server, error) {
-	s := &Server{conf: conf, log: log, fetchSessions: newFetchSessionCache(fetchSessionSlots, fetchSessionEvictAfter)}
+	s := &Server{conf: conf, log: log, fetchSessions: newFetchSessionCache(conf.Int(config.FetchSessionCacheSlots), fetchSessionEvictAfter)}
 	// Made here, not in Serve, so a Close racing a Serve that has not started yet is safe.
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.cfg = settings{

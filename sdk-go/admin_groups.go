@@ -117,7 +117,9 @@ func (cl *Client) groupRequest(ctx context.Context, group string, req, resp wire
 	})
 }
 
-// ListGroups lists the groups of every broker, sorted by group id.
+// ListGroups lists the groups of every broker, sorted by group id. When some brokers fail to
+// answer, the groups of the others are still returned, together with an error that names each
+// broker that failed (Kafka's AdminClient gives the same split as valid() and errors()).
 func (a *Admin) ListGroups(ctx context.Context) ([]GroupListing, error) {
 	m, err := a.cl.fetchMetadata(ctx, []string{}, false)
 	if err != nil {
@@ -129,6 +131,7 @@ func (a *Admin) ListGroups(ctx context.Context) ([]GroupListing, error) {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	var out []GroupListing
+	var failed []error
 	for _, id := range ids {
 		req := &wire.ListGroupsRequest{}
 		req.Default()
@@ -140,14 +143,15 @@ func (a *Admin) ListGroups(ctx context.Context) ([]GroupListing, error) {
 			return wire.ErrorForCode(resp.ErrorCode)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("spool: listing groups of broker %d: %w", id, err)
+			failed = append(failed, fmt.Errorf("spool: listing groups of broker %d: %w", id, err))
+			continue
 		}
 		for _, g := range resp.Groups {
 			out = append(out, GroupListing{GroupID: g.GroupId, State: g.GroupState, ProtocolType: g.ProtocolType, Coordinator: id})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GroupID < out[j].GroupID })
-	return out, nil
+	return out, errors.Join(failed...)
 }
 
 // DescribeGroups describes the named groups, in the order named. A group that does not exist

@@ -3,7 +3,9 @@ package spool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -263,5 +265,60 @@ func TestAdminGroupCoordinatorMoves(t *testing.T) {
 	}
 	if got, _ := ad.FetchOffsets(ctx, "moving"); len(got[topic]) != 1 || got[topic][1].Offset != 8 {
 		t.Fatalf("after delete: %+v", got)
+	}
+}
+
+// TestAdminListGroupsPartial lists the groups of a three-broker cluster in which broker 1
+// refuses ListGroups: the groups coordinated by the other brokers come back, with an error
+// that names broker 1 and carries its error code.
+func TestAdminListGroupsPartial(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.DefaultNumPartitions(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl := newClient(t, c.ListenAddrs()[0])
+	ad := cl.Admin()
+	ctx := testCtx(t)
+	topic := createTopic(t, cl, 1)
+	for i := range 12 {
+		if err := ad.CommitGroupOffsets(ctx, fmt.Sprintf("partial-%d", i), map[string]map[int32]int64{topic: {0: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := ad.ListGroups(ctx)
+	if err != nil || len(all) != 12 {
+		t.Fatalf("with every broker up: %d groups, %v; want 12", len(all), err)
+	}
+	onOne := 0
+	for _, g := range all {
+		if g.Coordinator == 1 {
+			onOne++
+		}
+	}
+	if onOne == 0 || onOne == len(all) {
+		t.Fatalf("%d of %d groups on broker 1; the test needs some on it and some elsewhere", onOne, len(all))
+	}
+
+	c.ControlKey(int16(kmsg.ListGroups), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if c.CurrentNode() != 1 {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+		resp.ErrorCode = wire.ErrClusterAuthorizationFailed.Code
+		return resp, nil, true
+	})
+	got, err := ad.ListGroups(ctx)
+	if !errors.Is(err, wire.ErrClusterAuthorizationFailed) || !strings.Contains(err.Error(), "broker 1") {
+		t.Fatalf("error %v, want CLUSTER_AUTHORIZATION_FAILED naming broker 1", err)
+	}
+	if len(got) != len(all)-onOne {
+		t.Fatalf("%d groups with broker 1 failing, want %d", len(got), len(all)-onOne)
+	}
+	for _, g := range got {
+		if g.Coordinator == 1 {
+			t.Fatalf("group %s listed from the failing broker", g.GroupID)
+		}
 	}
 }

@@ -128,8 +128,10 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 }
 
 func groupList(ctx context.Context, ad *spool.Admin, stdout io.Writer) error {
+	// Groups of the brokers that answered are printed even when others failed; the failures
+	// then make the exit status non-zero.
 	gs, err := ad.ListGroups(ctx)
-	if err != nil {
+	if len(gs) == 0 && err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -137,7 +139,10 @@ func groupList(ctx context.Context, ad *spool.Admin, stdout io.Writer) error {
 	for _, g := range gs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.GroupID, orDash(g.State), orDash(g.ProtocolType), g.Coordinator)
 	}
-	return tw.Flush()
+	if ferr := tw.Flush(); ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 // describeGroup describes one group, turning "does not exist" into a plain error.

@@ -56,6 +56,7 @@ type partBuf struct {
 	tp
 	mu       sync.Mutex
 	cur      *pbatch
+	lastSize int // bytes of the last batch sealed, the capacity a new one starts with
 	queue    []*pbatch
 	sent     int
 	inflight int
@@ -210,8 +211,7 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	pb.mu.Lock()
 	wake := false
 	if pb.cur != nil && pb.cur.size+size > cl.cfg.maxBatchBytes {
-		pb.queue = append(pb.queue, pb.cur)
-		pb.cur = nil
+		pb.seal()
 		wake = true
 	}
 	if pb.cur == nil {
@@ -222,6 +222,7 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 			b = &pbatch{b: batch.NewBuilder()}
 		}
 		b.b.Reset()
+		b.b.Grow(pb.lastSize)
 		b.b.SetCodec(cl.cfg.codec)
 		b.b.SetSkipIneffectiveCompression(true)
 		b.created = time.Now()
@@ -295,6 +296,13 @@ func (cl *Client) Flush(ctx context.Context) error {
 
 // BufferedRecords is the number of records produced and not yet acknowledged or failed.
 func (cl *Client) BufferedRecords() int64 { return cl.prod.buffered.Load() }
+
+// seal queues the open batch for sending. Called with pb.mu held.
+func (pb *partBuf) seal() {
+	pb.lastSize = pb.cur.size
+	pb.queue = append(pb.queue, pb.cur)
+	pb.cur = nil
+}
 
 // part returns the state of one partition. It runs once per record, so the lookup reads a
 // snapshot (byTopic) without locking; only a partition's first record takes p.mu.

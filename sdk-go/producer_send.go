@@ -258,8 +258,7 @@ func (p *producer) collectAndSend() (next time.Time) {
 					soonest(pb.cur.created.Add(cl.cfg.linger))
 					break
 				}
-				pb.queue = append(pb.queue, pb.cur)
-				pb.cur = nil
+				pb.seal()
 			}
 			if lp == nil {
 				pp := p.pipe(leader)

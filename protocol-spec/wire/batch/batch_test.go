@@ -576,6 +576,34 @@ func TestBuilderGrowthAllocs(t *testing.T) {
 	}
 }
 
+// TestBuilderGrowAllocs checks that Grow sized for the batch leaves no growth to do: NewBuilder,
+// its first buffer and the one Grow makes, then a megabyte of records with no reallocation;
+// and that the records come out intact.
+func TestBuilderGrowAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	value := make([]byte, 1000)
+	var raw []byte
+	allocs := testing.AllocsPerRun(5, func() {
+		b := NewBuilder()
+		b.Grow(1<<20 + 2048)
+		for b.Size() < 1<<20 {
+			b.Append(t0, nil, value, nil)
+		}
+		var err error
+		if raw, err = b.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 3 {
+		t.Fatalf("%.0f allocations to build a 1 MiB batch after Grow, want at most 3", allocs)
+	}
+	if _, err := Validate(raw); err != nil {
+		t.Fatalf("batch built after Grow: %v", err)
+	}
+}
+
 // TestZeroBuilder checks that a Builder not made by NewBuilder still leaves room for the header.
 func TestZeroBuilder(t *testing.T) {
 	var b Builder

@@ -54,6 +54,18 @@ func NewBuilder() *Builder {
 	return b
 }
 
+// Grow makes room for n more bytes of encoded records without reallocating, so a caller that
+// knows roughly how large its batch will be pays for one allocation instead of a doubling
+// series (each step copying everything so far).
+func (b *Builder) Grow(n int) {
+	if len(b.buf) < HeaderSize {
+		b.buf = b.headerRoom()
+	}
+	if n > 0 {
+		b.buf = slices.Grow(b.buf, n)
+	}
+}
+
 // Reset discards the records and settings and keeps the buffers. A batch returned by Finish
 // stays valid until the next Reset or Finish; appending more records does not change it.
 func (b *Builder) Reset() {

@@ -15,22 +15,21 @@ import (
 	spool "github.com/spoolmq/spool/sdk-go"
 )
 
-// proxy forwards TCP connections to a target and can cut all of them at once.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	drops  atomic.Int64
+// relay accepts connections on a loopback port, dials target for each and hands both ends to
+// serve. It keeps them so they can be cut at once, and closes everything at cleanup.
+type relay struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
 }
 
-func startProxy(t *testing.T, target string) *proxy {
+func startRelay(t *testing.T, target string, serve func(c, u net.Conn)) *relay {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); p.drop() })
+	r := &relay{ln: ln}
+	t.Cleanup(func() { ln.Close(); r.closeAll() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -42,27 +41,52 @@ func startProxy(t *testing.T, target string) *proxy {
 				c.Close()
 				continue
 			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			go func() { io.Copy(u, c); u.Close(); c.Close() }()
-			go func() { io.Copy(c, u); u.Close(); c.Close() }()
+			r.mu.Lock()
+			r.conns = append(r.conns, c, u)
+			r.mu.Unlock()
+			go serve(c, u)
 		}
 	}()
-	return p
+	return r
 }
 
-// drop closes every proxied connection in both directions, mid-request or not.
-func (p *proxy) drop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
+// dial is a spool.Dialer that connects through the relay whatever address it is given.
+func (r *relay) dial(ctx context.Context, network, _ string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, r.ln.Addr().String())
+}
+
+// closeAll closes every relayed connection in both directions, mid-request or not.
+func (r *relay) closeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.conns {
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetLinger(0)
 		}
 		c.Close()
 	}
-	p.conns = nil
+	r.conns = nil
+}
+
+// proxy forwards TCP connections to a target and can cut all of them at once.
+type proxy struct {
+	*relay
+	drops atomic.Int64
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	return &proxy{relay: startRelay(t, target, func(c, u net.Conn) {
+		go func() { io.Copy(u, c); u.Close(); c.Close() }()
+		io.Copy(c, u)
+		u.Close()
+		c.Close()
+	})}
+}
+
+// drop closes every proxied connection in both directions, mid-request or not.
+func (p *proxy) drop() {
+	p.closeAll()
 	p.drops.Add(1)
 }
 
@@ -94,10 +118,7 @@ func TestIdempotentProduceSurvivesConnectionDrops(t *testing.T) {
 
 func testDrops(t *testing.T, addr string, tc dropCase) {
 	px := startProxy(t, addr)
-	via := func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, px.ln.Addr().String())
-	}
+	via := px.dial
 	admin := newClient(t, addr)
 	topic := createTopic(t, admin, tc.partitions)
 	opts := append([]spool.Opt{spool.Dialer(via), spool.Linger(0), spool.MaxBufferedRecords(500)}, tc.opts...)

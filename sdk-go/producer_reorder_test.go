@@ -1,7 +1,6 @@
 package spool_test
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -21,8 +20,7 @@ import (
 // (forwarded at once), so that whatever the client pipelines behind the rejected batch
 // reaches the broker first.
 type rejectProxy struct {
-	ln       net.Listener
-	target   string
+	*relay
 	code     int16
 	claimed  atomic.Bool
 	rejected chan struct{} // closed when the first produce request arrived
@@ -32,47 +30,12 @@ type rejectProxy struct {
 }
 
 func startRejectProxy(t *testing.T, target string, code int16, hold bool) *rejectProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := &rejectProxy{ln: ln, target: target, code: code, rejected: make(chan struct{}), release: make(chan struct{})}
+	px := &rejectProxy{code: code, rejected: make(chan struct{}), release: make(chan struct{})}
 	if !hold {
 		close(px.release)
 	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, u)
-			mu.Unlock()
-			go px.serve(c, u)
-		}
-	}()
+	px.relay = startRelay(t, target, px.serve)
 	return px
-}
-
-func (px *rejectProxy) dial(ctx context.Context, network, _ string) (net.Conn, error) {
-	var d net.Dialer
-	return d.DialContext(ctx, network, px.ln.Addr().String())
 }
 
 // heldReply is one response owed to the client, in request order: the broker's next response,

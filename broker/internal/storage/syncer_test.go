@@ -45,11 +45,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // next round, and each log must be fsynced once in it.
 func TestSyncRoundSharedAcrossLogs(t *testing.T) {
 	m, logs := openManagerLogs(t, 6)
-	targets := make([]DurableTarget, len(logs))
-	for i, l := range logs {
-		res := leaderAppend(t, l, simpleBatch(t, 2, 1, fmt.Sprint(i)))
-		targets[i] = DurableTarget{Log: l, Offset: res.LastOffset + 1}
-	}
+	targets := appendToEach(t, logs, 2)
 	logs[0].flushSem <- struct{}{} // the first round blocks in its flush of logs[0]
 	first := make(chan error, 1)
 	go func() { first <- logs[0].WaitDurable(context.Background(), targets[0].Offset) }()
@@ -113,11 +109,7 @@ func TestSyncRoundSharedAcrossLogs(t *testing.T) {
 // TestWaitAllDurableReportsEachFailure: a failed log fails its own targets only.
 func TestWaitAllDurableReportsEachFailure(t *testing.T) {
 	_, logs := openManagerLogs(t, 3)
-	targets := make([]DurableTarget, len(logs))
-	for i, l := range logs {
-		res := leaderAppend(t, l, simpleBatch(t, 3, 1, fmt.Sprint(i)))
-		targets[i] = DurableTarget{Log: l, Offset: res.LastOffset + 1}
-	}
+	targets := appendToEach(t, logs, 3)
 	logs[1].crash()
 	failed := map[int]error{}
 	WaitAllDurable(context.Background(), targets, func(i int, err error) { failed[i] = err })
@@ -129,4 +121,16 @@ func TestWaitAllDurableReportsEachFailure(t *testing.T) {
 			t.Fatalf("log %d: durable %d, want %d", i, d, targets[i].Offset)
 		}
 	}
+}
+
+// appendToEach appends a batch of n records to each log and returns, per log, the offset that
+// makes that batch durable.
+func appendToEach(t *testing.T, logs []*Log, n int) []DurableTarget {
+	t.Helper()
+	targets := make([]DurableTarget, len(logs))
+	for i, l := range logs {
+		res := leaderAppend(t, l, simpleBatch(t, n, 1, fmt.Sprint(i)))
+		targets[i] = DurableTarget{Log: l, Offset: res.LastOffset + 1}
+	}
+	return targets
 }

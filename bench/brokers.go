@@ -292,6 +292,18 @@ func procCPUSeconds(pid int) (float64, error) {
 	return float64(ut+st) / clockTicks, nil
 }
 
+// childrenCPUSeconds is utime+stime of this process's children that have ended and been
+// waited for. The brokers run until their run ends, so across a measured phase its growth is
+// the load generator that ran (and ended) in it.
+func childrenCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
 func fileContains(path, s string) bool {
 	data, err := os.ReadFile(path)
 	return err == nil && strings.Contains(string(data), s)

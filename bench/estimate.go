@@ -9,8 +9,9 @@ import (
 type phase struct {
 	op      string // "produce", "consume" or "e2e"
 	records int64
-	size    int // value bytes
-	rate    int // records/s asked for; 0: as fast as it goes
+	size    int    // value bytes
+	rate    int    // records/s asked for; 0: as fast as it goes
+	by      string // the load generator (Short) that runs it whatever the row's; "": the row's
 }
 
 // calibration is the rate of unthrottled phases by load generator, broker kind and phase
@@ -60,9 +61,13 @@ func (p phase) duration(lgShort, kind string) time.Duration {
 
 // runEstimate is one run of w: broker start, tool processes and phases.
 func runEstimate(w workload, lgShort, kind string) time.Duration {
-	d := startCost[kind] + time.Duration(len(w.Phases)+1)*toolCost[lgShort]
+	d := startCost[kind] + toolCost[lgShort] // the tool that creates the topic
 	for _, p := range w.Phases {
-		d += p.duration(lgShort, kind)
+		g := lgShort
+		if p.by != "" {
+			g = p.by
+		}
+		d += toolCost[g] + p.duration(g, kind)
 	}
 	return d
 }

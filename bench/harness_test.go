@@ -179,7 +179,7 @@ func TestFailedRunsAreRecorded(t *testing.T) {
 func TestEstimateCalibrated(t *testing.T) {
 	lgs := []loadgen{kafkaTools{}, spoolBench{extended: true}}
 	full, runs := estimate(workloads(fullSizes), systems, lgs, 3)
-	if runs != 126 || full < 15*time.Minute || full > 21*time.Minute {
+	if runs != 126 || full < 17*time.Minute || full > 25*time.Minute {
 		t.Errorf("full run: %d runs, %v; took 126 runs in 17m43s", runs, full)
 	}
 	quick, runs := estimate(workloads(quickSizes), systems, lgs, 1)

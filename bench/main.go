@@ -253,6 +253,9 @@ func (h *harness) loadgens(list string) ([]loadgen, string, error) {
 	for _, name := range strings.Split(list, ",") {
 		switch name {
 		case "kafka-tools":
+			if found, _ := detectSpoolBench(h.spool); !found {
+				return nil, "", fmt.Errorf("%s has no bench command, which fills W5 for every load generator: run `make build`", h.spool)
+			}
 			lgs = append(lgs, kafkaTools{h})
 		case "spool-bench":
 			found, ext := detectSpoolBench(h.spool)

@@ -87,6 +87,7 @@ func medianResult(rs []result) result {
 		P999:       f(func(r result) float64 { return r.P999 }),
 		PeakRSS:    int64(f(func(r result) float64 { return float64(r.PeakRSS) })),
 		CPU:        f(func(r result) float64 { return r.CPU }),
+		ClientCPU:  f(func(r result) float64 { return r.ClientCPU }),
 	}
 }
 
@@ -115,7 +116,7 @@ func (r *report) hasKafka() bool {
 // generator and broker with medians, then the ratios against Kafka under the same generator.
 func (r *report) table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| workload | load generator | broker | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | peak RSS MiB | CPU s |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| workload | load generator | broker | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | peak RSS MiB | CPU s | client CPU s |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var undriven []string
 	for _, w := range r.ws {
 		for _, lg := range r.lgs {
@@ -127,7 +128,7 @@ func (r *report) table() string {
 				m, ok := r.med(w, lg, s)
 				fs := r.fails(w, lg, s)
 				if !ok && len(fs) > 0 {
-					fmt.Fprintf(&b, "| %s %s | %s | %s | failed: %s | – | – | – | – | – | – |\n", w.ID, w.Title, lg.Name(), s.Name, cellText(fs[0].Reason))
+					fmt.Fprintf(&b, "| %s %s | %s | %s | failed: %s | – | – | – | – | – | – | – |\n", w.ID, w.Title, lg.Name(), s.Name, cellText(fs[0].Reason))
 					continue
 				}
 				broker := s.Name
@@ -138,7 +139,7 @@ func (r *report) table() string {
 				if m.HasLatency {
 					lat = fmt.Sprintf("| %.1f | %.1f | %.1f", m.P50, m.P99, m.P999)
 				}
-				fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %.1f %s | %.1f | %.1f |\n", w.ID, w.Title, lg.Name(), broker, fmtRate(m.RecPerSec), m.MBPerSec, lat, float64(m.PeakRSS)/(1<<20), m.CPU)
+				fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %.1f %s | %.1f | %.1f | %.1f |\n", w.ID, w.Title, lg.Name(), broker, fmtRate(m.RecPerSec), m.MBPerSec, lat, float64(m.PeakRSS)/(1<<20), m.CPU, m.ClientCPU)
 			}
 		}
 	}
@@ -243,7 +244,7 @@ func (r *report) markdown() string {
 	b.WriteString("\n## Results\n\n")
 	b.WriteString(r.table())
 	b.WriteString("\n" + r.failuresMarkdown())
-	b.WriteString("MB/s is 10^6 bytes of record values per second. Peak RSS is the broker's VmHWM (sampled from /proc every 100 ms) over its life in that run, including startup and, for W5, the fill. CPU is the broker's utime+stime during the measured phase only.\n\n")
+	b.WriteString("MB/s is 10^6 bytes of record values per second. Peak RSS is the broker's VmHWM (sampled from /proc every 100 ms) over its life in that run, including startup and, for W5, the fill. CPU is the broker's utime+stime during the measured phase only; client CPU is the load generator's over the same phase (a JVM's start included). Where client CPU nears the core count times the phase's wall time, the client, not the broker, sets the pace, and the ratio then shows how much CPU each broker leaves it.\n\n")
 	b.WriteString("![throughput](bench-throughput.png)\n\n![latency](bench-latency.png)\n\n")
 	b.WriteString("## Workloads\n\n")
 	for _, w := range r.ws {

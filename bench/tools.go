@@ -106,10 +106,10 @@ type produceSpec struct {
 	// against every broker alike. spool bench keeps it on: its producer renumbers a batch a
 	// broker refused as out of order, which the Java producer 3.9 fails instead.
 	NoIdempotence bool
-	// Fill marks a produce that only loads data for a later phase. Kafka's producer then
-	// spreads records without adaptive partitioning, which would otherwise skew the split by
-	// each broker's latency, so both brokers are read back with the same data shape (spool
-	// bench round-robins unkeyed records either way).
+	// Fill marks a produce that only loads data for a later phase. Every fill runs `spool
+	// bench produce`, whatever the load generator of the measured phase, so both brokers and
+	// both generators read back the same data shape, and a 1 GB fill takes seconds (Kafka's
+	// ProducerPerformance generates about 200-400 k records/s on this VM).
 	Fill bool
 }
 
@@ -133,6 +133,9 @@ func (k kafkaTools) CreateTopic(ctx context.Context, addr, topic string, partiti
 var perfFinal = regexp.MustCompile(`(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th`)
 
 func (k kafkaTools) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
+	if p.Fill {
+		return spoolBench{h: k.h}.Produce(ctx, addr, p)
+	}
 	args := append([]string{"--topic", p.Topic, "--num-records", strconv.FormatInt(p.Records, 10), "--record-size", strconv.Itoa(p.Size),
 		"--throughput", strconv.Itoa(p.Throughput),
 		"--producer-props", "bootstrap.servers=" + addr, "acks=" + p.Acks}, kafkaProducerProps(p)...)
@@ -335,9 +338,6 @@ func kafkaProducerProps(p produceSpec) []string {
 	var props []string
 	if p.NoIdempotence {
 		props = append(props, "enable.idempotence=false")
-	}
-	if p.Fill {
-		props = append(props, "partitioner.adaptive.partitioning.enable=false")
 	}
 	return props
 }

@@ -18,6 +18,9 @@ type result struct {
 	P999       float64
 	PeakRSS    int64   // bytes, broker VmHWM over its life in this run
 	CPU        float64 // broker utime+stime during the measured phase, seconds
+	// ClientCPU is the load generator's utime+stime over the measured phase (a JVM's start
+	// included), seconds: near cores × wall time, the client and not the broker is the limit.
+	ClientCPU float64
 }
 
 // Capabilities a workload may need from its load generator (see loadgen.Can).
@@ -47,10 +50,16 @@ type sizes struct {
 }
 
 // fullSizes keep a full run (3 repetitions, 3 brokers, 2 load generators: 126 broker starts)
-// near 18 minutes on a 2-core machine (17m43s for docs/benchmarks.md of 2026-11-30): each
-// measured phase of Kafka's tools lasts roughly 3 to 13 seconds, long enough that JVM warm-up
-// is a small part of it.
-var fullSizes = sizes{w1: 2_500_000, w2: 2_000_000, w3: 400_000, w4: 3_000, w4b: 50_000, w5: 2_500_000, w6: 30_000, w4bRate: 10_000, w6Rate: 5_000, e2eRate: 1_000}
+// near 25 minutes on a 2-core machine: each measured phase of Kafka's tools lasts roughly 3 to
+// 13 seconds, long enough that JVM warm-up is a small part of it.
+//
+// W5 reads 1 GB because Kafka's consumer ends a run with one 500 ms stall on either broker:
+// once a partition is drained while the others still hold buffered records, its next fetch
+// lists only drained partitions, the broker holds it for fetch.max.wait.ms, and no other
+// fetch goes to that broker meanwhile (ConsumerPerformance --print-metrics:
+// fetch-latency-max 502-517 ms in 12 of 13 runs against both). Over 250 MB that stall was
+// a quarter of the measured time and decided the ratio by luck.
+var fullSizes = sizes{w1: 2_500_000, w2: 2_000_000, w3: 400_000, w4: 3_000, w4b: 50_000, w5: 10_000_000, w6: 30_000, w4bRate: 10_000, w6Rate: 5_000, e2eRate: 1_000}
 var quickSizes = sizes{w1: 30_000, w2: 30_000, w3: 10_000, w4: 300, w4b: 2_000, w5: 30_000, w6: 2_000, w4bRate: 2_000, w6Rate: 2_000, e2eRate: 1_000}
 
 // scaled multiplies every record count by f (rates stay), for short runs of the full shapes.
@@ -116,9 +125,9 @@ func workloads(s sizes) []workload {
 			Phases:       []phase{{op: "produce", records: s.w4b, size: 100, rate: s.w4bRate}},
 			run:          produce("w4b", 6, produceSpec{Records: s.w4b, Size: 100, Acks: "all", Throughput: s.w4bRate})},
 		{ID: "W5", Title: "consume 100 B from the start, 6 partitions",
-			Setting:      fmt.Sprintf("fill with ProducerPerformance (%d records, acks=1, partitioner.adaptive.partitioning.enable=false so the split does not follow each broker's latency), then ConsumerPerformance --messages %d from the earliest offset; fetch.* figures (group join excluded)", s.w5, s.w5),
+			Setting:      fmt.Sprintf("fill with spool bench produce --records %d --size 100 --acks 1 (the same data shape for both brokers and both load generators), then ConsumerPerformance --messages %d from the earliest offset; fetch.* figures (group join excluded)", s.w5, s.w5),
 			SpoolSetting: fmt.Sprintf("fill with spool bench produce --records %d --size 100 --acks 1, then spool bench consume --records %d (partitions assigned, no group)", s.w5, s.w5),
-			Phases:       []phase{{op: "produce", records: s.w5, size: 100}, {op: "consume", records: s.w5, size: 100}},
+			Phases:       []phase{{op: "produce", records: s.w5, size: 100, by: "SB"}, {op: "consume", records: s.w5, size: 100}},
 			run: func(ctx context.Context, lg loadgen, addr string, measure func(func() (result, error)) (result, error)) (result, error) {
 				if err := lg.CreateTopic(ctx, addr, "w5", 6); err != nil {
 					return result{}, err
@@ -161,12 +170,13 @@ func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen
 		return result{}, err
 	}
 	defer b.Stop()
-	var cpu float64
+	var cpu, clientCPU float64
 	measure := func(f func() (result, error)) (result, error) {
 		c0, err := b.CPUSeconds()
 		if err != nil {
 			return result{}, err
 		}
+		l0 := childrenCPUSeconds()
 		r, err := f()
 		if err != nil {
 			return r, err
@@ -175,7 +185,7 @@ func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen
 		if err != nil {
 			return r, fmt.Errorf("broker CPU: %w (%v)", err, b.Alive())
 		}
-		cpu = c1 - c0
+		cpu, clientCPU = c1-c0, childrenCPUSeconds()-l0
 		return r, nil
 	}
 	start := time.Now()
@@ -192,7 +202,7 @@ func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen
 	if err != nil {
 		return result{}, fmt.Errorf("%w\n%s\n%s", err, brokerOutputHeader, b.logTail())
 	}
-	r.CPU = cpu
+	r.CPU, r.ClientCPU = cpu, clientCPU
 	r.PeakRSS = b.PeakRSS()
 	if err := b.Stop(); err != nil {
 		return result{}, err
@@ -201,8 +211,8 @@ func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen
 	if r.HasLatency {
 		lat = fmt.Sprintf("  p50 %6.1f p99 %6.1f p99.9 %6.1f ms", r.P50, r.P99, r.P999)
 	}
-	logf("  %-4s %-14s %-2s rep %d: %10.0f rec/s %8.1f MB/s%s  RSS %6.1f MiB  CPU %5.1f s  (%.1fs)",
-		w.ID, sys.Name, lg.Short(), rep, r.RecPerSec, r.MBPerSec, lat, float64(r.PeakRSS)/(1<<20), r.CPU, time.Since(start).Seconds())
+	logf("  %-4s %-14s %-2s rep %d: %10.0f rec/s %8.1f MB/s%s  RSS %6.1f MiB  CPU %5.1f s  client CPU %5.1f s  (%.1fs)",
+		w.ID, sys.Name, lg.Short(), rep, r.RecPerSec, r.MBPerSec, lat, float64(r.PeakRSS)/(1<<20), r.CPU, r.ClientCPU, time.Since(start).Seconds())
 	if !h.keep {
 		removeAll(dir)
 	}

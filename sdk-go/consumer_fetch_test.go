@@ -3,9 +3,15 @@ package spool_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 	spool "github.com/spoolmq/spool/sdk-go"
@@ -204,4 +210,82 @@ func TestPollFuncStopsWithContext(t *testing.T) {
 			t.Fatalf("PollFunc on a cancelled context: %d records, %v", n, err)
 		}
 	})
+}
+
+// TestCorruptBatchStopsThePartition corrupts the middle one of three batches on the broker's
+// disk. The consumer must hand out the records before it with an error wrapping
+// batch.ErrCorrupt and stay at the bad batch, as the Java client does, however far the
+// batch headers let it fetch ahead: every later Poll fails again and nothing past the bad
+// batch is ever returned. Only our broker: the corruption is written into its log segment.
+func TestCorruptBatchStopsThePartition(t *testing.T) {
+	br := brokertest.Start(t, brokertest.Options{})
+	cl := newClient(t, br.Addr, spool.WithPartitioner(spool.ManualPartitioner()))
+	topic := createTopic(t, cl, 1)
+	var groups [][]*spool.Record
+	for b := range 3 {
+		var g []*spool.Record
+		for i := range 3 {
+			g = append(g, &spool.Record{Topic: topic, Value: []byte(fmt.Sprintf("batch %d record %d", b, i))})
+		}
+		groups = append(groups, g)
+	}
+	want := produceBatches(t, cl, groups)
+
+	seg := filepath.Join(br.DataDir, topic+"-0", fmt.Sprintf("%020d.log", 0))
+	log, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := batch.NewScanner(log)
+	for i := 0; i < 2; i++ {
+		if !sc.Next() {
+			t.Fatalf("segment holds fewer than 2 batches: %v", sc.Err())
+		}
+	}
+	if got := batch.Raw(sc.Batch()).BaseOffset(); got != 3 {
+		t.Fatalf("second batch at offset %d, want 3", got)
+	}
+	bad := sc.Position() + len(sc.Batch()) - 1 // last byte of the second batch's last value
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{log[bad] ^ 0xff}, int64(bad)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c := newClient(t, br.Addr)
+	ctx := testCtx(t)
+	if err := c.AssignTopic(ctx, topic, spool.OffsetStart()); err != nil {
+		t.Fatal(err)
+	}
+	var got []*spool.Record
+	for failures := 0; failures < 3; {
+		rs, err := c.Poll(ctx)
+		got = append(got, rs...)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, batch.ErrCorrupt) {
+			t.Fatalf("Poll: %v, want an error wrapping batch.ErrCorrupt", err)
+		}
+		if pos := c.Position(topic, 0); pos != 3 {
+			t.Fatalf("after %v the position is %d, want 3 (the corrupt batch)", err, pos)
+		}
+		failures++
+	}
+	// The records of the first batch, maybe more than once (each failing fetch returns
+	// them again when it started before the corrupt batch), and none after.
+	for _, r := range got {
+		if r.Offset > 2 {
+			t.Fatalf("record at offset %d, past the corrupt batch at 3", r.Offset)
+		}
+		sameRecord(t, r, want[r.Offset])
+	}
+	if len(got) < 3 {
+		t.Fatalf("%d records before the corrupt batch, want 3", len(got))
+	}
 }

@@ -269,6 +269,7 @@ func (cl *Client) Poll(ctx context.Context) ([]*Record, error) {
 // It allocates nothing per record, which makes it the fastest way to read, at a price: fn
 // gets the same *Record every time, overwritten for the next record. fn must not keep r, but
 // may keep a copy of it (rec := *r): the bytes of Key, Value and Headers are never reused.
+// For a group's commits the records count as polled before fn sees them, as with Poll.
 func (cl *Client) PollFunc(ctx context.Context, fn func(r *Record)) (int, error) {
 	for {
 		got, err := cl.take(ctx)

@@ -75,9 +75,8 @@ type consumer struct {
 	cl    *Client
 	mu    sync.Mutex
 	parts map[tp]*cpart
-	// busy counts, per broker, the fetches sent and not yet handed to buf. A fetch stops
-	// counting as on the wire once its response is read, so the next one goes out while the
-	// last is decoded; two per broker bound what waits for buf.
+	// busy counts, per broker, the fetches sent and not yet handed to buf: up to
+	// maxUndelivered, so that the next fetch goes out while the last one decodes.
 	busy   map[int32]int
 	buf    chan []fetchedPart
 	wakeCh chan struct{}
@@ -271,6 +270,9 @@ func (cl *Client) Poll(ctx context.Context) ([]*Record, error) {
 // may keep a copy of it (rec := *r): the bytes of Key, Value and Headers are never reused.
 // For a group's commits the records count as polled before fn sees them, as with Poll.
 func (cl *Client) PollFunc(ctx context.Context, fn func(r *Record)) (int, error) {
+	if fn == nil {
+		return 0, errors.New("spool: PollFunc needs a function to call")
+	}
 	for {
 		got, err := cl.take(ctx)
 		var r Record

@@ -195,13 +195,16 @@ func TestConsumeInOrderAcrossManyFetches(t *testing.T) {
 }
 
 // TestPollFuncStopsWithContext: PollFunc returns the context's error, and no record, when
-// nothing arrives before the context ends.
+// nothing arrives before the context ends; without a function it returns an error.
 func TestPollFuncStopsWithContext(t *testing.T) {
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr)
 		topic := createTopic(t, cl, 1)
 		if err := cl.AssignTopic(testCtx(t), topic, spool.OffsetStart()); err != nil {
 			t.Fatal(err)
+		}
+		if n, err := cl.PollFunc(testCtx(t), nil); n != 0 || err == nil {
+			t.Fatalf("PollFunc(nil): %d records, %v; want an error", n, err)
 		}
 		ctx, cancel := context.WithCancel(testCtx(t))
 		cancel()

@@ -45,6 +45,20 @@ func readSpool(b *testing.B, c *spool.Client, n, want int) int {
 	return seen
 }
 
+// readSpoolFunc is readSpool with PollFunc, which allocates nothing per record.
+func readSpoolFunc(b *testing.B, c *spool.Client, n, want int) int {
+	defer c.Close()
+	seen := 0
+	for seen < n && seen < want {
+		got, err := c.PollFunc(context.Background(), func(*spool.Record) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		seen += got
+	}
+	return seen
+}
+
 // readFranz is readSpool for a franz-go client.
 func readFranz(b *testing.B, c *kgo.Client, n, want int) int {
 	defer c.Close()
@@ -148,27 +162,33 @@ func BenchmarkProduce(b *testing.B) {
 	}
 }
 
-// BenchmarkConsume fetches 100-byte records with our consumer and franz-go's.
+// BenchmarkConsume fetches 100-byte records with our consumer (Poll, and PollFunc) and
+// franz-go's.
 func BenchmarkConsume(b *testing.B) {
 	addr := benchAddr(b)
 	const n = 200000
 	topic := benchTopic(b, addr, 3)
 	fill(b, addr, topic, n)
-	b.Run("spool", func(b *testing.B) {
-		b.SetBytes(100)
-		b.ReportAllocs()
-		got := 0
-		for got < b.N {
-			c, err := spool.NewClient(spool.SeedBrokers(addr))
-			if err != nil {
-				b.Fatal(err)
+	for _, read := range []struct {
+		name string
+		fn   func(b *testing.B, c *spool.Client, n, want int) int
+	}{{"spool", readSpool}, {"spool-func", readSpoolFunc}} {
+		b.Run(read.name, func(b *testing.B) {
+			b.SetBytes(100)
+			b.ReportAllocs()
+			got := 0
+			for got < b.N {
+				c, err := spool.NewClient(spool.SeedBrokers(addr))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c.AssignTopic(context.Background(), topic, spool.OffsetStart()); err != nil {
+					b.Fatal(err)
+				}
+				got += read.fn(b, c, n, b.N-got)
 			}
-			if err := c.AssignTopic(context.Background(), topic, spool.OffsetStart()); err != nil {
-				b.Fatal(err)
-			}
-			got += readSpool(b, c, n, b.N-got)
-		}
-	})
+		})
+	}
 	b.Run("franz-go", func(b *testing.B) {
 		b.SetBytes(100)
 		b.ReportAllocs()

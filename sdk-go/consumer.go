@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
+	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 )
 
 // Offset is a consumer position: an exact offset, the start or end of the partition, or the
@@ -61,30 +62,41 @@ type cpart struct {
 	retryAt  time.Time
 }
 
+// fetchedPart is what one fetch brought for one partition: records, an error, or both (the
+// records before a batch that failed to decode).
 type fetchedPart struct {
 	p     *cpart
 	epoch uint64
-	recs  []*Record
+	recs  *fetchedRecords // nil when none
 	err   error
 }
 
 type consumer struct {
-	cl      *Client
-	mu      sync.Mutex
-	parts   map[tp]*cpart
-	busy    map[int32]bool // brokers with a fetch outstanding
-	buf     chan []fetchedPart
-	wakeCh  chan struct{}
-	quit    chan struct{}
-	once    sync.Once
-	start   sync.Once
-	wg      sync.WaitGroup
-	pending []fetchedPart // taken from buf, not yet returned
+	cl    *Client
+	mu    sync.Mutex
+	parts map[tp]*cpart
+	// busy counts, per broker, the fetches sent and not yet handed to buf: up to
+	// maxUndelivered, so that the next fetch goes out while the last one decodes.
+	busy   map[int32]int
+	buf    chan []fetchedPart
+	wakeCh chan struct{}
+	quit   chan struct{}
+	once   sync.Once
+	start  sync.Once
+	wg     sync.WaitGroup
+	// delivered is closed when the last fetch started has handed its records to buf (or
+	// given up): fetches decode in parallel but deliver in the order they were sent, so that
+	// a partition's records reach Poll in offset order.
+	delivered chan struct{}
 }
+
+// maxUndelivered is how many fetches a broker may have sent and not yet handed to Poll's
+// buffer: one decoding while the next is on the wire.
+const maxUndelivered = 2
 
 func newConsumer(cl *Client) *consumer {
 	return &consumer{
-		cl: cl, parts: map[tp]*cpart{}, busy: map[int32]bool{},
+		cl: cl, parts: map[tp]*cpart{}, busy: map[int32]int{},
 		buf: make(chan []fetchedPart, cl.cfg.maxBufferedFetches), wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
 }
@@ -237,17 +249,52 @@ func (c *consumer) setPaused(topic string, partitions []int32, paused bool) {
 
 // Poll waits until records or an error are available, or ctx ends, and returns them. Records
 // of one partition come in offset order. An error names a partition problem (such as
-// ErrOffsetOutOfRange with ResetNone); records may accompany it.
+// ErrOffsetOutOfRange with ResetNone); records may accompany it. The records are the
+// caller's: they stay valid after the next Poll.
 func (cl *Client) Poll(ctx context.Context) ([]*Record, error) {
 	for {
-		rs, err := cl.poll(ctx)
-		if len(rs) > 0 || err != nil {
-			return rs, err
+		got, err := cl.take(ctx)
+		if len(got) > 0 {
+			return records(got), err
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 }
 
-func (cl *Client) poll(ctx context.Context) ([]*Record, error) {
+// PollFunc waits as Poll does, then calls fn with each record Poll would have returned, in
+// the same order, and returns how many there were with the error Poll would have returned.
+// It allocates nothing per record, which makes it the fastest way to read, at a price: fn
+// gets the same *Record every time, overwritten for the next record. fn must not keep r, but
+// may keep a copy of it (rec := *r): the bytes of Key, Value and Headers are never reused.
+// For a group's commits the records count as polled before fn sees them, as with Poll.
+func (cl *Client) PollFunc(ctx context.Context, fn func(r *Record)) (int, error) {
+	if fn == nil {
+		return 0, errors.New("spool: PollFunc needs a function to call")
+	}
+	for {
+		got, err := cl.take(ctx)
+		var r Record
+		n := 0
+		for _, f := range got {
+			for i := range f.entries {
+				f.fill(i, &r)
+				fn(&r)
+			}
+			n += len(f.entries)
+			f.release()
+		}
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+}
+
+// take waits until fetches arrive, ctx ends or the client closes, and returns the records
+// Poll hands out, in order, with the partition errors that came with them. It may return
+// neither.
+func (cl *Client) take(ctx context.Context) ([]*fetchedRecords, error) {
 	c := cl.cons
 	var got [][]fetchedPart
 	select {
@@ -269,7 +316,7 @@ more:
 			break more
 		}
 	}
-	var out []*Record
+	var out []*fetchedRecords
 	var errs []error
 	c.mu.Lock()
 	for _, fps := range got {
@@ -279,8 +326,8 @@ more:
 			}
 			if fp.p.paused {
 				// Fetched before the pause: drop and fetch again after Resume.
-				if len(fp.recs) > 0 {
-					fp.p.offset = fp.recs[0].Offset
+				if fp.recs != nil {
+					fp.p.offset = fp.recs.entries[0].offset
 					fp.p.epoch++
 				}
 				continue
@@ -288,14 +335,34 @@ more:
 			if fp.err != nil {
 				errs = append(errs, fp.err)
 			}
-			if n := len(fp.recs); n > 0 {
-				fp.p.polled = fp.recs[n-1].Offset + 1
+			if fp.recs != nil {
+				fp.p.polled = fp.recs.entries[len(fp.recs.entries)-1].offset + 1
+				out = append(out, fp.recs)
 			}
-			out = append(out, fp.recs...)
 		}
 	}
 	c.mu.Unlock()
 	return out, errors.Join(errs...)
+}
+
+// records builds the Records of got, in two allocations whatever their number.
+func records(got []*fetchedRecords) []*Record {
+	n := 0
+	for _, f := range got {
+		n += len(f.entries)
+	}
+	recs := make([]Record, n)
+	out := make([]*Record, n)
+	i := 0
+	for _, f := range got {
+		for j := range f.entries {
+			f.fill(j, &recs[i])
+			out[i] = &recs[i]
+			i++
+		}
+		f.release()
+	}
+	return out
 }
 
 // polledOffsets returns the offset after the last record Poll returned, for each partition
@@ -486,13 +553,13 @@ func (c *consumer) step() (next time.Time) {
 			soonest(now.Add(cl.cfg.retryBackoff))
 			continue
 		}
-		if c.busy[l] {
+		if c.busy[l] >= maxUndelivered {
 			continue
 		}
 		reqs[l] = append(reqs[l], cp)
 	}
 	for l, cps := range reqs {
-		c.busy[l] = true
+		c.busy[l]++
 		for _, cp := range cps {
 			cp.fetching = true
 		}
@@ -535,9 +602,12 @@ func (c *consumer) fetch(leader int32, cps []*cpart) {
 			LogStartOffset: -1, PartitionMaxBytes: cl.cfg.fetchPartMaxBytes,
 		})
 	}
+	prev, delivered := c.delivered, make(chan struct{})
+	c.delivered = delivered
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer close(delivered)
 		ctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.requestTimeout+cl.cfg.fetchMaxWait)
 		resp := &wire.FetchResponse{}
 		err := cl.RequestNode(ctx, leader, req, resp)
@@ -554,81 +624,229 @@ func (c *consumer) fetch(leader int32, cps []*cpart) {
 				}
 			}
 		}
-		var out []fetchedPart
-		refresh := false
-		c.mu.Lock()
-		for i, cp := range cps {
-			cp.fetching = false
-			if c.parts[cp.tp] != cp || cp.epoch != epochs[i] {
-				continue
-			}
-			if err != nil {
-				cp.retryAt = time.Now().Add(cl.cfg.retryBackoff)
-				refresh = refresh || isLeadershipErr(err)
-				continue
-			}
-			pd := byTP[cp.tp]
-			if pd == nil {
-				continue
-			}
-			perr := wire.ErrorForCode(pd.ErrorCode)
-			switch {
-			case perr == nil:
-			case errors.Is(perr, wire.ErrOffsetOutOfRange):
-				if cl.cfg.offsetReset == ResetNone {
-					cp.retryAt = time.Now().Add(time.Hour) // until the user seeks
-					out = append(out, fetchedPart{p: cp, epoch: cp.epoch,
-						err: fmt.Errorf("spool: %s[%d] offset %d: %w", cp.topic, cp.partition, offsets[i], perr)})
-				} else {
-					cp.pending = &Offset{kind: 4}
-					cp.offset = -1
-				}
-				continue
-			default:
-				cp.retryAt = time.Now().Add(cl.cfg.retryBackoff)
-				refresh = refresh || isLeadershipErr(perr) || wire.IsRetriable(perr)
-				if !wire.IsRetriable(perr) {
-					out = append(out, fetchedPart{p: cp, epoch: cp.epoch, err: fmt.Errorf("spool: fetching %s[%d]: %w", cp.topic, cp.partition, perr)})
-				}
-				continue
-			}
-			recs, nextOff, derr := decodeRecords(cp.topic, cp.partition, pd.Records, offsets[i], cl.cfg.fetchMaxBytes)
-			if nextOff > cp.offset {
-				cp.offset = nextOff
-			}
-			if len(recs) > 0 || derr != nil {
-				out = append(out, fetchedPart{p: cp, epoch: cp.epoch, recs: recs, err: derr})
-			}
-		}
-		delete(c.busy, leader)
-		c.mu.Unlock()
+		out, todo, refresh := c.settle(cps, epochs, offsets, byTP, err)
+		c.wake() // the next fetch goes out while this one decodes
 		if refresh {
 			cl.triggerRefresh()
 		}
-		if len(out) > 0 {
-			select {
-			case c.buf <- out:
-			case <-c.quit:
-			case <-cl.ctx.Done():
+		for _, d := range todo {
+			recs, next, derr := decodeRecords(d.cp.topic, d.cp.partition, d.region, d.from, cl.cfg.fetchMaxBytes)
+			if derr != nil {
+				d.epoch = c.rewind(d.cp, d.epoch, next)
+			}
+			if recs != nil || derr != nil {
+				out = append(out, fetchedPart{p: d.cp, epoch: d.epoch, recs: recs, err: derr})
 			}
 		}
+		c.deliver(prev, out)
+		c.mu.Lock()
+		c.busy[leader]--
+		if c.busy[leader] <= 0 {
+			delete(c.busy, leader)
+		}
+		c.mu.Unlock()
 		c.wake()
 	}()
 }
 
-// decodeRecords parses a fetched records region into records at or after from. Uncompressed
-// keys and values alias the response buffer, which is never reused; compressed batches are
-// decompressed into a buffer of their own.
-func decodeRecords(topic string, partition int32, region []byte, from int64, limit int32) ([]*Record, int64, error) {
+// toDecode is a partition's records region from a fetch response, to decode from offset from.
+type toDecode struct {
+	cp     *cpart
+	epoch  uint64
+	from   int64
+	region []byte
+}
+
+// settle applies a fetch response to the partitions it was for: it reports their errors (in
+// out), moves their positions past the batches it holds, read from the batch headers alone
+// so that the next fetch need not wait for the decoding, and returns what to decode.
+func (c *consumer) settle(cps []*cpart, epochs []uint64, offsets []int64, byTP map[tp]*wire.FetchResponsePartitionData, err error) (out []fetchedPart, todo []toDecode, refresh bool) {
+	cl := c.cl
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, cp := range cps {
+		cp.fetching = false
+		if c.parts[cp.tp] != cp || cp.epoch != epochs[i] {
+			continue
+		}
+		if err != nil {
+			cp.retryAt = time.Now().Add(cl.cfg.retryBackoff)
+			refresh = refresh || isLeadershipErr(err)
+			continue
+		}
+		pd := byTP[cp.tp]
+		if pd == nil {
+			continue
+		}
+		perr := wire.ErrorForCode(pd.ErrorCode)
+		switch {
+		case perr == nil:
+		case errors.Is(perr, wire.ErrOffsetOutOfRange):
+			if cl.cfg.offsetReset == ResetNone {
+				cp.retryAt = time.Now().Add(time.Hour) // until the user seeks
+				out = append(out, fetchedPart{p: cp, epoch: cp.epoch,
+					err: fmt.Errorf("spool: %s[%d] offset %d: %w", cp.topic, cp.partition, offsets[i], perr)})
+			} else {
+				cp.pending = &Offset{kind: 4}
+				cp.offset = -1
+			}
+			continue
+		default:
+			cp.retryAt = time.Now().Add(cl.cfg.retryBackoff)
+			refresh = refresh || isLeadershipErr(perr) || wire.IsRetriable(perr)
+			if !wire.IsRetriable(perr) {
+				out = append(out, fetchedPart{p: cp, epoch: cp.epoch, err: fmt.Errorf("spool: fetching %s[%d]: %w", cp.topic, cp.partition, perr)})
+			}
+			continue
+		}
+		if next := nextOffset(pd.Records, offsets[i]); next > cp.offset {
+			cp.offset = next
+		}
+		todo = append(todo, toDecode{cp: cp, epoch: cp.epoch, from: offsets[i], region: pd.Records})
+	}
+	return out, todo, refresh
+}
+
+// rewind puts cp back at offset, where its records failed to decode, if no seek came in
+// between, and drops what was fetched past it. It returns the epoch the failure belongs to.
+func (c *consumer) rewind(cp *cpart, epoch uint64, offset int64) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parts[cp.tp] != cp || cp.epoch != epoch {
+		return epoch
+	}
+	cp.epoch++
+	cp.offset = offset
+	cp.retryAt = time.Time{}
+	return cp.epoch
+}
+
+// deliver hands out to Poll once the fetch sent before, prev, has handed out its own.
+func (c *consumer) deliver(prev <-chan struct{}, out []fetchedPart) {
+	cl := c.cl
+	if prev != nil {
+		select {
+		case <-prev:
+		case <-c.quit:
+			return
+		case <-cl.ctx.Done():
+			return
+		}
+	}
+	if len(out) == 0 {
+		return
+	}
+	select {
+	case c.buf <- out:
+	case <-c.quit:
+	case <-cl.ctx.Done():
+	}
+}
+
+// nextOffset is the offset after the last batch of region whose header parses (from if
+// none): where the next fetch starts. A truncated last batch is fetched again.
+func nextOffset(region []byte, from int64) int64 {
 	next := from
-	recs := make([]Record, 0, countRecords(region, from))
-	var n int
+	for sc := batch.NewScanner(region); sc.Next(); {
+		h, err := batch.ParseHeader(sc.Batch())
+		if err != nil {
+			break
+		}
+		next = max(next, h.NextOffset())
+	}
+	return next
+}
+
+// span locates a key or value in a region of fetchedRecords; n is -1 for null.
+type span struct{ at, n int32 }
+
+func (s span) in(region []byte) []byte {
+	if s.n < 0 {
+		return nil
+	}
+	end := s.at + s.n
+	return region[s.at:end:end]
+}
+
+// recEntry is one fetched record. It holds no pointer, so that the records of a fetch are one
+// block the garbage collector neither scans nor guards with write barriers: as Records they
+// would be tens of thousands of objects of five pointers each.
+type recEntry struct {
+	offset, timestamp int64
+	key, value        span
+	region            int32 // in fetchedRecords.regions
+	headers           int32 // in fetchedRecords.headers; -1 for none
+	leaderEpoch       int32
+}
+
+// fetchedRecords are the records of one partition from one fetch, in offset order; at least
+// one.
+type fetchedRecords struct {
+	topic     string
+	partition int32
+	// regions are the fetch response's records region, then the buffer of each compressed
+	// batch. Records alias them: none is ever written again.
+	regions [][]byte
+	entries []recEntry
+	headers [][]Header
+}
+
+// entryPool recycles the entries of fetches already handed out: a fetch of 6 MiB of small
+// records needs megabytes of them, which fresh memory would make the runtime clear and the
+// kernel fault in on every fetch.
+var entryPool sync.Pool // of *[]recEntry
+
+// getEntries returns an empty slice with room for n entries.
+func getEntries(n int) []recEntry {
+	if p, ok := entryPool.Get().(*[]recEntry); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]recEntry, 0, n)
+}
+
+// release gives f's entries back to entryPool once nothing reads them any more; f is empty
+// afterwards.
+func (f *fetchedRecords) release() {
+	if cap(f.entries) > 0 {
+		e := f.entries[:0]
+		entryPool.Put(&e)
+	}
+	f.entries = nil
+}
+
+// fill sets *r to record i.
+func (f *fetchedRecords) fill(i int, r *Record) {
+	e := &f.entries[i]
+	region := f.regions[e.region]
+	*r = Record{Topic: f.topic, Partition: f.partition, Offset: e.offset, Key: e.key.in(region), Value: e.value.in(region),
+		Timestamp: time.UnixMilli(e.timestamp), LeaderEpoch: e.leaderEpoch}
+	if e.headers >= 0 {
+		r.Headers = f.headers[e.headers]
+	}
+}
+
+// decodeRecords parses a fetched records region into the records at or after from (nil if
+// none), and returns the offset after the last batch it read whole: on error, that of the
+// batch that failed. Uncompressed keys and values alias the response buffer, which is never
+// reused; each compressed batch is decompressed into a buffer of its own.
+func decodeRecords(topic string, partition int32, region []byte, from int64, limit int32) (*fetchedRecords, int64, error) {
+	f := &fetchedRecords{topic: topic, partition: partition, regions: [][]byte{region},
+		entries: getEntries(countRecords(region, from))}
+	result := func(next int64, err error) (*fetchedRecords, int64, error) {
+		if len(f.entries) == 0 {
+			f.release()
+			return nil, next, err
+		}
+		return f, next, err
+	}
+	next := from
+	var it batch.Iterator
 	sc := batch.NewScanner(region)
 	for sc.Next() {
 		b := sc.Batch()
 		h, err := batch.ParseHeader(b)
 		if err != nil {
-			return ptrs(recs[:n]), next, fmt.Errorf("spool: %s[%d]: %w", topic, partition, err)
+			return result(next, fmt.Errorf("spool: %s[%d]: %w", topic, partition, err))
 		}
 		last := h.BaseOffset + int64(h.LastOffsetDelta)
 		if last < from {
@@ -638,29 +856,49 @@ func decodeRecords(topic string, partition int32, region []byte, from int64, lim
 			next = max(next, last+1)
 			continue
 		}
-		var it batch.Iterator
 		if err := it.Reset(b, int(max(limit, 64<<20))); err != nil {
-			return ptrs(recs[:n]), next, fmt.Errorf("spool: %s[%d] batch at %d: %w", topic, partition, h.BaseOffset, err)
+			return result(next, fmt.Errorf("spool: %s[%d] batch at %d: %w", topic, partition, h.BaseOffset, err))
 		}
+		// Positions are in the iterator's region: the batch's records, which start
+		// HeaderSize into the batch, or a decompression buffer, kept as a region of its own.
+		ri, base := int32(0), int32(sc.Position()+batch.HeaderSize)
+		compressed := h.Attributes.Codec() != compress.None
+		if compressed {
+			ri, base = int32(len(f.regions)), 0
+		}
+		added := len(f.entries)
 		for it.Next() {
 			r := it.Record()
 			if r.Offset < from {
 				continue
 			}
-			rec := Record{Topic: topic, Partition: partition, Offset: r.Offset, Key: r.Key, Value: r.Value,
-				Timestamp: time.UnixMilli(r.Timestamp), LeaderEpoch: h.PartitionLeaderEpoch}
-			if r.NumHeaders > 0 {
-				rec.Headers = r.AppendHeaders(make([]Header, 0, r.NumHeaders))
+			k, v := it.Positions()
+			e := recEntry{offset: r.Offset, timestamp: r.Timestamp, region: ri, headers: -1, leaderEpoch: h.PartitionLeaderEpoch,
+				key: span{base + int32(k), int32(len(r.Key))}, value: span{base + int32(v), int32(len(r.Value))}}
+			if r.Key == nil {
+				e.key = span{0, -1}
 			}
-			recs = append(recs, rec)
-			n++
+			if r.Value == nil {
+				e.value = span{0, -1}
+			}
+			if r.NumHeaders > 0 {
+				e.headers = int32(len(f.headers))
+				f.headers = append(f.headers, r.AppendHeaders(make([]Header, 0, r.NumHeaders)))
+			}
+			f.entries = append(f.entries, e)
 		}
-		if err := it.Err(); err != nil {
-			return ptrs(recs[:n]), next, fmt.Errorf("spool: %s[%d] batch at %d: %w", topic, partition, h.BaseOffset, err)
+		err = it.Err()
+		if compressed && len(f.entries) > added {
+			// The records alias the buffer: the next batch needs a fresh one.
+			f.regions = append(f.regions, it.Region())
+			it = batch.Iterator{}
+		}
+		if err != nil {
+			return result(next, fmt.Errorf("spool: %s[%d] batch at %d: %w", topic, partition, h.BaseOffset, err))
 		}
 		next = max(next, last+1)
 	}
-	return ptrs(recs[:n]), next, nil
+	return result(next, nil)
 }
 
 // countRecords is how many records the batch headers in region announce at or after from
@@ -679,15 +917,4 @@ func countRecords(region []byte, from int64) int {
 		}
 	}
 	return min(n, len(region)/7) // a record takes at least 7 bytes, whatever the header claims
-}
-
-func ptrs(rs []Record) []*Record {
-	if len(rs) == 0 {
-		return nil
-	}
-	out := make([]*Record, len(rs))
-	for i := range rs {
-		out[i] = &rs[i]
-	}
-	return out
 }

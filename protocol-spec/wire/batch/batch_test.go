@@ -75,6 +75,7 @@ func checkRecords(t *testing.T, raw []byte, recs []testRecord) {
 			!bytes.Equal(r.Value, w.value) || (r.Value == nil) != (w.value == nil) {
 			t.Fatalf("record %d: key %q value %q", i, r.Key, r.Value)
 		}
+		checkPositions(t, &it)
 		got := r.AppendHeaders(nil)
 		if len(got) != len(w.headers) || r.NumHeaders != len(w.headers) {
 			t.Fatalf("record %d: %d headers, want %d", i, len(got), len(w.headers))
@@ -92,6 +93,26 @@ func checkRecords(t *testing.T, raw []byte, recs []testRecord) {
 	}
 	if i != len(recs) {
 		t.Fatalf("%d records, want %d", i, len(recs))
+	}
+}
+
+// checkPositions fails unless Positions locate the current record's key and value in Region:
+// the same bytes at the same addresses.
+func checkPositions(t *testing.T, it *Iterator) {
+	t.Helper()
+	r, region := it.Record(), it.Region()
+	k, v := it.Positions()
+	for _, f := range []struct {
+		name string
+		got  []byte
+		at   int
+	}{{"key", r.Key, k}, {"value", r.Value, v}} {
+		if len(f.got) == 0 {
+			continue
+		}
+		if f.at < 0 || f.at+len(f.got) > len(region) || &region[f.at] != &f.got[0] {
+			t.Fatalf("%s at %d (%d bytes) is not where the record's %s lies in a region of %d", f.name, f.at, len(f.got), f.name, len(region))
+		}
 	}
 }
 
@@ -783,6 +804,7 @@ func FuzzRecordIteration(f *testing.F) {
 			if len(hs) != r.NumHeaders {
 				t.Fatalf("%d headers, NumHeaders %d", len(hs), r.NumHeaders)
 			}
+			checkPositions(t, &it)
 			recs = append(recs, testRecord{ts: h.BaseTimestamp + r.TimestampDelta, key: r.Key, value: r.Value, headers: hs})
 			deltas = append(deltas, r.OffsetDelta)
 		}

@@ -101,6 +101,10 @@ type Iterator struct {
 	index     int32
 	prevDelta int64
 	err       error
+	// region is what r reads: the uncompressed records region.
+	region []byte
+	// keyAt and valueAt are where the current record's key and value start in region.
+	keyAt, valueAt int
 }
 
 // maxPooledBuffer is the largest decompression buffer kept for reuse by ValidateRecords.
@@ -114,6 +118,7 @@ func (it *Iterator) Reset(b []byte, limit int) error {
 	it.index = 0
 	it.prevDelta = -1
 	it.r.Reset(nil)
+	it.region = nil
 	h, err := Validate(b)
 	it.h = h
 	if err != nil {
@@ -139,6 +144,7 @@ func (it *Iterator) Reset(b []byte, limit int) error {
 		}
 	}
 	it.r.Reset(records)
+	it.region = records
 	it.err = nil
 	return nil
 }
@@ -146,6 +152,7 @@ func (it *Iterator) Reset(b []byte, limit int) error {
 // release drops the references to the last batch, and a buffer too large to keep pooled.
 func (it *Iterator) release() {
 	it.r.Reset(nil)
+	it.region = nil
 	it.rr.Reset(nil)
 	it.rec = Record{}
 	if cap(it.buf) > maxPooledBuffer {
@@ -162,6 +169,16 @@ func (it *Iterator) Err() error { return it.err }
 
 // Record is the current record. It is a small struct whose slices alias the batch (see Record).
 func (it *Iterator) Record() Record { return it.rec }
+
+// Region is the uncompressed records region of the batch: a part of the batch, or the
+// iterator's decompression buffer, which the next Reset to a compressed batch overwrites (take
+// it and Reset a fresh Iterator to keep it). With Positions it lets a reader keep the records
+// as offsets into one buffer instead of as slices, which the garbage collector would trace.
+func (it *Iterator) Region() []byte { return it.region }
+
+// Positions is where the current record's key and value start in Region: Key is
+// Region()[key:key+len(Key)], and likewise Value. A null key or value has position 0.
+func (it *Iterator) Positions() (key, value int) { return it.keyAt, it.valueAt }
 
 // Next parses the next record and reports whether there is one. At the end it checks that the
 // records region held exactly recordsCount records.
@@ -192,6 +209,7 @@ var (
 func (it *Iterator) parse() error {
 	r := &it.r
 	length := r.Varint()
+	at := r.Offset()
 	body := r.Raw(int(length))
 	if err := r.Err(); err != nil {
 		return err
@@ -206,16 +224,18 @@ func (it *Iterator) parse() error {
 	if keyLen < -1 {
 		return fmt.Errorf("key: %w %d", errNegativeLen, keyLen)
 	}
-	rec.Key = nil
+	rec.Key, it.keyAt = nil, 0
 	if keyLen >= 0 {
+		it.keyAt = at + rr.Offset()
 		rec.Key = rr.Raw(int(keyLen))
 	}
 	valueLen := rr.Varint()
 	if valueLen < -1 {
 		return fmt.Errorf("value: %w %d", errNegativeLen, valueLen)
 	}
-	rec.Value = nil
+	rec.Value, it.valueAt = nil, 0
 	if valueLen >= 0 {
+		it.valueAt = at + rr.Offset()
 		rec.Value = rr.Raw(int(valueLen))
 	}
 	count := rr.Varint()

@@ -387,47 +387,79 @@ func (b *bench) consume(ctx context.Context) (benchResult, error) {
 	}
 	stop := b.progress.start(start)
 	defer stop()
+	t := tally{b: b, cu: cu}
 	for b.o.records == 0 || b.done.Load() < int64(b.o.records) {
-		rs, err := b.poll(pctx, cl, cu)
+		err := b.poll(pctx, cl, cu, t.add)
+		t.flush()
 		if err != nil {
 			if b.o.duration > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				break
 			}
 			return benchResult{}, err
 		}
-		now := time.Now()
-		var nb int64
-		for _, r := range rs {
-			nb += int64(len(r.Value) + len(r.Key))
-			b.lat.Record(int64(now.Sub(r.Timestamp)))
-			cu.saw(r)
-		}
-		b.bytes.Add(nb)
-		b.done.Add(int64(len(rs)))
 	}
 	stop()
 	return b.result(start), nil
 }
 
-// poll is one Poll of consume. With --records it waits at most --timeout for records, as
+// tally accounts for the records of one poll: bytes, count, latency from the record's
+// timestamp to the poll's return, and how far each partition was read. Records of a
+// partition come in offset order, so only the last of each run of one partition goes to
+// catchUp, which keeps map look-ups off the per-record path.
+type tally struct {
+	b     *bench
+	cu    *catchUp
+	now   int64 // when the poll returned, in Unix nanoseconds; 0 before its first record
+	bytes int64
+	n     int64
+	part  int32
+	next  int64 // offset after the last record of part; 0 when no run is open
+}
+
+func (t *tally) add(r *spool.Record) {
+	if t.now == 0 {
+		t.now = time.Now().UnixNano()
+	}
+	t.bytes += int64(len(r.Value) + len(r.Key))
+	t.n++
+	// Integer nanoseconds: Time.Sub's overflow checks cost more than the rest of add.
+	t.b.lat.Record(t.now - r.Timestamp.UnixNano())
+	if t.next != 0 && r.Partition != t.part {
+		t.cu.saw(t.part, t.next)
+	}
+	t.part, t.next = r.Partition, r.Offset+1
+}
+
+// flush ends a poll: it publishes the counts (the progress line reads them) and the last run.
+func (t *tally) flush() {
+	if t.next != 0 {
+		t.cu.saw(t.part, t.next)
+	}
+	t.b.bytes.Add(t.bytes)
+	t.b.done.Add(t.n)
+	t.now, t.bytes, t.n, t.next = 0, 0, 0, 0
+}
+
+// poll is one PollFunc of consume. With --records it waits at most --timeout for records, as
 // kafka-consumer-perf-test does, so a topic shorter than --records ends the run with an error
 // instead of a wait forever; the error says whether everything the topic held at start was
 // read (the usual case) or the records stopped coming before that.
-func (b *bench) poll(ctx context.Context, cl *spool.Client, cu *catchUp) ([]*spool.Record, error) {
+func (b *bench) poll(ctx context.Context, cl *spool.Client, cu *catchUp, fn func(*spool.Record)) error {
 	if b.o.records == 0 {
-		return cl.Poll(ctx)
+		_, err := cl.PollFunc(ctx, fn)
+		return err
 	}
 	ictx, cancel := context.WithTimeout(ctx, b.o.idle)
 	defer cancel()
-	rs, err := cl.Poll(ictx)
+	_, err := cl.PollFunc(ictx, fn)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-		return rs, err
+		return err
 	}
 	if cu.done() {
-		return nil, fmt.Errorf("bench consume: read %d of --records %d: the topic held %d records at start, all read, and no new record arrived within --timeout %v",
+		return fmt.Errorf("bench consume: read %d of --records %d: the topic held %d records at start, all read, and no new record arrived within --timeout %v",
 			b.done.Load(), b.o.records, cu.atStart, b.o.idle)
 	}
-	return nil, fmt.Errorf("bench consume: read %d of --records %d: no record arrived within --timeout %v, before reaching the end offsets the topic had at start (%d records)",
+	return fmt.Errorf("bench consume: read %d of --records %d: no record arrived within --timeout %v, before reaching the end offsets the topic had at start (%d records)",
 		b.done.Load(), b.o.records, b.o.idle, cu.atStart)
 }
 
@@ -459,14 +491,15 @@ func newCatchUp(ctx context.Context, ad *spool.Admin, topic string) (*catchUp, e
 	return c, nil
 }
 
-func (c *catchUp) saw(r *spool.Record) {
-	e, ok := c.end[r.Partition]
+// saw records that partition was read up to next (the offset after the last record read).
+func (c *catchUp) saw(partition int32, next int64) {
+	e, ok := c.end[partition]
 	if !ok {
 		return // a partition added since the start
 	}
-	was := c.next[r.Partition]
-	c.next[r.Partition] = max(was, r.Offset+1)
-	if was < e && r.Offset+1 >= e {
+	was := c.next[partition]
+	c.next[partition] = max(was, next)
+	if was < e && next >= e {
 		c.behind--
 	}
 }

@@ -21,8 +21,26 @@ type Offset struct {
 	kind int8 // 0 exact, 1 start, 2 end, 3 time, 4 reset policy
 }
 
-// OffsetAt is the exact offset o.
-func OffsetAt(o int64) Offset { return Offset{at: o} }
+// OffsetAt is the exact offset o. Kafka's special values -1 (OffsetLatest) and -2
+// (OffsetEarliest) mean OffsetEnd and OffsetStart; any other negative offset is refused by
+// Assign, AssignTopic and Seek.
+func OffsetAt(o int64) Offset {
+	switch o {
+	case OffsetLatest:
+		return OffsetEnd()
+	case OffsetEarliest:
+		return OffsetStart()
+	}
+	return Offset{at: o}
+}
+
+// check refuses an exact offset below zero.
+func (o Offset) check() error {
+	if o.kind == 0 && o.at < 0 {
+		return fmt.Errorf("spool: offset %d is negative: use OffsetStart, OffsetEnd or an offset >= 0", o.at)
+	}
+	return nil
+}
 
 // OffsetStart is the log start offset of the partition.
 func OffsetStart() Offset { return Offset{kind: 1} }
@@ -50,6 +68,12 @@ func (o Offset) String() string {
 // ErrOffsetOutOfRange is returned from Poll when a position is out of range and the reset
 // policy is ResetNone.
 var ErrOffsetOutOfRange = wire.ErrOffsetOutOfRange
+
+// ErrNoOffset is returned from Poll, wrapped with the partition, when a consumer group
+// member gets a partition its group has no committed offset for and the reset policy is
+// ResetNone (the Java client's NoOffsetForPartitionException). The partition is not fetched
+// until Seek gives it a position.
+var ErrNoOffset = errors.New("no committed offset and AutoOffsetReset is ResetNone")
 
 type cpart struct {
 	tp
@@ -125,6 +149,13 @@ func (cl *Client) Assign(assignments map[string]map[int32]Offset) error {
 	if cl.grp != nil {
 		return ErrGroupManaged
 	}
+	for topic, ps := range assignments {
+		for p, o := range ps {
+			if err := o.check(); err != nil {
+				return fmt.Errorf("spool: assign %s[%d]: %w", topic, p, err)
+			}
+		}
+	}
 	cl.assign(assignments)
 	return nil
 }
@@ -160,6 +191,9 @@ func (cl *Client) AssignTopic(ctx context.Context, topic string, o Offset) error
 	if cl.grp != nil {
 		return ErrGroupManaged
 	}
+	if err := o.check(); err != nil {
+		return fmt.Errorf("spool: assign %s: %w", topic, err)
+	}
 	tm, err := cl.topic(ctx, topic)
 	if err != nil {
 		return err
@@ -192,6 +226,9 @@ func (cl *Client) Unassign(topic string, partitions ...int32) error {
 
 // Seek moves an assigned partition to o; records fetched before are dropped.
 func (cl *Client) Seek(topic string, partition int32, o Offset) error {
+	if err := o.check(); err != nil {
+		return fmt.Errorf("spool: seek %s[%d]: %w", topic, partition, err)
+	}
 	c := cl.cons
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -225,8 +262,8 @@ func (cl *Client) Position(topic string, partition int32) int64 {
 	return -1
 }
 
-// Pause stops fetching the partitions until Resume; Poll still returns records already
-// buffered.
+// Pause stops fetching the partitions until Resume, and Poll returns none of their records
+// meanwhile: records fetched before the pause are dropped and fetched again after Resume.
 func (cl *Client) Pause(topic string, partitions ...int32) {
 	cl.cons.setPaused(topic, partitions, true)
 }
@@ -458,6 +495,7 @@ func (c *consumer) step() (next time.Time) {
 		ts    int64
 	}
 	resolve := map[string][]want{}
+	var noOffset []fetchedPart
 	c.mu.Lock()
 	for _, cp := range c.parts {
 		if cp.pending == nil || cp.retryAt.After(now) {
@@ -476,9 +514,16 @@ func (c *consumer) step() (next time.Time) {
 		case 3:
 			ts = o.at
 		case 4:
-			if cl.cfg.offsetReset == ResetLatest {
+			switch cl.cfg.offsetReset {
+			case ResetLatest:
 				ts = OffsetLatest
-			} else {
+			case ResetNone:
+				// Parked without a position (no fetch) until the user seeks.
+				cp.pending, cp.offset = nil, -1
+				noOffset = append(noOffset, fetchedPart{p: cp, epoch: cp.epoch,
+					err: fmt.Errorf("spool: %s[%d]: %w", cp.topic, cp.partition, ErrNoOffset)})
+				continue
+			default:
 				ts = OffsetEarliest
 			}
 		default:
@@ -487,6 +532,7 @@ func (c *consumer) step() (next time.Time) {
 		resolve[cp.topic] = append(resolve[cp.topic], want{cp, cp.epoch, ts})
 	}
 	c.mu.Unlock()
+	c.deliver(nil, noOffset)
 	for topic, ws := range resolve {
 		ts := make(map[int32]int64, len(ws))
 		for _, w := range ws {

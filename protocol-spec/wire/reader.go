@@ -141,11 +141,16 @@ func (r *Reader) UUID() UUID {
 
 // Uvarint reads an unsigned varint of at most 32 bits (5 bytes).
 func (r *Reader) Uvarint() uint32 {
-	// Most varints (record fields, compact lengths) fit one byte: take that path inline.
-	if r.off < len(r.b) {
-		if c := r.b[r.off]; c < 0x80 && r.err == nil {
+	// Most varints (record fields, compact lengths) fit one byte, and a record of 64 B to
+	// 8 KiB has 2-byte length and value length: take those paths inline.
+	if b := r.b[min(r.off, len(r.b)):]; len(b) > 0 && r.err == nil {
+		if b[0] < 0x80 {
 			r.off++
-			return uint32(c)
+			return uint32(b[0])
+		}
+		if len(b) > 1 && b[1] < 0x80 {
+			r.off += 2
+			return uint32(b[0]&0x7f) | uint32(b[1])<<7
 		}
 	}
 	return r.uvarintSlow()

@@ -167,7 +167,9 @@ func setWireError(resp wire.Message, code int16) {
 // TestGroupCoordinatorErrors: the member gets through COORDINATOR_NOT_AVAILABLE on JoinGroup,
 // REBALANCE_IN_PROGRESS on SyncGroup, NOT_COORDINATOR on a heartbeat (it looks the coordinator
 // up again) and on a commit (retried), and ILLEGAL_GENERATION on a heartbeat (its partitions
-// are lost, then it rejoins and gets them back).
+// are lost, then it rejoins and gets them back). On our broker the refused JoinGroup was
+// served, so the group holds a member the client never learnt of and, as Kafka does, waits
+// for it to expire (the 6 s session timeout) before the first generation completes.
 func TestGroupCoordinatorErrors(t *testing.T) {
 	eachFaultTarget(t, map[string]string{"group.initial.rebalance.delay.ms": "0"}, func(t *testing.T, f *faults) {
 		f.failNext(wire.KeyJoinGroup, wire.ErrCoordinatorNotAvailable.Code)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,38 +219,38 @@ func TestAdminGroupWithMembers(t *testing.T) {
 	})
 }
 
-// TestAdminGroupCoordinatorMoves sends group requests to a three-broker cluster whose
-// coordinator first answers NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS: the SDK looks
-// the coordinator up again and retries.
+// TestAdminGroupCoordinatorMoves sends group requests whose coordinator first answers
+// NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS: the SDK looks the coordinator up again and
+// retries. kfake runs three brokers; our broker is single-node, so there the lookup finds the
+// same node again (a coordinator truly moving needs cluster mode), and the refused requests
+// were really served first, so the retries repeat them.
 func TestAdminGroupCoordinatorMoves(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.DefaultNumPartitions(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	var refused atomic.Int32
-	refuse := func(code int16) func(kmsg.Request) (kmsg.Response, error, bool) {
-		return func(req kmsg.Request) (kmsg.Response, error, bool) {
-			refused.Add(1)
-			resp := req.ResponseKind()
-			switch r := resp.(type) {
-			case *kmsg.OffsetDeleteResponse:
-				r.ErrorCode = code
-			case *kmsg.OffsetFetchResponse:
-				r.ErrorCode = code
-			}
-			return resp, nil, true
+	t.Run("kfake", func(t *testing.T) {
+		t.Parallel()
+		c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.DefaultNumPartitions(2))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	c.ControlKey(int16(kmsg.OffsetDelete), refuse(wire.ErrNotCoordinator.Code))
-	c.ControlKey(int16(kmsg.OffsetFetch), refuse(wire.ErrCoordinatorLoadInProgress.Code))
-	cl := newClient(t, c.ListenAddrs()[0])
+		t.Cleanup(c.Close)
+		testCoordinatorMoves(t, kfakeFaults(c))
+	})
+	t.Run("spool", func(t *testing.T) {
+		t.Parallel()
+		testCoordinatorMoves(t, relayFaults(t, targets[0].start(t)))
+	})
+}
+
+func testCoordinatorMoves(t *testing.T, f *faults) {
+	cl := newClient(t, f.addr, f.opts...)
 	ad := cl.Admin()
 	ctx := testCtx(t)
 	topic := createTopic(t, cl, 2)
 	if err := ad.CommitGroupOffsets(ctx, "moving", map[string]map[int32]int64{topic: {0: 7, 1: 8}}); err != nil {
 		t.Fatal(err)
 	}
+	f.failNext(wire.KeyOffsetDelete, wire.ErrNotCoordinator.Code)
+	f.failNext(wire.KeyOffsetFetch, wire.ErrCoordinatorLoadInProgress.Code)
+	finds := f.requests(wire.KeyFindCoordinator)
 	got, err := ad.FetchOffsets(ctx, "moving")
 	if err != nil || got[topic][0].Offset != 7 {
 		t.Fatalf("fetch after COORDINATOR_LOAD_IN_PROGRESS: %+v %v", got, err)
@@ -260,18 +259,28 @@ func TestAdminGroupCoordinatorMoves(t *testing.T) {
 	if err != nil || res[topic][0] != nil {
 		t.Fatalf("delete after NOT_COORDINATOR: %v %v", res, err)
 	}
-	if n := refused.Load(); n != 2 {
+	if n := f.injected.Load(); n != 2 {
 		t.Fatalf("%d requests refused, want 2", n)
+	}
+	if f.requests(wire.KeyFindCoordinator) == finds {
+		t.Fatal("NOT_COORDINATOR did not make the SDK look the coordinator up again")
 	}
 	if got, _ := ad.FetchOffsets(ctx, "moving"); len(got[topic]) != 1 || got[topic][1].Offset != 8 {
 		t.Fatalf("after delete: %+v", got)
 	}
 }
 
-// TestAdminListGroupsPartial lists the groups of a three-broker cluster in which broker 1
-// refuses ListGroups: the groups coordinated by the other brokers come back, with an error
-// that names broker 1 and carries its error code.
+// TestAdminListGroupsPartial lists the groups of a three-broker kfake cluster in which broker
+// 1 refuses ListGroups: the groups coordinated by the other brokers come back, with an error
+// that names broker 1 and carries its error code. Our broker is single-node, so a partial
+// answer cannot happen there; it proves the other half, that the only broker's real
+// ListGroups response carrying an error is an error naming it, not an empty list.
 func TestAdminListGroupsPartial(t *testing.T) {
+	t.Run("kfake", func(t *testing.T) { t.Parallel(); testListGroupsPartial(t) })
+	t.Run("spool", func(t *testing.T) { t.Parallel(); testListGroupsRefused(t) })
+}
+
+func testListGroupsPartial(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.DefaultNumPartitions(1))
 	if err != nil {
 		t.Fatal(err)
@@ -320,5 +329,33 @@ func TestAdminListGroupsPartial(t *testing.T) {
 		if g.Coordinator == 1 {
 			t.Fatalf("group %s listed from the failing broker", g.GroupID)
 		}
+	}
+}
+
+func testListGroupsRefused(t *testing.T) {
+	f := relayFaults(t, targets[0].start(t))
+	cl := newClient(t, f.addr, f.opts...)
+	ad := cl.Admin()
+	ctx := testCtx(t)
+	topic := createTopic(t, cl, 1)
+	for i := range 3 {
+		if err := ad.CommitGroupOffsets(ctx, fmt.Sprintf("refused-%d", i), map[string]map[int32]int64{topic: {0: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := ad.ListGroups(ctx)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("before the refusal: %d groups, %v; want 3", len(all), err)
+	}
+	f.failNext(wire.KeyListGroups, wire.ErrClusterAuthorizationFailed.Code)
+	got, err := ad.ListGroups(ctx)
+	if want := fmt.Sprintf("broker %d", all[0].Coordinator); !errors.Is(err, wire.ErrClusterAuthorizationFailed) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want CLUSTER_AUTHORIZATION_FAILED naming %s", err, want)
+	}
+	if len(got) != 0 {
+		t.Fatalf("%d groups listed from the only broker, which refused", len(got))
+	}
+	if n := f.injected.Load(); n != 1 {
+		t.Fatalf("%d refusals injected, want 1", n)
 	}
 }

@@ -196,6 +196,32 @@ func TestGroupSplitAndTakeOver(t *testing.T) {
 	})
 }
 
+// TestGroupBalancers: three SDK members offering one assignor split eight partitions on both
+// targets, completely, disjointly and in the assignor's shape (range 3+3+2 in blocks,
+// roundrobin every third partition), and each consumes exactly its partitions' records.
+func TestGroupBalancers(t *testing.T) {
+	for _, b := range []string{spool.BalancerRange, spool.BalancerRoundRobin, spool.BalancerCooperativeSticky} {
+		t.Run(b, func(t *testing.T) {
+			t.Parallel()
+			eachGroupTarget(t, func(t *testing.T, addr string) {
+				admin := newClient(t, addr)
+				topic := createTopic(t, admin, 8)
+				group := groupName()
+				l := newLedger()
+				names := []string{"a", "b", "c"}
+				for _, n := range names {
+					groupMember(t, addr, group, n, l, spool.ConsumeTopics(topic), spool.Balancers(b))
+				}
+				shares := waitShares(t, admin, group, topic, b, len(names), 8)
+				if err := checkShape(shares, 8, b); err != nil {
+					t.Fatal(err)
+				}
+				consumedByOwners(t, addr, topic, l, shares, names...)
+			})
+		})
+	}
+}
+
 // TestGroupOptionsValidated: group options need a group and must not conflict.
 func TestGroupOptionsValidated(t *testing.T) {
 	cases := []struct {

@@ -9,9 +9,10 @@ import (
 )
 
 // TestLeaderMove moves partition leaders between produces and consumes on a three-broker
-// kfake cluster (our broker is single-node for now): the client must see NOT_LEADER,
-// refresh metadata and carry on, losing and duplicating nothing.
+// kfake cluster: the client must see NOT_LEADER, refresh metadata and carry on, losing and
+// duplicating nothing.
 func TestLeaderMove(t *testing.T) {
+	// kfake only: a leader move needs several brokers, and our broker has no cluster mode yet.
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(2, "moving"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
 package spool
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
@@ -676,7 +678,7 @@ func (c *consumer) fetch(leader int32, cps []*cpart) {
 			cl.triggerRefresh()
 		}
 		for _, d := range todo {
-			recs, next, derr := decodeRecords(d.cp.topic, d.cp.partition, d.region, d.from, cl.cfg.fetchMaxBytes)
+			recs, next, derr := decodeRecords(d.cp.topic, d.cp.partition, d.region, d.from, cl.cfg.fetchMaxBytes, newAbortFilter(d.aborted))
 			if derr != nil {
 				d.epoch = c.rewind(d.cp, d.epoch, next)
 			}
@@ -701,6 +703,8 @@ type toDecode struct {
 	epoch  uint64
 	from   int64
 	region []byte
+	// aborted lists the aborted transactions overlapping region (read_committed only).
+	aborted []wire.FetchResponseAbortedTransaction
 }
 
 // settle applies a fetch response to the partitions it was for: it reports their errors (in
@@ -748,7 +752,11 @@ func (c *consumer) settle(cps []*cpart, epochs []uint64, offsets []int64, byTP m
 		if next := nextOffset(pd.Records, offsets[i]); next > cp.offset {
 			cp.offset = next
 		}
-		todo = append(todo, toDecode{cp: cp, epoch: cp.epoch, from: offsets[i], region: pd.Records})
+		d := toDecode{cp: cp, epoch: cp.epoch, from: offsets[i], region: pd.Records}
+		if cl.cfg.isolation == ReadCommitted {
+			d.aborted = pd.AbortedTransactions
+		}
+		todo = append(todo, d)
 	}
 	return out, todo, refresh
 }
@@ -875,7 +883,7 @@ func (f *fetchedRecords) fill(i int, r *Record) {
 // none), and returns the offset after the last batch it read whole: on error, that of the
 // batch that failed. Uncompressed keys and values alias the response buffer, which is never
 // reused; each compressed batch is decompressed into a buffer of its own.
-func decodeRecords(topic string, partition int32, region []byte, from int64, limit int32) (*fetchedRecords, int64, error) {
+func decodeRecords(topic string, partition int32, region []byte, from int64, limit int32, aborts *abortFilter) (*fetchedRecords, int64, error) {
 	f := &fetchedRecords{topic: topic, partition: partition, regions: [][]byte{region},
 		entries: getEntries(countRecords(region, from))}
 	result := func(next int64, err error) (*fetchedRecords, int64, error) {
@@ -895,6 +903,10 @@ func decodeRecords(topic string, partition int32, region []byte, from int64, lim
 			return result(next, fmt.Errorf("spool: %s[%d]: %w", topic, partition, err))
 		}
 		last := h.BaseOffset + int64(h.LastOffsetDelta)
+		if aborts.skip(b, h, last) {
+			next = max(next, last+1)
+			continue
+		}
 		if last < from {
 			continue
 		}
@@ -945,6 +957,57 @@ func decodeRecords(topic string, partition int32, region []byte, from int64, lim
 		next = max(next, last+1)
 	}
 	return result(next, nil)
+}
+
+// abortFilter drops the records of aborted transactions from a read_committed fetch, as
+// Kafka's consumers do. The response lists each aborted transaction it overlaps by producer
+// id and first offset; from that offset on, that producer's transactional batches are
+// aborted until its abort marker, a control batch.
+type abortFilter struct {
+	ahead    []wire.FetchResponseAbortedTransaction // by first offset, not reached yet
+	aborting map[int64]bool                         // producer ids inside an aborted transaction
+}
+
+func newAbortFilter(txns []wire.FetchResponseAbortedTransaction) *abortFilter {
+	if len(txns) == 0 {
+		return nil
+	}
+	ahead := slices.Clone(txns)
+	slices.SortFunc(ahead, func(a, b wire.FetchResponseAbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+	return &abortFilter{ahead: ahead, aborting: map[int64]bool{}}
+}
+
+// skip reports whether batch b (header h, last offset last) belongs to an aborted
+// transaction or is the marker ending one. Batches must come in offset order.
+func (f *abortFilter) skip(b []byte, h batch.Header, last int64) bool {
+	if f == nil || h.ProducerID < 0 {
+		return false
+	}
+	for len(f.ahead) > 0 && f.ahead[0].FirstOffset <= last {
+		f.aborting[f.ahead[0].ProducerId] = true
+		f.ahead = f.ahead[1:]
+	}
+	if !f.aborting[h.ProducerID] {
+		return false
+	}
+	if h.Attributes.Control() {
+		if isAbortMarker(b) {
+			delete(f.aborting, h.ProducerID)
+		}
+		return true
+	}
+	return h.Attributes.Transactional()
+}
+
+// isAbortMarker reports whether control batch b holds an ABORT marker: its record's key is
+// a version (int16) and a type (int16), 0 for abort, 1 for commit.
+func isAbortMarker(b []byte) bool {
+	var it batch.Iterator
+	if it.Reset(b, 1<<20) != nil || !it.Next() {
+		return false
+	}
+	k := it.Record().Key
+	return len(k) >= 4 && binary.BigEndian.Uint16(k[2:4]) == 0
 }
 
 // countRecords is how many records the batch headers in region announce at or after from

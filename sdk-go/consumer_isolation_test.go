@@ -84,11 +84,9 @@ func (w *txnWriter) end(how kgo.TransactionEndTry) {
 // A read_uncommitted consumer sees every data record, aborted ones too, and never the control
 // records that end each transaction. A read_committed consumer asks for the last stable
 // offset, so the records of an open transaction, and the plain ones behind them, reach it only
-// once the transaction commits.
-//
-// Left out: that read_committed skips aborted records. The SDK does not do it yet (kfake
-// answers Fetch v12 with AbortedTransactions, the SDK ignores them and returns the aborted
-// records), and the fix belongs in consumer.go.
+// once the transaction commits. It also drops the records of aborted transactions (the
+// Fetch response lists them), and only those: the same producer's next transaction, after
+// its abort marker, is delivered.
 func TestIsolationTransactions(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -107,10 +105,16 @@ func TestIsolationTransactions(t *testing.T) {
 		w.produce(w.plain, "plain-2")
 		w.begin("aborted-1", "aborted-2")
 		w.end(kgo.TryAbort)
+		w.begin("after-abort")
+		w.end(kgo.TryCommit)
 		w.produce(w.plain, "plain-3")
-		want := []string{"plain-1", "committed-1", "committed-2", "plain-2", "aborted-1", "aborted-2", "plain-3"}
+		want := []string{"plain-1", "committed-1", "committed-2", "plain-2", "aborted-1", "aborted-2", "after-abort", "plain-3"}
 		if got := pollValues(t, newClient(t, addr, spool.Isolation(spool.ReadUncommitted)), topic, "plain-3"); !slices.Equal(got, want) {
 			t.Errorf("read_uncommitted: %q, want %q", got, want)
+		}
+		want = []string{"plain-1", "committed-1", "committed-2", "plain-2", "after-abort", "plain-3"}
+		if got := pollValues(t, newClient(t, addr, spool.Isolation(spool.ReadCommitted)), topic, "plain-3"); !slices.Equal(got, want) {
+			t.Errorf("read_committed: %q, want %q", got, want)
 		}
 	})
 

@@ -46,7 +46,8 @@ type IsolationLevel int8
 const (
 	// ReadUncommitted reads up to the high watermark.
 	ReadUncommitted IsolationLevel = 0
-	// ReadCommitted reads up to the last stable offset.
+	// ReadCommitted reads up to the last stable offset and drops the records of aborted
+	// transactions.
 	ReadCommitted IsolationLevel = 1
 )
 

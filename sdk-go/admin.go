@@ -85,7 +85,7 @@ func (a *Admin) CreateTopic(ctx context.Context, name string, partitions int32, 
 		if err != nil {
 			return err
 		}
-		if err := c.request(ctx, req, resp); err != nil {
+		if err := roundTrip(ctx, c, req, resp); err != nil {
 			return err
 		}
 		for _, r := range resp.Topics {
@@ -148,7 +148,7 @@ func (a *Admin) DeleteTopics(ctx context.Context, names ...string) error {
 		if err != nil {
 			return err
 		}
-		if err := c.request(ctx, req, resp); err != nil {
+		if err := roundTrip(ctx, c, req, resp); err != nil {
 			return err
 		}
 		var errs []error
@@ -262,7 +262,7 @@ func (a *Admin) CreatePartitions(ctx context.Context, topic string, total int32)
 		if err != nil {
 			return err
 		}
-		if err := c.request(ctx, req, resp); err != nil {
+		if err := roundTrip(ctx, c, req, resp); err != nil {
 			return err
 		}
 		for _, r := range resp.Results {

@@ -116,7 +116,7 @@ func ParseBrokers(list string) ([]string, error) {
 	for _, a := range strings.Split(list, ",") {
 		a = strings.TrimSpace(a)
 		if err := checkBrokerAddr(a); err != nil {
-			return nil, fmt.Errorf("spool: broker list %q: address %q: %w", list, a, err)
+			return nil, fmt.Errorf("spool: broker address %q in %q: %w", a, list, err)
 		}
 		out = append(out, a)
 	}
@@ -130,6 +130,10 @@ func checkBrokerAddr(addr string) error {
 		return errors.New("empty address")
 	}
 	_, port, err := net.SplitHostPort(addr)
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return errors.New(ae.Err) // its Error() repeats the address
+	}
 	if err != nil {
 		return err
 	}

@@ -34,11 +34,11 @@ func run(ctx context.Context, brokers string, out io.Writer) error {
 	if err := produce(ctx, brokers); err != nil {
 		return err
 	}
-	var mu sync.Mutex                         // callbacks run on the group's goroutine, records on this one
 	seeds, err := spool.ParseBrokers(brokers) // "host1:9092,host2:9092"
 	if err != nil {
 		return err
 	}
+	var mu sync.Mutex // callbacks run on the group's goroutine, records on this one
 	cl, err := spool.NewClient(spool.SeedBrokers(seeds...),
 		spool.ConsumerGroup(group),
 		spool.ConsumeTopics(topic),

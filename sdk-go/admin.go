@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
+
+// ErrTopicAlreadyExists is CreateTopic's error for a name that is taken; check it with
+// errors.Is to make creating a topic idempotent.
+var ErrTopicAlreadyExists = wire.ErrTopicAlreadyExists
 
 // Admin wraps the cluster administration requests of a Client.
 type Admin struct{ cl *Client }
@@ -85,7 +90,7 @@ func (a *Admin) CreateTopic(ctx context.Context, name string, partitions int32, 
 		if err != nil {
 			return err
 		}
-		if err := c.request(ctx, req, resp); err != nil {
+		if err := roundTrip(ctx, c, req, resp); err != nil {
 			return err
 		}
 		for _, r := range resp.Topics {
@@ -148,7 +153,7 @@ func (a *Admin) DeleteTopics(ctx context.Context, names ...string) error {
 		if err != nil {
 			return err
 		}
-		if err := c.request(ctx, req, resp); err != nil {
+		if err := roundTrip(ctx, c, req, resp); err != nil {
 			return err
 		}
 		var errs []error
@@ -262,7 +267,7 @@ func (a *Admin) CreatePartitions(ctx context.Context, topic string, total int32)
 		if err != nil {
 			return err
 		}
-		if err := c.request(ctx, req, resp); err != nil {
+		if err := roundTrip(ctx, c, req, resp); err != nil {
 			return err
 		}
 		for _, r := range resp.Results {
@@ -294,24 +299,77 @@ func (a *Admin) CreatePartitions(ctx context.Context, topic string, total int32)
 
 // ConfigEntry is one configuration value of a resource.
 type ConfigEntry struct {
-	Name      string
-	Value     *string
-	ReadOnly  bool
+	Name string
+	// Value is nil for a sensitive config (a password), which brokers do not reveal.
+	Value    *string
+	ReadOnly bool
+	// Default is set when the value is the built-in default (Source ConfigSourceDefault):
+	// nobody set it, not for the resource and not in the broker's properties.
 	Default   bool
 	Sensitive bool
-	Source    int8
+	// Source is where the value comes from, one of the ConfigSource constants.
+	Source int8
 }
 
-const resourceTopic int8 = 2
+// Where a config value comes from (ConfigEntry.Source), as Kafka numbers them.
+const (
+	ConfigSourceUnknown              int8 = 0
+	ConfigSourceDynamicTopic         int8 = 1 // set for this topic
+	ConfigSourceDynamicBroker        int8 = 2 // set at run time for this broker (Kafka)
+	ConfigSourceDynamicDefaultBroker int8 = 3 // set at run time for every broker (Kafka)
+	ConfigSourceStaticBroker         int8 = 4 // the broker's properties file or flags
+	ConfigSourceDefault              int8 = 5 // the built-in default
+)
 
-// DescribeTopicConfigs returns the configuration of topic (all keys when none are named).
-func (a *Admin) DescribeTopicConfigs(ctx context.Context, topic string, keys ...string) ([]ConfigEntry, error) {
+// ConfigResourceType is the kind of resource configs belong to, Kafka's ConfigResource.Type.
+type ConfigResourceType int8
+
+// The config resource types Spool serves.
+const (
+	ConfigResourceTopic  ConfigResourceType = 2
+	ConfigResourceBroker ConfigResourceType = 4
+)
+
+func (t ConfigResourceType) String() string {
+	switch t {
+	case ConfigResourceTopic:
+		return "topic"
+	case ConfigResourceBroker:
+		return "broker"
+	}
+	return "resource type " + strconv.Itoa(int(t))
+}
+
+// ConfigResource names what DescribeConfigs and AlterConfigs read or change.
+type ConfigResource struct {
+	Type ConfigResourceType
+	// Name is the topic name, or the broker id in decimal. An empty broker name is the
+	// cluster-wide default on Kafka, and the broker that answers on Spool.
+	Name string
+}
+
+// TopicResource is the configs of a topic.
+func TopicResource(name string) ConfigResource {
+	return ConfigResource{Type: ConfigResourceTopic, Name: name}
+}
+
+// BrokerResource is the configs of broker id. Requests about it go to that broker, as
+// Kafka's Admin sends them: a broker describes only its own configs.
+func BrokerResource(id int32) ConfigResource {
+	return ConfigResource{Type: ConfigResourceBroker, Name: strconv.Itoa(int(id))}
+}
+
+func (r ConfigResource) String() string { return fmt.Sprintf("%s %q", r.Type, r.Name) }
+
+// DescribeConfigs returns the configs of res, sorted by name: the keys named, or every config
+// the broker knows for res when none are. Each entry says whether it is the built-in default
+// and where its value comes from.
+func (a *Admin) DescribeConfigs(ctx context.Context, res ConfigResource, keys ...string) ([]ConfigEntry, error) {
 	req := &wire.DescribeConfigsRequest{}
 	req.Default()
-	res := wire.DescribeConfigsRequestResource{ResourceType: resourceTopic, ResourceName: topic, ConfigurationKeys: keys}
-	req.Resources = []wire.DescribeConfigsRequestResource{res}
+	req.Resources = []wire.DescribeConfigsRequestResource{{ResourceType: int8(res.Type), ResourceName: res.Name, ConfigurationKeys: keys}}
 	resp := &wire.DescribeConfigsResponse{}
-	err := a.cl.requestChecked(ctx, req, resp, func() error {
+	err := a.configRequest(ctx, res, req, resp, func() error {
 		for _, r := range resp.Results {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
 				return withMessage(adminErr(err), r.ErrorMessage)
@@ -320,25 +378,27 @@ func (a *Admin) DescribeTopicConfigs(ctx context.Context, topic string, keys ...
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("spool: describing configs of %q: %w", topic, err)
+		return nil, fmt.Errorf("spool: describing configs of %v: %w", res, err)
 	}
 	var out []ConfigEntry
 	for _, r := range resp.Results {
 		for _, c := range r.Configs {
 			out = append(out, ConfigEntry{Name: c.Name, Value: c.Value, ReadOnly: c.ReadOnly, Sensitive: c.IsSensitive,
-				Source: c.ConfigSource, Default: c.ConfigSource == 5})
+				Source: c.ConfigSource, Default: c.ConfigSource == ConfigSourceDefault})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// AlterTopicConfigs sets (non-nil value) or deletes (nil value, back to the default) topic
-// configs with IncrementalAlterConfigs.
-func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string) error {
+// AlterConfigs sets (non-nil value) or deletes (nil value: back to the default) configs of
+// res with IncrementalAlterConfigs; the changes apply together or not at all. Spool's broker
+// configs are static (its properties file and flags), so altering them fails with
+// INVALID_REQUEST there; Kafka accepts its dynamic broker configs.
+func (a *Admin) AlterConfigs(ctx context.Context, res ConfigResource, set map[string]*string) error {
 	req := &wire.IncrementalAlterConfigsRequest{}
 	req.Default()
-	res := wire.IncrementalAlterConfigsRequestAlterConfigsResource{ResourceType: resourceTopic, ResourceName: topic}
+	r := wire.IncrementalAlterConfigsRequestAlterConfigsResource{ResourceType: int8(res.Type), ResourceName: res.Name}
 	keys := make([]string, 0, len(set))
 	for k := range set {
 		keys = append(keys, k)
@@ -349,11 +409,11 @@ func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, set map[str
 		if set[k] == nil {
 			op = 1 // DELETE
 		}
-		res.Configs = append(res.Configs, wire.IncrementalAlterConfigsRequestAlterableConfig{Name: k, ConfigOperation: op, Value: set[k]})
+		r.Configs = append(r.Configs, wire.IncrementalAlterConfigsRequestAlterableConfig{Name: k, ConfigOperation: op, Value: set[k]})
 	}
-	req.Resources = []wire.IncrementalAlterConfigsRequestAlterConfigsResource{res}
+	req.Resources = []wire.IncrementalAlterConfigsRequestAlterConfigsResource{r}
 	resp := &wire.IncrementalAlterConfigsResponse{}
-	err := a.cl.requestChecked(ctx, req, resp, func() error {
+	err := a.configRequest(ctx, res, req, resp, func() error {
 		for _, r := range resp.Responses {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
 				return withMessage(adminErr(err), r.ErrorMessage)
@@ -362,9 +422,44 @@ func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, set map[str
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("spool: altering configs of %q: %w", topic, err)
+		return fmt.Errorf("spool: altering configs of %v: %w", res, err)
 	}
 	return nil
+}
+
+// DescribeTopicConfigs is DescribeConfigs of TopicResource(topic).
+func (a *Admin) DescribeTopicConfigs(ctx context.Context, topic string, keys ...string) ([]ConfigEntry, error) {
+	return a.DescribeConfigs(ctx, TopicResource(topic), keys...)
+}
+
+// AlterTopicConfigs is AlterConfigs of TopicResource(topic).
+func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string) error {
+	return a.AlterConfigs(ctx, TopicResource(topic), set)
+}
+
+// configRequest sends a config request about res with retries: to the broker a broker
+// resource names, else to any broker.
+func (a *Admin) configRequest(ctx context.Context, res ConfigResource, req, resp wire.Message, check func() error) error {
+	if res.Type != ConfigResourceBroker || res.Name == "" {
+		return a.cl.requestChecked(ctx, req, resp, check)
+	}
+	id, err := strconv.ParseInt(res.Name, 10, 32)
+	if err != nil || id < 0 {
+		return fmt.Errorf("broker resource name %q: want a broker id", res.Name)
+	}
+	return a.cl.withRetries(ctx, func(ctx context.Context) error {
+		m, err := a.cl.fetchMetadata(ctx, nil, false)
+		if err != nil {
+			return err
+		}
+		if _, ok := m.brokers[int32(id)]; !ok {
+			return finalError{fmt.Errorf("no broker %d in the cluster: %w", id, wire.ErrBrokerNotAvailable)}
+		}
+		if err := a.cl.RequestNode(ctx, int32(id), req, resp); err != nil {
+			return err
+		}
+		return check()
+	})
 }
 
 // Special timestamps for ListOffsets.

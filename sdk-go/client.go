@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +86,7 @@ func NewClient(opts ...Opt) (*Client, error) {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	for _, s := range cfg.seeds {
-		if _, _, err := net.SplitHostPort(s); err != nil {
+		if err := checkBrokerAddr(s); err != nil {
 			return nil, fmt.Errorf("spool: seed broker %q: %w", s, err)
 		}
 	}
@@ -104,6 +105,42 @@ func NewClient(opts ...Opt) (*Client, error) {
 		go cl.grp.run()
 	}
 	return cl, nil
+}
+
+// ParseBrokers splits a comma-separated list of HOST:PORT addresses, the form of
+// $SPOOL_BROKERS and of the spool CLI's --brokers, for SeedBrokers. Spaces around an address
+// are dropped. An empty entry, a missing port or a port outside 1-65535 is an error, the same
+// check NewClient applies to each seed.
+func ParseBrokers(list string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		a = strings.TrimSpace(a)
+		if err := checkBrokerAddr(a); err != nil {
+			return nil, fmt.Errorf("spool: broker address %q in %q: %w", a, list, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// checkBrokerAddr rejects an address that could never be dialed, so the mistake shows up
+// when the client is made rather than as a connection error later.
+func checkBrokerAddr(addr string) error {
+	if addr == "" {
+		return errors.New("empty address")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return errors.New(ae.Err) // its Error() repeats the address
+	}
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	return nil
 }
 
 // Close waits up to RequestTimeout for buffered records to be delivered (call Flush first
@@ -282,22 +319,81 @@ func isLeadershipErr(err error) bool {
 }
 
 // Request sends a raw protocol request to any broker at the negotiated version and decodes the
-// response into resp. It is the escape hatch for APIs the SDK does not wrap.
+// response into resp. It is the escape hatch for APIs the SDK does not wrap. The round trip is
+// bounded by ctx and by RequestTimeout plus the time the request lets the broker wait (a
+// Fetch's MaxWaitMs, a JoinGroup's RebalanceTimeoutMs, the TimeoutMs of Produce and of topic
+// and partition creation and deletion). A response that does not come in time closes the
+// connection, failing what else is in flight on it: responses come in request order, so
+// everything behind a stalled one would stall too, and the next request dials afresh.
 func (cl *Client) Request(ctx context.Context, req, resp wire.Message) error {
+	_, err := cl.requestAny(ctx, req, resp)
+	return err
+}
+
+// requestAny is Request, also reporting whether a broker was reached at all.
+func (cl *Client) requestAny(ctx context.Context, req, resp wire.Message) (reached bool, err error) {
+	ctx, cancel := cl.requestCtx(ctx, req)
+	defer cancel()
 	c, err := cl.anyConn(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return c.request(ctx, req, resp)
+	return true, roundTrip(ctx, c, req, resp)
 }
 
 // RequestNode is Request to broker id.
 func (cl *Client) RequestNode(ctx context.Context, id int32, req, resp wire.Message) error {
+	ctx, cancel := cl.requestCtx(ctx, req)
+	defer cancel()
 	c, err := cl.connToNode(ctx, id)
 	if err != nil {
 		return err
 	}
-	return c.request(ctx, req, resp)
+	return roundTrip(ctx, c, req, resp)
+}
+
+// requestCtx bounds one round trip of req: ctx's deadline or RequestTimeout plus the broker's
+// allowed wait, whichever comes first.
+func (cl *Client) requestCtx(ctx context.Context, req wire.Message) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, cl.cfg.requestTimeout+brokerWait(req))
+}
+
+// brokerWait is how long req lets the broker hold its answer on purpose.
+func brokerWait(req wire.Message) time.Duration {
+	var ms int32
+	switch r := req.(type) {
+	case *wire.FetchRequest:
+		ms = r.MaxWaitMs
+	case *wire.JoinGroupRequest:
+		ms = max(r.RebalanceTimeoutMs, r.SessionTimeoutMs)
+	case *wire.ProduceRequest:
+		ms = r.TimeoutMs
+	case *wire.CreateTopicsRequest:
+		ms = r.TimeoutMs
+	case *wire.DeleteTopicsRequest:
+		ms = r.TimeoutMs
+	case *wire.CreatePartitionsRequest:
+		ms = r.TimeoutMs
+	}
+	return time.Duration(max(ms, 0)) * time.Millisecond
+}
+
+// roundTrip sends req on c and waits for resp. When a deadline ends the wait, c is closed as
+// the producer closes a connection whose produce response is late; a cancelled ctx leaves c
+// alone, since that says nothing about the broker.
+func roundTrip(ctx context.Context, c *conn, req, resp wire.Message) error {
+	err := c.request(ctx, req, resp)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		c.close(fmt.Errorf("%s response timeout: %w", apiName(req.APIKey()), err))
+	}
+	return err
+}
+
+func apiName(key int16) string {
+	if api := wire.LookupAPI(key); api != nil {
+		return api.Name
+	}
+	return fmt.Sprintf("API %d", key)
 }
 
 // --- metadata ---
@@ -379,14 +475,12 @@ func (cl *Client) fetchMetadata(ctx context.Context, topics []string, all bool) 
 	resp := &wire.MetadataResponse{}
 	var err error
 	for attempt := 0; ; attempt++ {
-		var c *conn
-		c, err = cl.anyConn(ctx)
+		var reached bool
+		reached, err = cl.requestAny(ctx, req, resp)
 		if err == nil {
-			err = c.request(ctx, req, resp)
-			if err == nil {
-				break
-			}
-		} else if attempt >= 2 {
+			break
+		}
+		if !reached && attempt >= 2 {
 			return nil, err // no broker reachable at all
 		}
 		if ctx.Err() != nil || cl.closed() || !retriable(err) {

@@ -1,8 +1,10 @@
-// Command admin creates a topic, describes it, changes a config and deletes it.
+// Command admin creates a topic, grows it, changes a config, reads a broker's config and
+// deletes the topic.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -11,52 +13,93 @@ import (
 	spool "github.com/spoolmq/spool/sdk-go"
 )
 
+const topic = "example-admin"
+
 func main() {
-	if err := run(context.Background(), brokers(), os.Stdout); err != nil {
+	brokers := os.Getenv("SPOOL_BROKERS")
+	if brokers == "" {
+		brokers = "127.0.0.1:9092"
+	}
+	if err := run(context.Background(), brokers, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func brokers() string {
-	if b := os.Getenv("SPOOL_BROKERS"); b != "" {
-		return b
-	}
-	return "127.0.0.1:9092"
-}
-
 func run(ctx context.Context, brokers string, out io.Writer) error {
-	cl, err := spool.NewClient(spool.SeedBrokers(brokers))
+	seeds, err := spool.ParseBrokers(brokers) // "host1:9092,host2:9092"
+	if err != nil {
+		return err
+	}
+	cl, err := spool.NewClient(spool.SeedBrokers(seeds...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	ad := cl.Admin()
-	if err := ad.CreateTopic(ctx, "example-admin", 3, 1, map[string]string{"retention.ms": "86400000"}); err != nil {
+	// A topic left by an earlier run that stopped half-way is fine.
+	err = ad.CreateTopic(ctx, topic, 3, 1, map[string]string{"retention.ms": "86400000"})
+	if err != nil && !errors.Is(err, spool.ErrTopicAlreadyExists) {
 		return err
 	}
-	ds, err := ad.DescribeTopics(ctx, "example-admin")
+	n, err := partitions(ctx, ad)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s has %d partitions\n", ds[0].Name, len(ds[0].Partitions))
-	if err := ad.CreatePartitions(ctx, "example-admin", 6); err != nil {
+	fmt.Fprintf(out, "%s has %d partitions\n", topic, n)
+	if n < 6 {
+		if err := ad.CreatePartitions(ctx, topic, 6); err != nil {
+			return err
+		}
+	}
+	if n, err = partitions(ctx, ad); err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "%s now has %d partitions\n", topic, n)
+
 	week := "604800000"
-	if err := ad.AlterTopicConfigs(ctx, "example-admin", map[string]*string{"retention.ms": &week}); err != nil {
+	if err := ad.AlterTopicConfigs(ctx, topic, map[string]*string{"retention.ms": &week}); err != nil {
 		return err
 	}
-	cfgs, err := ad.DescribeTopicConfigs(ctx, "example-admin", "retention.ms")
+	cfgs, err := ad.DescribeTopicConfigs(ctx, topic, "retention.ms")
 	if err != nil {
 		return err
 	}
 	for _, c := range cfgs {
-		fmt.Fprintf(out, "%s=%s\n", c.Name, *c.Value)
+		fmt.Fprintf(out, "%s=%s (default: %v)\n", c.Name, *c.Value, c.Default)
 	}
-	ends, err := ad.ListOffsets(ctx, "example-admin", spool.OffsetLatest)
+
+	// Broker configs are read from the broker itself, by its id.
+	ci, err := ad.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	bcfgs, err := ad.DescribeConfigs(ctx, spool.BrokerResource(ci.Controller), "num.partitions")
+	if err != nil {
+		return err
+	}
+	for _, c := range bcfgs {
+		fmt.Fprintf(out, "broker %d %s=%s (default: %v)\n", ci.Controller, c.Name, *c.Value, c.Default)
+	}
+
+	ends, err := ad.ListOffsets(ctx, topic, spool.OffsetLatest)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "end offsets of %d partitions\n", len(ends))
-	return ad.DeleteTopics(ctx, "example-admin")
+	if err := ad.DeleteTopics(ctx, topic); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "deleted %s\n", topic)
+	return nil
+}
+
+func partitions(ctx context.Context, ad *spool.Admin) (int, error) {
+	ds, err := ad.DescribeTopics(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	if ds[0].Err != nil {
+		return 0, fmt.Errorf("describing %s: %w", topic, ds[0].Err)
+	}
+	return len(ds[0].Partitions), nil
 }

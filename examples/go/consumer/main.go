@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -23,12 +24,17 @@ func main() {
 }
 
 func run(ctx context.Context, brokers string, out io.Writer) error {
-	cl, err := spool.NewClient(spool.SeedBrokers(brokers))
+	seeds, err := spool.ParseBrokers(brokers) // "host1:9092,host2:9092"
+	if err != nil {
+		return err
+	}
+	cl, err := spool.NewClient(spool.SeedBrokers(seeds...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := cl.Admin().CreateTopic(ctx, "example-consume", 2, 1, nil); err != nil {
+	// A topic left by an earlier run is fine.
+	if err := cl.Admin().CreateTopic(ctx, "example-consume", 2, 1, nil); err != nil && !errors.Is(err, spool.ErrTopicAlreadyExists) {
 		return err
 	}
 	for i := range 10 {

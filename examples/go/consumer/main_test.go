@@ -6,4 +6,4 @@ import (
 	"github.com/spoolmq/spool/examples/go/internal/exampletest"
 )
 
-func TestExample(t *testing.T) { exampletest.Run(t, run, "example-consume") }
+func TestExample(t *testing.T) { exampletest.Run(t, run, `(example-consume\[[01]\]@\d \d=\d\n){10}`) }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -33,8 +34,12 @@ func run(ctx context.Context, brokers string, out io.Writer) error {
 	if err := produce(ctx, brokers); err != nil {
 		return err
 	}
+	seeds, err := spool.ParseBrokers(brokers) // "host1:9092,host2:9092"
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex // callbacks run on the group's goroutine, records on this one
-	cl, err := spool.NewClient(spool.SeedBrokers(brokers),
+	cl, err := spool.NewClient(spool.SeedBrokers(seeds...),
 		spool.ConsumerGroup(group),
 		spool.ConsumeTopics(topic),
 		spool.DisableAutoCommit(), // commit below, after processing
@@ -76,12 +81,17 @@ func run(ctx context.Context, brokers string, out io.Writer) error {
 }
 
 func produce(ctx context.Context, brokers string) error {
-	cl, err := spool.NewClient(spool.SeedBrokers(brokers))
+	seeds, err := spool.ParseBrokers(brokers) // "host1:9092,host2:9092"
+	if err != nil {
+		return err
+	}
+	cl, err := spool.NewClient(spool.SeedBrokers(seeds...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := cl.Admin().CreateTopic(ctx, topic, 3, 1, nil); err != nil {
+	// A topic left by an earlier run is fine.
+	if err := cl.Admin().CreateTopic(ctx, topic, 3, 1, nil); err != nil && !errors.Is(err, spool.ErrTopicAlreadyExists) {
 		return err
 	}
 	for i := range 9 {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -24,12 +25,17 @@ func main() {
 }
 
 func run(ctx context.Context, brokers string, out io.Writer) error {
-	cl, err := spool.NewClient(spool.SeedBrokers(brokers)) // keyed records go by Hash by default
+	seeds, err := spool.ParseBrokers(brokers) // "host1:9092,host2:9092"
+	if err != nil {
+		return err
+	}
+	cl, err := spool.NewClient(spool.SeedBrokers(seeds...)) // keyed records go by Hash by default
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := cl.Admin().CreateTopic(ctx, "example-keyed", 6, 1, nil); err != nil {
+	// A topic left by an earlier run is fine.
+	if err := cl.Admin().CreateTopic(ctx, "example-keyed", 6, 1, nil); err != nil && !errors.Is(err, spool.ErrTopicAlreadyExists) {
 		return err
 	}
 	var mu sync.Mutex

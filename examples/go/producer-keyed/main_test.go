@@ -6,4 +6,4 @@ import (
 	"github.com/spoolmq/spool/examples/go/internal/exampletest"
 )
 
-func TestExample(t *testing.T) { exampletest.Run(t, run, "key1→2 key2→5 key3→1") }
+func TestExample(t *testing.T) { exampletest.Run(t, run, "key1→2 key2→5 key3→1\n") }

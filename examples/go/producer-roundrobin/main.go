@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -22,12 +23,17 @@ func main() {
 }
 
 func run(ctx context.Context, brokers string, out io.Writer) error {
-	cl, err := spool.NewClient(spool.SeedBrokers(brokers), spool.WithPartitioner(spool.RoundRobin()))
+	seeds, err := spool.ParseBrokers(brokers) // "host1:9092,host2:9092"
+	if err != nil {
+		return err
+	}
+	cl, err := spool.NewClient(spool.SeedBrokers(seeds...), spool.WithPartitioner(spool.RoundRobin()))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := cl.Admin().CreateTopic(ctx, "example-rr", 3, 1, nil); err != nil {
+	// A topic left by an earlier run is fine.
+	if err := cl.Admin().CreateTopic(ctx, "example-rr", 3, 1, nil); err != nil && !errors.Is(err, spool.ErrTopicAlreadyExists) {
 		return err
 	}
 	counts := make([]int, 3)

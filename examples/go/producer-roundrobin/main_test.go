@@ -6,4 +6,4 @@ import (
 	"github.com/spoolmq/spool/examples/go/internal/exampletest"
 )
 
-func TestExample(t *testing.T) { exampletest.Run(t, run, "records per partition: [10 10 10]") }
+func TestExample(t *testing.T) { exampletest.Run(t, run, `records per partition: \[10 10 10\]\n`) }

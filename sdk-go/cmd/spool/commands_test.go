@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,136 @@ func TestCLICommandsBadInput(t *testing.T) {
 			if c.code == 2 && !strings.Contains(r.stderr, "usage: spool") {
 				t.Fatalf("usage error without the usage text: %q", r.stderr)
 			}
+			checkOnePrefix(t, r.stderr)
 		})
 	}
+}
+
+// checkOnePrefix fails when the error line on stderr says "spool: " more than once, as it did
+// when the CLI's prefix met the SDK's, or one SDK error wrapped another.
+func checkOnePrefix(t *testing.T, stderr string) {
+	t.Helper()
+	line, _, _ := strings.Cut(stderr, "\n")
+	if strings.Count(line, "spool: ") != 1 {
+		t.Fatalf("error line %q: want exactly one \"spool: \" prefix", line)
+	}
+}
+
+// TestCLIProduceChecksFirst checks that produce looks its topic up before reading stdin, so
+// that empty input does not turn a down broker or a missing topic into "produced 0 records",
+// while a broker that creates topics automatically still gets to create it.
+func TestCLIProduceChecksFirst(t *testing.T) {
+	noAuto := brokertest.Start(t, brokertest.Options{Props: map[string]string{"auto.create.topics.enable": "false"}}).Addr
+	auto := brokertest.Start(t, brokertest.Options{}).Addr
+	for _, c := range []struct {
+		name, addr, stderr string
+	}{
+		{"down", "127.0.0.1:1", "no broker reachable"},
+		{"unknown topic", noAuto, `topic "fresh": UNKNOWN_TOPIC_OR_PARTITION`},
+	} {
+		r := runCLI(t, c.addr, "", "produce", "--topic", "fresh")
+		if r.code != 1 || !strings.Contains(r.stderr, c.stderr) || strings.Contains(r.stderr, "produced") {
+			t.Fatalf("%s, empty stdin: exit %d stderr %q, want exit 1 and %q", c.name, r.code, r.stderr, c.stderr)
+		}
+		checkOnePrefix(t, r.stderr)
+	}
+	r := ok(t, runCLI(t, auto, "", "produce", "--topic", "fresh"))
+	if r.stderr != "produced 0 records\n" {
+		t.Fatalf("auto-created, empty stdin: %q", r.stderr)
+	}
+	r = ok(t, runCLI(t, auto, "", "topic", "list"))
+	if !strings.Contains(r.stdout, "fresh\n") {
+		t.Fatalf("the lookup did not create the topic: %q", r.stdout)
+	}
+	ok(t, runCLI(t, auto, "a\n", "produce", "--topic", "fresh"))
+	r = ok(t, runCLI(t, auto, "", "consume", "--topic", "fresh", "--from-beginning", "--count", "1"))
+	if r.stdout != "a\n" {
+		t.Fatalf("consumed %q", r.stdout)
+	}
+}
+
+// TestCLIBadValues checks that flag values out of range, and a malformed broker list for any
+// subcommand, are usage errors (exit 2 with the usage) found before any broker is contacted:
+// the address of a broker that is down shows they never get that far.
+func TestCLIBadValues(t *testing.T) {
+	cases := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"partitions 0", []string{"topic", "create", "x", "--partitions", "0"}, "--partitions must be from 1 to 2147483647, got 0"},
+		{"partitions negative", []string{"topic", "create", "x", "--partitions", "-3"}, "--partitions must be from 1 to 2147483647, got -3"},
+		{"partitions -1", []string{"topic", "create", "x", "--partitions", "-1"}, "--partitions must be from 1"},
+		{"partitions over int32", []string{"topic", "create", "x", "--partitions", "2147483648"}, "got 2147483648"},
+		{"rf 0", []string{"topic", "create", "x", "--replication-factor", "0"}, "--replication-factor must be from 1 to 32767, got 0"},
+		{"rf negative", []string{"topic", "create", "x", "--replication-factor", "-2"}, "got -2"},
+		{"rf over int16", []string{"topic", "create", "x", "--replication-factor", "32768"}, "got 32768"},
+		{"rf wraps to 1", []string{"topic", "create", "x", "--replication-factor", "65537"}, "got 65537"},
+		{"count negative", []string{"consume", "--topic", "x", "--count", "-5"}, "--count must be >= 0"},
+		{"cluster configs bad id", []string{"cluster", "configs", "one"}, `broker id "one"`},
+		{"cluster configs two ids", []string{"cluster", "configs", "1", "2"}, "at most one broker id"},
+	}
+	badLists := map[string]string{
+		"foo":      `broker address "foo" in "foo": missing port in address`,
+		"a:1,,b:2": `broker address "" in "a:1,,b:2": empty address`,
+		"h:0":      `broker address "h:0" in "h:0": port "0" is not a number from 1 to 65535`,
+		"h:65536":  `port "65536" is not a number from 1 to 65535`,
+		"h:kafka":  `port "kafka" is not a number`,
+	}
+	cmds := [][]string{{"topic", "list"}, {"topic", "create", "x"}, {"produce", "--topic", "x"}, {"consume", "--topic", "x"},
+		{"group", "list"}, {"cluster", "info"}, {"cluster", "configs"}, {"bench", "produce", "--topic", "x"}}
+	for list, msg := range badLists {
+		for _, cmd := range cmds {
+			cases = append(cases, struct {
+				name   string
+				args   []string
+				stderr string
+			}{"brokers " + list + " " + strings.Join(cmd[:2], " "), append([]string{"--brokers", list}, cmd...), msg})
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := runCLI(t, "127.0.0.1:1", "", c.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, c.stderr) || !strings.Contains(r.stderr, "usage: spool") ||
+				(c.args[0] == "--brokers" && !strings.Contains(r.stderr, "--brokers: broker address")) {
+				t.Fatalf("exit %d stderr %q; want exit 2, %q and the usage", r.code, r.stderr, c.stderr)
+			}
+			checkOnePrefix(t, r.stderr)
+		})
+	}
+	// The same list from $SPOOL_BROKERS.
+	r := runCLI(t, "127.0.0.1:9092,", "", "topic", "list")
+	if r.code != 2 || !strings.Contains(r.stderr, `broker address "" in "127.0.0.1:9092,": empty address`) {
+		t.Fatalf("$SPOOL_BROKERS with an empty entry: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestCLIClusterConfigs checks cluster configs: a broker's configs with their sources, by id
+// or the controller's by default.
+func TestCLIClusterConfigs(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{Props: map[string]string{"num.partitions": "4"}}).Addr
+	info := ok(t, runCLI(t, addr, "", "cluster", "info"))
+	m := regexp.MustCompile(`controller: (\d+)`).FindStringSubmatch(info.stdout)
+	if m == nil {
+		t.Fatalf("cluster info: %q", info.stdout)
+	}
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^broker ` + m[1] + `$`),
+		regexp.MustCompile(`(?m)^NAME +VALUE +SOURCE$`),
+		regexp.MustCompile(`(?m)^num\.partitions +4 +STATIC_BROKER_CONFIG$`),
+		regexp.MustCompile(`(?m)^min\.insync\.replicas +1 +DEFAULT_CONFIG$`),
+	}
+	for _, args := range [][]string{{"cluster", "configs"}, {"cluster", "configs", m[1]}} {
+		r := ok(t, runCLI(t, addr, "", args...))
+		for _, re := range want {
+			if !re.MatchString(r.stdout) {
+				t.Fatalf("%v: output lacks %v:\n%s", args, re, r.stdout)
+			}
+		}
+	}
+	r := runCLI(t, addr, "", "cluster", "configs", "99")
+	if r.code != 1 || !strings.Contains(r.stderr, "no broker 99 in the cluster") {
+		t.Fatalf("unknown broker: exit %d stderr %q", r.code, r.stderr)
+	}
+	checkOnePrefix(t, r.stderr)
 }

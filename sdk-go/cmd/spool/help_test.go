@@ -23,6 +23,7 @@ var subcommandFlags = map[string][]string{
 	"group seek":           {"topic", "to", "create", "partitions"},
 	"group delete-offsets": {"topic", "partitions"},
 	"cluster info":         nil,
+	"cluster configs":      nil,
 	"bench produce":        {"topic", "records", "duration", "size", "rate", "acks", "compression", "partitions", "linger", "batch-bytes", "max-in-flight", "idempotence", "json"},
 	"bench consume":        {"topic", "records", "duration", "size", "timeout", "json"},
 	"bench e2e":            {"topic", "records", "duration", "size", "rate", "acks", "compression", "partitions", "linger", "batch-bytes", "max-in-flight", "idempotence", "json"},

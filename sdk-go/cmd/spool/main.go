@@ -17,13 +17,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
+	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 	spool "github.com/spoolmq/spool/sdk-go"
 )
@@ -55,8 +58,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		io.WriteString(stderr, ue.usage)
 		return 2
 	}
-	fmt.Fprintf(stderr, "spool: %v\n", err)
+	fmt.Fprintf(stderr, "spool: %s\n", errorText(err))
 	return 1
+}
+
+// errorText is err's message without the SDK's "spool: " prefixes: run prints one, and an
+// SDK error wrapping another SDK error carries one per layer.
+func errorText(err error) string {
+	return strings.ReplaceAll(strings.TrimPrefix(err.Error(), "spool: "), ": spool: ", ": ")
 }
 
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -77,8 +86,13 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(rest) == 0 {
 		return usageError{msg: "no command"}
 	}
+	// Every subcommand gets its client here, so the broker list is checked in one place, after
+	// the subcommand's own flags.
 	clientFor := func(opts ...spool.Opt) (*spool.Client, error) {
-		seeds := strings.Split(*brokers, ",")
+		seeds, err := spool.ParseBrokers(*brokers)
+		if err != nil {
+			return nil, usageError{msg: "--brokers: " + errorText(err)}
+		}
 		return spool.NewClient(append([]spool.Opt{spool.SeedBrokers(seeds...), spool.ClientID("spool-cli"),
 			spool.DialTimeout(5 * time.Second), spool.RequestTimeout(10 * time.Second)}, opts...)...)
 	}
@@ -106,6 +120,9 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "group":
 		return groupCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	case "cluster":
+		if sub == "configs" {
+			return clusterConfigs(ctx, clientFor, rest, stdout)
+		}
 		return clusterInfo(ctx, clientFor, rest, stdout)
 	case "bench":
 		return benchCmd(ctx, clientFor, sub, rest, stdout, stderr)
@@ -137,6 +154,70 @@ func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdou
 	return nil
 }
 
+// clusterConfigs prints a broker's configs, as kafka-configs.sh --describe --all does for
+// --entity-type brokers: the controller's when no broker id is given.
+func clusterConfigs(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
+	fs := newFlags("cluster configs")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return fs.bad("cluster configs: takes at most one broker id")
+	}
+	id := int64(-1)
+	if fs.NArg() == 1 {
+		n, err := strconv.ParseInt(fs.Arg(0), 10, 32)
+		if err != nil || n < 0 {
+			return fs.bad("cluster configs: broker id %q: want a number >= 0", fs.Arg(0))
+		}
+		id = n
+	}
+	cl, err := clientFor()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ad := cl.Admin()
+	if id < 0 {
+		ci, err := ad.Cluster(ctx)
+		if err != nil {
+			return err
+		}
+		id = int64(ci.Controller)
+	}
+	cfgs, err := ad.DescribeConfigs(ctx, spool.BrokerResource(int32(id)))
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "broker %d\nNAME\tVALUE\tSOURCE\n", id)
+	for _, c := range cfgs {
+		v := "(sensitive)"
+		if c.Value != nil {
+			v = *c.Value
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, v, configSource(c.Source))
+	}
+	return tw.Flush()
+}
+
+// configSource names a config's source as kafka-configs.sh does.
+func configSource(s int8) string {
+	switch s {
+	case spool.ConfigSourceDynamicTopic:
+		return "DYNAMIC_TOPIC_CONFIG"
+	case spool.ConfigSourceDynamicBroker:
+		return "DYNAMIC_BROKER_CONFIG"
+	case spool.ConfigSourceDynamicDefaultBroker:
+		return "DYNAMIC_DEFAULT_BROKER_CONFIG"
+	case spool.ConfigSourceStaticBroker:
+		return "STATIC_BROKER_CONFIG"
+	case spool.ConfigSourceDefault:
+		return "DEFAULT_CONFIG"
+	}
+	return "UNKNOWN"
+}
+
 type clientFunc func(opts ...spool.Opt) (*spool.Client, error)
 
 type kvFlag map[string]string
@@ -164,11 +245,17 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 		return err
 	}
 	names := fs.Args()
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case sub == "list" && len(names) > 0:
 		return fs.bad("topic list: takes no arguments")
 	case sub != "list" && len(names) == 0:
 		return fs.bad("topic %s: missing topic name", sub)
+	case set["partitions"] && (*partitions < 1 || *partitions > math.MaxInt32):
+		return fs.bad("topic create: --partitions must be from 1 to %d, got %d", math.MaxInt32, *partitions)
+	case set["replication-factor"] && (*rf < 1 || *rf > math.MaxInt16):
+		return fs.bad("topic create: --replication-factor must be from 1 to %d, got %d", math.MaxInt16, *rf)
 	}
 	cl, err := clientFor()
 	if err != nil {
@@ -206,11 +293,12 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 				fmt.Fprintf(stdout, "  partition %d leader %d replicas %v isr %v\n", p.Partition, p.Leader, p.Replicas, p.ISR)
 			}
 			cfgs, err := ad.DescribeTopicConfigs(ctx, d.Name)
-			if err == nil {
-				for _, c := range cfgs {
-					if !c.Default && c.Value != nil {
-						fmt.Fprintf(stdout, "  config %s=%s\n", c.Name, *c.Value)
-					}
+			if err != nil {
+				return err
+			}
+			for _, c := range cfgs {
+				if !c.Default && c.Value != nil {
+					fmt.Fprintf(stdout, "  config %s=%s\n", c.Name, *c.Value)
 				}
 			}
 		}
@@ -281,6 +369,10 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 		return err
 	}
 	defer cl.Close()
+	// Before stdin: empty input must not turn a down broker or a missing topic into success.
+	if err := lookupTopic(ctx, cl, *topic); err != nil {
+		return err
+	}
 	var (
 		mu    sync.Mutex
 		first error
@@ -332,6 +424,33 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	}
 	fmt.Fprintf(stderr, "produced %d records\n", n)
 	return nil
+}
+
+// lookupTopic asks for topic's metadata, allowing a broker with auto.create.topics.enable to
+// create it, as kafka-console-producer's metadata request does.
+func lookupTopic(ctx context.Context, cl *spool.Client, topic string) error {
+	req := &wire.MetadataRequest{}
+	req.Default()
+	req.Topics = []wire.MetadataRequestTopic{{Name: &topic}}
+	req.AllowAutoTopicCreation = true
+	resp := &wire.MetadataResponse{}
+	if err := cl.Request(ctx, req, resp); err != nil {
+		return fmt.Errorf("looking up topic %q: %w", topic, err)
+	}
+	for _, t := range resp.Topics {
+		if t.Name == nil || *t.Name != topic {
+			continue
+		}
+		// UNKNOWN_TOPIC_OR_PARTITION is retriable in Kafka's table, but here the broker has
+		// declined to create the topic. Other retriable errors (LEADER_NOT_AVAILABLE just after
+		// an automatic creation) are the producer's to wait out.
+		err := wire.ErrorForCode(t.ErrorCode)
+		if err != nil && (!wire.IsRetriable(err) || errors.Is(err, wire.ErrUnknownTopicOrPartition)) {
+			return fmt.Errorf("topic %q: %w", topic, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("topic %q: not in the metadata response: %w", topic, wire.ErrUnknownTopicOrPartition)
 }
 
 func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {

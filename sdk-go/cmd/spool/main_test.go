@@ -131,7 +131,8 @@ func TestCLIEndToEnd(t *testing.T) {
 }
 
 func TestCLIBadInput(t *testing.T) {
-	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	// Without automatic topic creation, so that a produce to an unknown topic fails.
+	addr := brokertest.Start(t, brokertest.Options{Props: map[string]string{"auto.create.topics.enable": "false"}}).Addr
 	cases := []struct {
 		name   string
 		addr   string
@@ -161,6 +162,7 @@ func TestCLIBadInput(t *testing.T) {
 			if r.code != c.code || !strings.Contains(r.stderr, c.stderr) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, c.code, c.stderr)
 			}
+			checkOnePrefix(t, r.stderr)
 		})
 	}
 	// --brokers overrides SPOOL_BROKERS.

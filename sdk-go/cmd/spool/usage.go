@@ -37,6 +37,7 @@ var docs = []doc{
 			"Unix milliseconds; a time with no record at or after it means the end."},
 	{name: "group delete-offsets", args: "GROUP --topic T", summary: "delete a group's committed offsets of a topic"},
 	{name: "cluster info", summary: "show the cluster id, the controller and the brokers"},
+	{name: "cluster configs", args: "[BROKER-ID]", summary: "show a broker's configs with their sources (default: the controller's)"},
 	{name: "bench produce", args: "--topic T", summary: "measure produce throughput and send-to-ack latency"},
 	{name: "bench consume", args: "--topic T", summary: "measure reading the topic from the start (latency: record timestamp to receipt)",
 		about: "With --records N it stops with an error when no record arrives for --timeout, so a topic\n" +

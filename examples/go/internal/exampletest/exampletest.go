@@ -6,24 +6,32 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"strings"
+	"regexp"
 	"testing"
 	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
 )
 
-// Run starts a broker, calls run with its address, and requires the output to contain want.
-func Run(t *testing.T, run func(ctx context.Context, addr string, out io.Writer) error, want string) {
+// Run starts a broker and calls run with it twice, as someone trying the example twice would:
+// what the first run created (its topic, a group's offsets) must not make the second fail.
+// The broker is given as a list naming it twice, in the comma-separated form of
+// $SPOOL_BROKERS, so the example must split the list. The whole output of each run must match
+// the regular expression want.
+func Run(t *testing.T, run func(ctx context.Context, brokers string, out io.Writer) error, want string) {
 	t.Helper()
+	re := regexp.MustCompile(`^(?:` + want + `)$`)
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	if err := run(ctx, addr, &out); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), want) {
-		t.Fatalf("output %q lacks %q", out.String(), want)
+	for i := 1; i <= 2; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		var out bytes.Buffer
+		err := run(ctx, addr+", "+addr, &out)
+		cancel()
+		if err != nil {
+			t.Fatalf("run %d: %v\noutput so far:\n%s", i, err, out.String())
+		}
+		if !re.MatchString(out.String()) {
+			t.Fatalf("run %d printed\n%s\nwant (a regular expression)\n%s", i, out.String(), want)
+		}
 	}
 }

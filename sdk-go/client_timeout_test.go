@@ -1,0 +1,223 @@
+package spool_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+// stallProxy forwards Kafka connections to a broker; while stalled it swallows every
+// response, as a broker that hangs would. It reports each connection the client closes.
+type stallProxy struct {
+	*relay
+	stalled   atomic.Bool
+	swallowed atomic.Int64
+	accepted  atomic.Int64
+	closed    chan struct{} // a value per connection closed by the client, while there is room
+}
+
+func startStallProxy(t *testing.T, target string) *stallProxy {
+	px := &stallProxy{closed: make(chan struct{}, 100)}
+	px.relay = startRelay(t, target, px.serve)
+	return px
+}
+
+func (px *stallProxy) serve(c, u net.Conn) {
+	px.accepted.Add(1)
+	go func() {
+		defer c.Close()
+		for {
+			f, err := readFrame(u)
+			if err != nil {
+				return
+			}
+			if px.stalled.Load() {
+				px.swallowed.Add(1)
+				continue
+			}
+			if _, err := c.Write(f); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			// The client hung up (or the test cleaned up): either way the broker side goes.
+			u.Close()
+			if !errors.Is(err, net.ErrClosed) {
+				select {
+				case px.closed <- struct{}{}:
+				default: // one waiting is enough
+				}
+			}
+			return
+		}
+		if _, err := u.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// waitClientClose waits until the client closed one of the proxied connections.
+func (px *stallProxy) waitClientClose(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case <-px.closed:
+	case <-ctx.Done():
+		t.Fatalf("the client never closed its stalled connection (%d responses swallowed)", px.swallowed.Load())
+	}
+}
+
+// errTestBound ends a test's context: a call that returns with it was not bounded by
+// RequestTimeout.
+var errTestBound = errors.New("test context ended")
+
+func boundCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 60*time.Second, errTestBound)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestRequestTimeoutClosesStalledConn checks, on every path that is not the producer's (raw
+// Request and RequestNode, admin calls, consumer fetches), that a broker which stops
+// answering costs at most RequestTimeout per round trip even when the caller's context has no
+// earlier deadline, that the stalled connection is closed rather than reused, and that the
+// client works again through a new connection once the broker answers.
+func TestRequestTimeoutClosesStalledConn(t *testing.T) {
+	meta := func() (*wire.MetadataRequest, *wire.MetadataResponse) {
+		req := &wire.MetadataRequest{}
+		req.Default()
+		req.Topics = []wire.MetadataRequestTopic{}
+		return req, &wire.MetadataResponse{}
+	}
+	cases := []struct {
+		name string
+		// run stalls the broker, checks the call it makes is bounded and its connection
+		// closed, then ends the stall and checks the client recovers.
+		run func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, addr string)
+	}{
+		{"Request", func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, _ string) {
+			px.stalled.Store(true)
+			req, resp := meta()
+			if err := cl.Request(ctx, req, resp); !errors.Is(err, context.DeadlineExceeded) || context.Cause(ctx) != nil {
+				t.Fatalf("stalled Request: %v (test context: %v), want its own deadline", err, context.Cause(ctx))
+			}
+			px.waitClientClose(t, ctx)
+			px.stalled.Store(false)
+			if err := cl.Request(ctx, req, resp); err != nil {
+				t.Fatalf("Request after the stall: %v", err)
+			}
+		}},
+		{"RequestNode", func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, _ string) {
+			// ListTopics reads metadata, which tells the client where the brokers are.
+			if _, err := cl.Admin().ListTopics(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ci, err := cl.Admin().Cluster(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := ci.Brokers[0].NodeID
+			px.stalled.Store(true)
+			req, resp := meta()
+			if err := cl.RequestNode(ctx, id, req, resp); !errors.Is(err, context.DeadlineExceeded) || context.Cause(ctx) != nil {
+				t.Fatalf("stalled RequestNode: %v (test context: %v), want its own deadline", err, context.Cause(ctx))
+			}
+			px.waitClientClose(t, ctx)
+			px.stalled.Store(false)
+			if err := cl.RequestNode(ctx, id, req, resp); err != nil {
+				t.Fatalf("RequestNode after the stall: %v", err)
+			}
+		}},
+		{"admin", func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, _ string) {
+			topic := createTopic(t, cl, 2)
+			px.stalled.Store(true)
+			done := make(chan error, 1)
+			// Admin calls retry a timed-out attempt until their context ends: this one
+			// outlives the stall and must succeed on a new connection.
+			go func() {
+				_, err := cl.Admin().DescribeTopicConfigs(ctx, topic, "retention.ms")
+				done <- err
+			}()
+			px.waitClientClose(t, ctx)
+			px.stalled.Store(false)
+			if err := <-done; err != nil {
+				t.Fatalf("DescribeTopicConfigs across the stall: %v", err)
+			}
+		}},
+		{"fetch", func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, addr string) {
+			prod := newClient(t, addr)
+			topic := createTopic(t, prod, 1)
+			if err := prod.ProduceSync(ctx, spool.StringRecord(topic, "before")); err != nil {
+				t.Fatal(err)
+			}
+			if got := consumeN(t, cl, topic, 1); string(got[0].Value) != "before" {
+				t.Fatalf("got %q", got[0].Value)
+			}
+			px.stalled.Store(true)
+			px.waitClientClose(t, ctx)
+			px.stalled.Store(false)
+			if err := prod.ProduceSync(ctx, spool.StringRecord(topic, "after")); err != nil {
+				t.Fatal(err)
+			}
+			rs, err := cl.Poll(ctx)
+			if err != nil || len(rs) != 1 || string(rs[0].Value) != "after" {
+				t.Fatalf("poll after the stall: %v %v", rs, err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eachTarget(t, func(t *testing.T, addr string) {
+				px := startStallProxy(t, addr)
+				cl := newClient(t, addr, spool.Dialer(px.dial), spool.RequestTimeout(300*time.Millisecond),
+					spool.FetchMaxWait(100*time.Millisecond))
+				ctx := boundCtx(t)
+				req, resp := meta()
+				if err := cl.Request(ctx, req, resp); err != nil {
+					t.Fatal(err)
+				}
+				tc.run(t, ctx, cl, px, addr)
+				if px.swallowed.Load() == 0 || px.accepted.Load() < 2 {
+					t.Fatalf("%d responses swallowed, %d connections: the stall was not exercised", px.swallowed.Load(), px.accepted.Load())
+				}
+			})
+		})
+	}
+}
+
+// TestBrokerWaitExtendsRequestTimeout checks that a Fetch whose MaxWaitMs is longer than
+// RequestTimeout is not cut short: the broker may hold it that long by design.
+func TestBrokerWaitExtendsRequestTimeout(t *testing.T) {
+	eachTarget(t, func(t *testing.T, addr string) {
+		cl := newClient(t, addr, spool.RequestTimeout(100*time.Millisecond))
+		topic := createTopic(t, cl, 1) // also tells the client where the brokers are
+		ci, err := cl.Admin().Cluster(boundCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &wire.FetchRequest{}
+		req.Default()
+		req.ReplicaId = -1
+		req.MaxWaitMs = 400 // nothing arrives: the broker answers after 400ms, empty
+		req.MinBytes, req.MaxBytes = 1, 1<<20
+		req.SessionEpoch = -1
+		req.Topics = []wire.FetchRequestTopic{{Topic: topic, Partitions: []wire.FetchRequestPartition{{
+			CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, LogStartOffset: -1, PartitionMaxBytes: 1 << 20}}}}
+		resp := &wire.FetchResponse{}
+		if err := cl.RequestNode(boundCtx(t), ci.Brokers[0].NodeID, req, resp); err != nil {
+			t.Fatalf("long-poll fetch: %v", err)
+		}
+		if len(resp.Responses) != 1 || resp.Responses[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("fetch response %+v", resp)
+		}
+	})
+}

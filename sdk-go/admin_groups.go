@@ -110,7 +110,7 @@ func (cl *Client) groupRequest(ctx context.Context, group string, req, resp wire
 		if err != nil {
 			return err
 		}
-		if err := c.request(ctx, req, resp); err != nil {
+		if err := roundTrip(ctx, c, req, resp); err != nil {
 			return err
 		}
 		return check()

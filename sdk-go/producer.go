@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
+	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 )
 
 // ErrBufferFull is given to a record's callback when the buffer is full and
@@ -28,12 +29,15 @@ type promise struct {
 // pbatch is one partition's batch: open while records are added, then sent (with the same
 // bytes and sequence on every retry) until it is acknowledged or fails.
 type pbatch struct {
-	b        *batch.Builder
-	proms    []promise
-	size     int
-	created  time.Time
-	data     []byte // the encoded batch, fixed at the first send
-	pidGen   uint64 // the producer id generation data was encoded with (idempotence)
+	b       *batch.Builder
+	proms   []promise
+	size    int
+	created time.Time
+	data    []byte // the encoded batch, fixed once sent
+	pidGen  uint64 // the producer id generation data was encoded with (idempotence)
+	// early marks data encoded by Produce (see encodeEarly) and not sent yet: under
+	// idempotence its numbers are only good while the producer id it used is current.
+	early    bool
 	attempts int
 	lastErr  error
 	inflight bool
@@ -107,19 +111,33 @@ type producer struct {
 	// peakInFlight is the most batches of one partition seen in flight at once (for tests).
 	peakInFlight atomic.Int32
 
-	// Idempotence state, owned by the sender goroutine except pidGen (atomic).
-	pid     int64
-	epoch   int16
-	pidGen  atomic.Uint64
+	// Idempotence state. ident is replaced by the sender goroutine only.
+	ident   atomic.Pointer[producerIdent]
 	needPID atomic.Bool
 	idemp   atomic.Bool
+}
+
+// producerIdent is the idempotent producer id in use and its generation (1 for the first id
+// of the client, counting up): batches remember the generation they were numbered under.
+type producerIdent struct {
+	id    int64
+	epoch int16
+	gen   uint64
+}
+
+// pidGen is the generation of the producer id in use, 0 before the first.
+func (p *producer) pidGen() uint64 {
+	if id := p.ident.Load(); id != nil {
+		return id.gen
+	}
+	return 0
 }
 
 func newProducer(cl *Client) *producer {
 	p := &producer{
 		cl: cl, parts: map[tp]*partBuf{},
 		wakeCh: make(chan struct{}, 1), doneCh: make(chan struct{}), quit: make(chan struct{}),
-		pid: -1, epoch: -1, free: make(chan *pbatch, 256), pipes: map[int32]*pipe{},
+		free: make(chan *pbatch, 256), pipes: map[int32]*pipe{},
 	}
 	p.slots.max = int64(cl.cfg.maxBuffered)
 	p.idemp.Store(cl.cfg.idempotent)
@@ -211,7 +229,7 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	pb.mu.Lock()
 	wake := false
 	if pb.cur != nil && pb.cur.size+size > cl.cfg.maxBatchBytes {
-		pb.seal()
+		p.encodeEarly(pb, pb.seal())
 		wake = true
 	}
 	if pb.cur == nil {
@@ -297,11 +315,58 @@ func (cl *Client) Flush(ctx context.Context) error {
 // BufferedRecords is the number of records produced and not yet acknowledged or failed.
 func (cl *Client) BufferedRecords() int64 { return cl.prod.buffered.Load() }
 
-// seal queues the open batch for sending. Called with pb.mu held.
-func (pb *partBuf) seal() {
-	pb.lastSize = pb.cur.size
-	pb.queue = append(pb.queue, pb.cur)
+// seal queues the open batch for sending and returns it. Called with pb.mu held.
+func (pb *partBuf) seal() *pbatch {
+	b := pb.cur
+	pb.lastSize = b.size
+	pb.queue = append(pb.queue, b)
 	pb.cur = nil
+	return b
+}
+
+// encodeEarly encodes b, just sealed by Produce, on the producing goroutine while its records
+// are still in this core's cache. Left to the sender, the checksum would read the batch back
+// from memory once a request slot frees up, up to MaxBufferedRecords later: 0.22 µs per 1 KiB
+// record there against 0.07 µs here (Finish's CRC-32C ran at 4.5 GB/s on the sender, 12% of
+// the client's CPU in a 1 KiB produce; a batch checksummed right after being written runs at
+// 7-11 GB/s on our VMs). Compressed batches stay with the sender, so that Produce does not
+// stall for a codec. Under idempotence b is numbered only when the sender would give it the
+// same sequence: the producer id is current and not being replaced, and every batch ahead
+// of it is numbered under that id. Called with pb.mu held; b is pb's last queued batch.
+func (p *producer) encodeEarly(pb *partBuf, b *pbatch) {
+	if p.cl.cfg.codec != compress.None {
+		return
+	}
+	var id *producerIdent
+	seq := pb.seq
+	if p.idemp.Load() {
+		id = p.ident.Load()
+		if id == nil || p.needPID.Load() || pb.rewind {
+			return
+		}
+		ahead := pb.queue[:len(pb.queue)-1]
+		switch {
+		case pb.pidGen != id.gen && len(ahead) == 0:
+			seq = 0 // the partition's first batch under this id, as the sender would number it
+		case pb.pidGen != id.gen || pb.seqGap:
+			return
+		}
+		for _, q := range ahead {
+			if q.data == nil || q.pidGen != id.gen {
+				return
+			}
+		}
+		b.b.SetProducer(id.id, id.epoch, seq)
+	}
+	data, err := b.b.Finish()
+	if err != nil {
+		return // the sender encodes it again and fails it in its place
+	}
+	if id != nil {
+		b.pidGen = id.gen
+		pb.pidGen, pb.seq, pb.seqGap = id.gen, seq+int32(len(b.proms)), false
+	}
+	b.data, b.early = data, true
 }
 
 // part returns the state of one partition. It runs once per record, so the lookup reads a
@@ -379,7 +444,7 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 	p.buffered.Add(-int64(len(b.proms)))
 	clear(b.proms)
 	b.proms = b.proms[:0]
-	b.data, b.pidGen, b.attempts, b.lastErr = nil, 0, 0, nil
+	b.data, b.pidGen, b.early, b.attempts, b.lastErr = nil, 0, false, 0, nil
 	b.inflight, b.done, b.base, b.err = false, false, 0, nil
 	select {
 	case p.free <- b:
@@ -450,8 +515,7 @@ func (p *producer) initPID() error {
 	if err := wire.ErrorForCode(resp.ErrorCode); err != nil {
 		return err
 	}
-	p.pid, p.epoch = resp.ProducerId, resp.ProducerEpoch
-	p.pidGen.Add(1)
+	p.ident.Store(&producerIdent{id: resp.ProducerId, epoch: resp.ProducerEpoch, gen: p.pidGen() + 1})
 	p.needPID.Store(false)
 	return nil
 }

@@ -21,12 +21,14 @@ import (
 // reaches the broker first.
 type rejectProxy struct {
 	*relay
-	code     int16
-	claimed  atomic.Bool
-	rejected chan struct{} // closed when the first produce request arrived
-	release  chan struct{} // closed when the next produce request was forwarded
-	once     sync.Once
-	err      error // set before rejected is closed when the request could not be decoded
+	code      int16
+	claimed   atomic.Bool
+	rejected  chan struct{} // closed when the first produce request arrived
+	release   chan struct{} // closed when the next produce request was forwarded
+	once      sync.Once
+	err       error // set before rejected is closed when the request could not be decoded
+	mu        sync.Mutex
+	forwarded [][]byte // the produce requests passed on to the broker, without size prefix
 }
 
 func startRejectProxy(t *testing.T, target string, code int16, hold bool) *rejectProxy {
@@ -90,6 +92,9 @@ func (px *rejectProxy) serve(c, u net.Conn) {
 			return
 		}
 		if key == wire.KeyProduce {
+			px.mu.Lock()
+			px.forwarded = append(px.forwarded, f[4:])
+			px.mu.Unlock()
 			px.once.Do(func() {
 				select {
 				case <-px.release:
@@ -114,19 +119,28 @@ func readFrame(r io.Reader) ([]byte, error) {
 	return f, err
 }
 
+// decodeProduce decodes a produce request frame without its size prefix.
+func decodeProduce(frame []byte) (wire.RequestHeader, *wire.ProduceRequest, int16, error) {
+	v := int16(binary.BigEndian.Uint16(frame[2:]))
+	r := wire.NewReader(frame)
+	var h wire.RequestHeader
+	h.ReadFrom(r, wire.LookupAPI(wire.KeyProduce).RequestHeaderVersion(v))
+	req := &wire.ProduceRequest{}
+	req.ReadFrom(r, v)
+	if err := r.Err(); err != nil {
+		return h, nil, v, fmt.Errorf("decoding produce v%d: %w", v, err)
+	}
+	return h, req, v, nil
+}
+
 // rejectProduce builds the framed response to a produce request that refuses every
 // partition with the error code.
 func rejectProduce(frame []byte, code int16) ([]byte, error) {
-	v := int16(binary.BigEndian.Uint16(frame[2:]))
-	api := wire.LookupAPI(wire.KeyProduce)
-	r := wire.NewReader(frame)
-	var h wire.RequestHeader
-	h.ReadFrom(r, api.RequestHeaderVersion(v))
-	var req wire.ProduceRequest
-	req.ReadFrom(r, v)
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("decoding produce v%d: %w", v, err)
+	h, req, v, err := decodeProduce(frame)
+	if err != nil {
+		return nil, err
 	}
+	api := wire.LookupAPI(wire.KeyProduce)
 	var resp wire.ProduceResponse
 	for _, td := range req.TopicData {
 		tr := wire.ProduceResponseTopicProduceResponse{Name: td.Name}

@@ -198,7 +198,8 @@ func (p *producer) collectAndSend() (next time.Time) {
 		}
 	}
 	idemp := p.idemp.Load()
-	gen := p.pidGen.Load()
+	ident := p.ident.Load()
+	gen := p.pidGen()
 	for _, pb := range list {
 		pb.mu.Lock()
 		busy := pb.inflight > 0 || pb.delivering > 0
@@ -250,7 +251,8 @@ func (p *producer) collectAndSend() (next time.Time) {
 			for pb.sent < len(pb.queue) && pb.queue[pb.sent].done {
 				pb.sent++
 			}
-			if pb.sent == len(pb.queue) {
+			open := pb.sent == len(pb.queue) // the next batch to send is the open one
+			if open {
 				if pb.cur == nil {
 					break
 				}
@@ -258,7 +260,6 @@ func (p *producer) collectAndSend() (next time.Time) {
 					soonest(pb.cur.created.Add(cl.cfg.linger))
 					break
 				}
-				pb.seal()
 			}
 			if lp == nil {
 				pp := p.pipe(leader)
@@ -278,7 +279,21 @@ func (p *producer) collectAndSend() (next time.Time) {
 			if idemp && pb.inflight > 0 && pb.ackedGen != gen {
 				break
 			}
+			if open {
+				if idemp && p.needPID.Load() {
+					break
+				}
+				// Sealed only now that it goes out: a batch sealed while it has to wait for
+				// a request slot would wait smaller than it could have grown, and unencoded
+				// ahead of the batches Produce seals, which then could not be encoded early.
+				pb.seal()
+			}
 			b := pb.queue[pb.sent]
+			if b.early && idemp && (b.pidGen != gen || p.needPID.Load()) {
+				// Numbered by Produce under an id that is replaced or about to be, and never
+				// sent: numbered again below, as a batch numbered now would be.
+				b.data, b.early = nil, false
+			}
 			if b.data == nil && idemp && p.needPID.Load() {
 				// A sequence broke since this pass began: number no batch under the old id.
 				break
@@ -288,7 +303,7 @@ func (p *producer) collectAndSend() (next time.Time) {
 					if pb.pidGen != gen {
 						pb.pidGen, pb.seq, pb.seqGap = gen, 0, false
 					}
-					b.b.SetProducer(p.pid, p.epoch, pb.seq)
+					b.b.SetProducer(ident.id, ident.epoch, pb.seq)
 					b.pidGen = gen
 					pb.seq += int32(len(b.proms))
 				}
@@ -300,7 +315,7 @@ func (p *producer) collectAndSend() (next time.Time) {
 				}
 				b.data = data
 			}
-			b.inflight = true
+			b.inflight, b.early = true, false
 			pb.sent++
 			pb.inflight++
 			pb.leader = leader
@@ -422,7 +437,7 @@ func (p *producer) handle(r *produceReq, reqErr error) {
 			b.attempts++
 			b.lastErr = res.err
 			pb.rewind = true
-			if b.pidGen == p.pidGen.Load() {
+			if b.pidGen == p.pidGen() {
 				p.needPID.Store(true)
 				pb.seqGap = true
 			}
@@ -464,7 +479,7 @@ func (p *producer) renumber(pb *partBuf, b *pbatch, err error) bool {
 		p.cl.closed() || time.Since(b.created) >= p.cl.cfg.deliveryTimeout {
 		return false
 	}
-	return pb.queue[0] == b || pb.seqGap || b.pidGen != p.pidGen.Load()
+	return pb.queue[0] == b || pb.seqGap || b.pidGen != p.pidGen()
 }
 
 // shouldRetry reports whether b goes out again after err; pb.mu is held.

@@ -61,6 +61,11 @@ func (p *producer) acquireSlot(ctx context.Context) error {
 	if !p.cl.cfg.blockOnFull {
 		return ErrBufferFull
 	}
+	if err := ctx.Err(); err != nil {
+		// Ended before the wait began: fail now rather than race the sender for a slot that
+		// may free up in a moment.
+		return err
+	}
 	// A full buffer will not drain by lingering: have the sender send everything now (as
 	// Kafka's accumulator does when its memory is exhausted).
 	p.starved.Add(1)

@@ -287,6 +287,11 @@ func retriable(err error) bool {
 // withRetries runs fn until it succeeds, fails with a non-retriable error, or ctx ends,
 // waiting with backoff in between.
 func (cl *Client) withRetries(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cl.cfg.apiTimeout)
+		defer cancel()
+	}
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, cl.cfg.requestTimeout)
 		err := fn(rctx)

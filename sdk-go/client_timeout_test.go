@@ -221,3 +221,64 @@ func TestBrokerWaitExtendsRequestTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestProduceSyncEndsWithItsContext: ProduceSync against a broker that stops answering
+// returns its context's error when that context ends, instead of waiting out the delivery
+// timeout (2 minutes by default) with the records' callbacks.
+func TestProduceSyncEndsWithItsContext(t *testing.T) {
+	eachTarget(t, func(t *testing.T, addr string) {
+		px := startStallProxy(t, addr)
+		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0))
+		topic := createTopic(t, cl, 1)
+		bound := boundCtx(t)
+		if err := cl.ProduceSync(bound, spool.StringRecord(topic, "before")); err != nil {
+			t.Fatal(err)
+		}
+		px.stalled.Store(true)
+		ctx, cancel := context.WithTimeout(bound, 300*time.Millisecond)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() { errc <- cl.ProduceSync(ctx, spool.StringRecord(topic, "stalled")) }()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("ProduceSync: %v, want its context's deadline", err)
+			}
+		case <-bound.Done():
+			t.Fatal("ProduceSync did not return when its context ended")
+		}
+		px.stalled.Store(false)
+	})
+}
+
+// TestAPITimeoutBoundsRetries: an admin call whose context has no deadline gives up after
+// APITimeout against a broker that stopped answering, instead of retrying it for ever (each
+// attempt ends after RequestTimeout and counts as retriable).
+func TestAPITimeoutBoundsRetries(t *testing.T) {
+	eachTarget(t, func(t *testing.T, addr string) {
+		px := startStallProxy(t, addr)
+		cl := newClient(t, addr, spool.Dialer(px.dial), spool.RequestTimeout(100*time.Millisecond), spool.APITimeout(600*time.Millisecond))
+		bound := boundCtx(t)
+		if _, err := cl.Admin().ListTopics(bound); err != nil {
+			t.Fatal(err)
+		}
+		px.stalled.Store(true)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := cl.Admin().ListTopics(context.Background())
+			errc <- err
+		}()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("ListTopics against a stalled broker: %v, want a deadline error", err)
+			}
+		case <-bound.Done():
+			t.Fatal("ListTopics without a deadline kept retrying a stalled broker")
+		}
+		if px.swallowed.Load() < 2 {
+			t.Fatalf("%d requests swallowed: the call did not retry within APITimeout", px.swallowed.Load())
+		}
+		px.stalled.Store(false)
+	})
+}

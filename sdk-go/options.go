@@ -56,6 +56,7 @@ type config struct {
 	clientID        string
 	dialTimeout     time.Duration
 	requestTimeout  time.Duration
+	apiTimeout      time.Duration
 	retryBackoff    time.Duration
 	retryBackoffMax time.Duration
 	metadataMaxAge  time.Duration
@@ -95,6 +96,7 @@ func defaultConfig() config {
 		clientID:           "spool-go",
 		dialTimeout:        10 * time.Second,
 		requestTimeout:     30 * time.Second,
+		apiTimeout:         60 * time.Second,
 		retryBackoff:       100 * time.Millisecond,
 		retryBackoffMax:    1 * time.Second,
 		metadataMaxAge:     5 * time.Minute,
@@ -138,24 +140,30 @@ func SeedBrokers(addrs ...string) Opt {
 func ClientID(id string) Opt { return func(c *config) error { c.clientID = id; return nil } }
 
 // DialTimeout bounds connecting to a broker. Default: 10s.
-func DialTimeout(d time.Duration) Opt { return durOpt("DialTimeout", d, &configField{dial: true}) }
+func DialTimeout(d time.Duration) Opt {
+	return durOpt("DialTimeout", d, func(c *config) *time.Duration { return &c.dialTimeout })
+}
 
-// RequestTimeout bounds one request/response round trip when the caller's context has no
-// earlier deadline, and ApiVersions negotiation. Default: 30s.
-func RequestTimeout(d time.Duration) Opt { return durOpt("RequestTimeout", d, &configField{req: true}) }
+// RequestTimeout bounds one request/response round trip, plus the time the request lets the
+// broker wait on purpose (a Fetch's max wait, a JoinGroup's rebalance), when the caller's
+// context has no earlier deadline, and ApiVersions negotiation. Default: 30s.
+func RequestTimeout(d time.Duration) Opt {
+	return durOpt("RequestTimeout", d, func(c *config) *time.Duration { return &c.requestTimeout })
+}
 
-type configField struct{ dial, req bool }
+// APITimeout bounds a call the client retries (admin calls, commits and other requests to the
+// group coordinator, offset lookups), retries included, when the caller's context has no
+// deadline (Kafka's default.api.timeout.ms). Default: 60s.
+func APITimeout(d time.Duration) Opt {
+	return durOpt("APITimeout", d, func(c *config) *time.Duration { return &c.apiTimeout })
+}
 
-func durOpt(name string, d time.Duration, f *configField) Opt {
+func durOpt(name string, d time.Duration, field func(*config) *time.Duration) Opt {
 	return func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("%s: must be positive, got %v", name, d)
 		}
-		if f.dial {
-			c.dialTimeout = d
-		} else {
-			c.requestTimeout = d
-		}
+		*field(c) = d
 		return nil
 	}
 }

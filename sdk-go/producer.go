@@ -262,14 +262,19 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 }
 
 // ProduceSync produces the records and waits until all are acknowledged or failed, returning
-// the first error.
+// the first error, or until ctx ends, returning ctx's error: records already buffered then
+// stay buffered and may still be delivered (as with Flush).
 func (cl *Client) ProduceSync(ctx context.Context, rs ...*Record) error {
+	if len(rs) == 0 {
+		return nil
+	}
 	var (
-		wg    sync.WaitGroup
+		left  atomic.Int64
+		done  = make(chan struct{})
 		mu    sync.Mutex
 		first error
 	)
-	wg.Add(len(rs))
+	left.Store(int64(len(rs)))
 	cb := func(_ *Record, err error) {
 		if err != nil {
 			mu.Lock()
@@ -278,16 +283,24 @@ func (cl *Client) ProduceSync(ctx context.Context, rs ...*Record) error {
 			}
 			mu.Unlock()
 		}
-		wg.Done()
+		if left.Add(-1) == 0 {
+			close(done)
+		}
 	}
 	for _, r := range rs {
 		cl.Produce(ctx, r, cb)
 	}
 	cl.prod.flushing.Add(1)
+	defer cl.prod.flushing.Add(-1)
 	cl.prod.wake()
-	wg.Wait()
-	cl.prod.flushing.Add(-1)
-	return first
+	select {
+	case <-done:
+		mu.Lock()
+		defer mu.Unlock()
+		return first
+	case <-ctx.Done():
+		return fmt.Errorf("spool: waiting for %d record(s) to be acknowledged: %w", left.Load(), ctx.Err())
+	}
 }
 
 // Flush sends every buffered record without waiting for linger and waits until all records
@@ -509,7 +522,7 @@ func (p *producer) initPID() error {
 	req.TransactionTimeoutMs = -1
 	req.ProducerId, req.ProducerEpoch = -1, -1
 	resp := &wire.InitProducerIdResponse{}
-	if err := c.request(ctx, req, resp); err != nil {
+	if err := roundTrip(ctx, c, req, resp); err != nil {
 		return err
 	}
 	if err := wire.ErrorForCode(resp.ErrorCode); err != nil {

@@ -309,7 +309,11 @@ func (p *producer) collectAndSend() (next time.Time) {
 				}
 				data, err := b.b.Finish()
 				if err != nil {
-					// Nothing was sent: fail just this batch, in its place in the order.
+					// Nothing was sent: fail just this batch, in its place in the order, and
+					// give its sequence numbers to the next batch so the sequence has no gap.
+					if idemp {
+						pb.seq -= int32(len(b.proms))
+					}
 					b.done, b.err = true, fmt.Errorf("spool: encoding batch for %s[%d]: %w", pb.topic, pb.partition, err)
 					continue
 				}

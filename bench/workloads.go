@@ -50,7 +50,7 @@ type sizes struct {
 }
 
 // fullSizes keep a full run (3 repetitions, 3 brokers, 2 load generators: 126 broker starts)
-// near 25 minutes on a 2-core machine: each measured phase of Kafka's tools lasts roughly 3 to
+// near 21 minutes on a 2-core machine (20m34s on 2026-11-30): each measured phase of Kafka's tools lasts roughly 3 to
 // 13 seconds, long enough that JVM warm-up is a small part of it.
 //
 // W5 reads 1 GB because Kafka's consumer ends a run with one 500 ms stall on either broker:

@@ -188,6 +188,12 @@ func (c *conn) do(ctx context.Context, cl *call) error {
 func (c *conn) send(ctx context.Context, cl *call) error {
 	select {
 	case c.queue <- cl:
+		if c.isClosed() {
+			// The connection closed meanwhile, and the writer may have failed the queued
+			// calls and quit before cl went in: nobody else would complete it. Whoever takes
+			// a call from the queue completes it, so draining here too is safe.
+			c.drainQueue()
+		}
 		return nil
 	case <-c.closing:
 		return c.closedErr()

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
 )
@@ -136,5 +140,31 @@ func TestBenchBadInput(t *testing.T) {
 		if r.stdout != "" {
 			t.Errorf("%v: stdout %q", c.args, r.stdout)
 		}
+	}
+}
+
+// TestBenchProgressOnTerminal: with stderr on a terminal (a pseudo-terminal from script(1)),
+// bench redraws a progress line in place about 10 times a second while it runs, then the
+// table follows.
+func TestBenchProgressOnTerminal(t *testing.T) {
+	script := brokertest.NeedTool(t, "/usr/bin/script", "bsdutils")
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// 3000 records at 5000/s take 0.6 s: several redraws.
+	cmdline := fmt.Sprintf("%s --brokers %s bench produce --topic prog --records 3000 --rate 5000 --size 100", bin, addr)
+	out, err := exec.CommandContext(ctx, script, "-qfec", cmdline, "/dev/null").CombinedOutput()
+	if err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	s := string(out)
+	if n := strings.Count(s, "\r\x1b[K["); n < 2 || !strings.Contains(s, "records") || !strings.Contains(s, "rec/s") {
+		t.Fatalf("%d progress redraws, want at least 2:\n%q", n, s)
+	}
+	if !strings.Contains(s, "#") {
+		t.Fatalf("the bar never filled:\n%q", s)
+	}
+	if !strings.Contains(s, "p99.9 ms") {
+		t.Fatalf("no table after the progress line:\n%q", s)
 	}
 }

@@ -116,17 +116,8 @@ func TestProduceEncodesFullBatchesAndWaitsToSealOpenOne(t *testing.T) {
 		px := startHoldProxy(t, addr)
 		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0), spool.MaxInFlight(1), spool.MaxBatchBytes(1024))
 		ctx := testCtx(t)
-		var (
-			mu   sync.Mutex
-			errs []error
-		)
-		cb := func(r *spool.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("record %.5s: %w", r.Value, err))
-				mu.Unlock()
-			}
-		}
+		var failed failures
+		cb := failed.callback
 		value := func(i int) string { return fmt.Sprintf("%-100d", i) }
 		cl.Produce(ctx, spool.StringRecord(topic, value(0)), cb)
 		select {
@@ -146,11 +137,7 @@ func TestProduceEncodesFullBatchesAndWaitsToSealOpenOne(t *testing.T) {
 		if err := cl.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(errs) > 0 {
-			t.Fatalf("%d records failed, first: %v", len(errs), errs[0])
-		}
+		failed.none(t)
 		px.mu.Lock()
 		sent := sentBatches(t, px.forwarded)
 		px.mu.Unlock()
@@ -182,21 +169,8 @@ func TestIdempotentEarlyEncodedBatchesRenumbered(t *testing.T) {
 		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0), spool.MaxBatchBytes(1024),
 			spool.WithPartitioner(spool.ManualPartitioner()))
 		ctx := testCtx(t)
-		var (
-			mu   sync.Mutex
-			errs []error
-		)
-		produce := func(partition int32, v string) {
-			r := spool.StringRecord(topic, v)
-			r.Partition = partition
-			cl.Produce(ctx, r, func(r *spool.Record, err error) {
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("record %.5s: %w", r.Value, err))
-					mu.Unlock()
-				}
-			})
-		}
+		var failed failures
+		produce := producerTo(ctx, cl, topic, failed.callback)
 		value := func(i int) string { return fmt.Sprintf("%-100d", i) }
 		produce(0, value(0))
 		select {
@@ -219,11 +193,7 @@ func TestIdempotentEarlyEncodedBatchesRenumbered(t *testing.T) {
 		if err := cl.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(errs) > 0 {
-			t.Fatalf("%d records failed, first: %v", len(errs), errs[0])
-		}
+		failed.none(t)
 		px.mu.Lock()
 		sent := sentBatches(t, px.forwarded)
 		px.mu.Unlock()

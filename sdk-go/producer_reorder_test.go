@@ -1,6 +1,7 @@
 package spool_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -171,21 +172,8 @@ func TestIdempotentFirstBatchRejectedBeforeNextLands(t *testing.T) {
 		px := startRejectProxy(t, addr, wire.ErrNotLeaderOrFollower.Code, true)
 		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0), spool.WithPartitioner(spool.ManualPartitioner()))
 		ctx := testCtx(t)
-		var (
-			mu   sync.Mutex
-			errs []error
-		)
-		produce := func(partition int32, v string) {
-			r := spool.StringRecord(topic, v)
-			r.Partition = partition
-			cl.Produce(ctx, r, func(r *spool.Record, err error) {
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("record %s: %w", r.Value, err))
-					mu.Unlock()
-				}
-			})
-		}
+		var failed failures
+		produce := producerTo(ctx, cl, topic, failed.callback)
 		produce(0, "0")
 		select {
 		case <-px.rejected:
@@ -204,11 +192,7 @@ func TestIdempotentFirstBatchRejectedBeforeNextLands(t *testing.T) {
 		if err := cl.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(errs) > 0 {
-			t.Fatalf("%d records failed, first: %v", len(errs), errs[0])
-		}
+		failed.none(t)
 		want := 0
 		for _, r := range consumeN(t, newClient(t, addr), topic, n+1) {
 			if r.Partition != 0 {
@@ -237,18 +221,9 @@ func TestIdempotentRefusedOldestBatchRenumbered(t *testing.T) {
 		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0))
 		ctx := testCtx(t)
 		const n = 10
-		var (
-			mu   sync.Mutex
-			errs []error
-		)
+		var failed failures
 		for i := range n {
-			cl.Produce(ctx, spool.StringRecord(topic, strconv.Itoa(i)), func(r *spool.Record, err error) {
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("record %s: %w", r.Value, err))
-					mu.Unlock()
-				}
-			})
+			cl.Produce(ctx, spool.StringRecord(topic, strconv.Itoa(i)), failed.callback)
 		}
 		if err := cl.Flush(ctx); err != nil {
 			t.Fatal(err)
@@ -261,15 +236,45 @@ func TestIdempotentRefusedOldestBatchRenumbered(t *testing.T) {
 		if px.err != nil {
 			t.Fatal(px.err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(errs) > 0 {
-			t.Fatalf("%d records failed, first: %v", len(errs), errs[0])
-		}
+		failed.none(t)
 		for i, r := range consumeN(t, newClient(t, addr), topic, n) {
 			if string(r.Value) != strconv.Itoa(i) {
 				t.Fatalf("offset %d holds %q, want %d (lost, duplicated or reordered)", r.Offset, r.Value, i)
 			}
 		}
 	})
+}
+
+// failures collects the records a test produced that failed, for it to require none.
+type failures struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+// callback is a produce callback that keeps a failure.
+func (f *failures) callback(r *spool.Record, err error) {
+	if err != nil {
+		f.mu.Lock()
+		f.errs = append(f.errs, fmt.Errorf("record %.5s: %w", r.Value, err))
+		f.mu.Unlock()
+	}
+}
+
+// none fails the test if a record failed.
+func (f *failures) none(t *testing.T) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.errs) > 0 {
+		t.Fatalf("%d records failed, first: %v", len(f.errs), f.errs[0])
+	}
+}
+
+// producerTo returns a func that produces a value to a partition of topic with cb.
+func producerTo(ctx context.Context, cl *spool.Client, topic string, cb func(*spool.Record, error)) func(partition int32, v string) {
+	return func(partition int32, v string) {
+		r := spool.StringRecord(topic, v)
+		r.Partition = partition
+		cl.Produce(ctx, r, cb)
+	}
 }

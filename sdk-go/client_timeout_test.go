@@ -237,16 +237,7 @@ func TestProduceSyncEndsWithItsContext(t *testing.T) {
 		px.stalled.Store(true)
 		ctx, cancel := context.WithTimeout(bound, 300*time.Millisecond)
 		defer cancel()
-		errc := make(chan error, 1)
-		go func() { errc <- cl.ProduceSync(ctx, spool.StringRecord(topic, "stalled")) }()
-		select {
-		case err := <-errc:
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("ProduceSync: %v, want its context's deadline", err)
-			}
-		case <-bound.Done():
-			t.Fatal("ProduceSync did not return when its context ended")
-		}
+		endsByDeadline(t, bound, "ProduceSync", func() error { return cl.ProduceSync(ctx, spool.StringRecord(topic, "stalled")) })
 		px.stalled.Store(false)
 	})
 }
@@ -263,22 +254,29 @@ func TestAPITimeoutBoundsRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 		px.stalled.Store(true)
-		errc := make(chan error, 1)
-		go func() {
+		endsByDeadline(t, bound, "ListTopics without a deadline", func() error {
 			_, err := cl.Admin().ListTopics(context.Background())
-			errc <- err
-		}()
-		select {
-		case err := <-errc:
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("ListTopics against a stalled broker: %v, want a deadline error", err)
-			}
-		case <-bound.Done():
-			t.Fatal("ListTopics without a deadline kept retrying a stalled broker")
-		}
+			return err
+		})
 		if px.swallowed.Load() < 2 {
 			t.Fatalf("%d requests swallowed: the call did not retry within APITimeout", px.swallowed.Load())
 		}
 		px.stalled.Store(false)
 	})
+}
+
+// endsByDeadline runs call, which must fail with a deadline error before the test's bound
+// ends: against a stalled broker, only a deadline of the call's own can end it.
+func endsByDeadline(t *testing.T, bound context.Context, what string, call func() error) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- call() }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s against a stalled broker: %v, want a deadline error", what, err)
+		}
+	case <-bound.Done():
+		t.Fatalf("%s did not end by a deadline of its own against a stalled broker", what)
+	}
 }

@@ -117,9 +117,8 @@ func TestProduceEncodesFullBatchesAndWaitsToSealOpenOne(t *testing.T) {
 		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0), spool.MaxInFlight(1), spool.MaxBatchBytes(1024))
 		ctx := testCtx(t)
 		var failed failures
-		cb := failed.callback
 		value := func(i int) string { return fmt.Sprintf("%-100d", i) }
-		cl.Produce(ctx, spool.StringRecord(topic, value(0)), cb)
+		cl.Produce(ctx, spool.StringRecord(topic, value(0)), failed.callback)
 		select {
 		case <-px.held:
 		case <-ctx.Done():
@@ -127,7 +126,7 @@ func TestProduceEncodesFullBatchesAndWaitsToSealOpenOne(t *testing.T) {
 		}
 		const n, perBatch = 100, 7
 		for i := 1; i <= n; i++ {
-			cl.Produce(ctx, spool.StringRecord(topic, value(i)), cb)
+			cl.Produce(ctx, spool.StringRecord(topic, value(i)), failed.callback)
 		}
 		queued, encoded := spool.QueuedBatches(cl, topic, 0)
 		if want := 1 + n/perBatch; queued != want || encoded != want {
@@ -173,14 +172,7 @@ func TestIdempotentEarlyEncodedBatchesRenumbered(t *testing.T) {
 		produce := producerTo(ctx, cl, topic, failed.callback)
 		value := func(i int) string { return fmt.Sprintf("%-100d", i) }
 		produce(0, value(0))
-		select {
-		case <-px.rejected:
-		case <-ctx.Done():
-			t.Fatal("the first produce request never reached the proxy")
-		}
-		if px.err != nil {
-			t.Fatal(px.err)
-		}
+		px.awaitRejection(t, ctx)
 		const n = 50
 		for i := 1; i < n; i++ {
 			produce(0, value(i))

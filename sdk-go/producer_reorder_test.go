@@ -175,14 +175,7 @@ func TestIdempotentFirstBatchRejectedBeforeNextLands(t *testing.T) {
 		var failed failures
 		produce := producerTo(ctx, cl, topic, failed.callback)
 		produce(0, "0")
-		select {
-		case <-px.rejected:
-		case <-ctx.Done():
-			t.Fatal("the first produce request never reached the proxy")
-		}
-		if px.err != nil {
-			t.Fatal(px.err)
-		}
+		px.awaitRejection(t, ctx)
 		const n = 10
 		for i := 1; i < n; i++ {
 			produce(0, strconv.Itoa(i))
@@ -243,6 +236,19 @@ func TestIdempotentRefusedOldestBatchRenumbered(t *testing.T) {
 			}
 		}
 	})
+}
+
+// awaitRejection waits until the first produce request reached the proxy and was refused.
+func (px *rejectProxy) awaitRejection(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case <-px.rejected:
+	case <-ctx.Done():
+		t.Fatal("the first produce request never reached the proxy")
+	}
+	if px.err != nil {
+		t.Fatal(px.err)
+	}
 }
 
 // failures collects the records a test produced that failed, for it to require none.

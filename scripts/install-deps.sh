@@ -10,6 +10,7 @@ NEEDS=(
   mvn:maven
   javac:openjdk-17-jdk-headless
   kcat:kcat
+  /usr/share/java/zookeeper.jar:zookeeper
   /usr/lib/python3/dist-packages/kafka:python3-kafka
   /usr/lib/python3/dist-packages/confluent_kafka:python3-confluent-kafka
   /usr/lib/python3/dist-packages/snappy:python3-snappy

@@ -58,6 +58,13 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
+// Kill crashes broker id with SIGKILL; its advertised port refuses connections until Restart.
+func (c *Cluster) Kill(t testing.TB, id int32) {
+	t.Helper()
+	c.Brokers[id].Kill(t)
+	c.Proxies[id].Down()
+}
+
 // Restart starts a stopped or killed broker again on its data directory, behind its proxy. It
 // belongs to the cluster's test, even when a subtest restarts it.
 func (c *Cluster) Restart(t testing.TB, id int32) *Broker {
@@ -65,6 +72,7 @@ func (c *Cluster) Restart(t testing.TB, id int32) *Broker {
 	b := StartProcess(c.t, c.opts[id])
 	c.Brokers[id] = b
 	c.Proxies[id].SetTarget(b.Addr)
+	c.Proxies[id].Up(t)
 	return b
 }
 

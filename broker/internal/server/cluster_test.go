@@ -359,7 +359,7 @@ func TestClusterFaults(t *testing.T) {
 		victim := v.Partitions[0].Leader
 		parts := led(v, victim)
 		at := time.Now()
-		c.Brokers[victim].Kill(t)
+		c.Kill(t, victim)
 		f.down[victim] = true
 		f.wait("leaders moved off the killed broker", movedOff(victim))
 		f.unavailability("kill -9 of leader "+fmt.Sprint(victim), at, parts)
@@ -373,7 +373,7 @@ func TestClusterFaults(t *testing.T) {
 		victim := v.Controller
 		parts := led(v, victim)
 		at := time.Now()
-		c.Brokers[victim].Kill(t)
+		c.Kill(t, victim)
 		f.down[victim] = true
 		f.wait("a new controller, leaders moved off", func(v clusterView) bool {
 			return v.Controller >= 0 && v.Controller != victim && movedOff(victim)(v)
@@ -436,7 +436,7 @@ func TestClusterFaults(t *testing.T) {
 		victim := v.Partitions[2].Leader
 		parts := led(v, victim)
 		at := time.Now()
-		c.Brokers[victim].Kill(t)
+		c.Kill(t, victim)
 		f.down[victim] = true
 		f.wait("leaders moved off after ZooKeeper's restart", movedOff(victim))
 		f.unavailability("kill -9 of leader "+fmt.Sprint(victim)+" after ZooKeeper's restart", at, parts)
@@ -464,7 +464,7 @@ func TestClusterRefusesAcksAllBelowMinISR(t *testing.T) {
 		}
 	}
 	// Two of three down: the survivor may not acknowledge acks=all writes.
-	c.Brokers[others[0]].Kill(t)
+	c.Kill(t, others[0])
 	c.Brokers[others[1]].Signal(t, syscall.SIGSTOP)
 	t.Cleanup(func() { c.Brokers[others[1]].Signal(t, syscall.SIGCONT) })
 	waitMetadata(t, adm, topic, "ISR down to the leader", func(td kadm.TopicDetail) bool {
@@ -518,7 +518,7 @@ func TestClusterSurvivesZooKeeperNodeLoss(t *testing.T) {
 	victim := v.Partitions[0].Leader
 	parts := led(v, victim)
 	at := time.Now()
-	c.Brokers[victim].Kill(t)
+	c.Kill(t, victim)
 	f.down[victim] = true
 	f.wait("leaders moved off with two ZooKeeper nodes left", movedOff(victim))
 	f.unavailability("kill -9 of leader "+fmt.Sprint(victim)+" on a degraded ensemble", at, parts)
@@ -527,4 +527,118 @@ func TestClusterSurvivesZooKeeperNodeLoss(t *testing.T) {
 	f.wait("back in every ISR", inEveryISR(victim))
 	load.Stop()
 	t.Log("history: " + hist.Check(t, readAll(t, c.Addrs(), topic, adm)))
+}
+
+// TestClusterGroupCoordinatorFailover runs a consumer group on a cluster: its coordinator is
+// the leader of the group's __consumer_offsets partition (replicated, RF 3). Killing that
+// broker moves the coordinator; committed offsets survive, the members find the new
+// coordinator, and every record is consumed.
+func TestClusterGroupCoordinatorFailover(t *testing.T) {
+	c, _ := startCluster(t)
+	adm := admin(t, c.Addrs())
+	const topic, partitions, total = "events", 6, 3000
+	createReplicated(t, adm, topic, partitions)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	produceN := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			prod.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprint(i))}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		if err := prod.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceN(0, total/2)
+
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	consumer := func() *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		go func() {
+			for {
+				fs := cl.PollFetches(ctx)
+				if fs.IsClientClosed() || ctx.Err() != nil {
+					return
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					seen[string(r.Value)] = true
+					mu.Unlock()
+				})
+				cl.CommitUncommittedOffsets(ctx)
+			}
+		}()
+		return cl
+	}
+	consumer()
+	consumer()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+	brokertest.WaitFor(t, 60*time.Second, "the group consumes the first half", func() bool { return count() == total/2 })
+	// Committed offsets are read by a new client each time: this checks the brokers, not a
+	// client's cached coordinator.
+	committed := func() int64 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		os, err := kadm.NewClient(cl).FetchOffsets(fctx, "billing")
+		if err == nil {
+			err = os.Error()
+		}
+		if err != nil {
+			t.Logf("fetching committed offsets: %v", err)
+			return -1
+		}
+		var sum int64
+		os.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		return sum
+	}
+	brokertest.WaitFor(t, 30*time.Second, "the first half committed", func() bool { return committed() == total/2 })
+
+	co := adm.FindGroupCoordinators(ctx, "billing")
+	var coordinator int32 = -1
+	co.Each(func(r kadm.FindCoordinatorResponse) { coordinator = r.NodeID })
+	if coordinator < 0 {
+		t.Fatalf("no coordinator for the group: %+v", co)
+	}
+	c.Kill(t, coordinator)
+	brokertest.WaitFor(t, 30*time.Second, "a new coordinator", func() bool {
+		moved := false
+		adm.FindGroupCoordinators(ctx, "billing").Each(func(r kadm.FindCoordinatorResponse) { moved = r.Err == nil && r.NodeID != coordinator })
+		return moved
+	})
+	// The client may ask the dead coordinator first; once an answer comes, it must hold
+	// exactly what was committed.
+	brokertest.WaitFor(t, 30*time.Second, "committed offsets from the new coordinator", func() bool {
+		got := committed()
+		if got >= 0 && got != total/2 {
+			t.Fatalf("committed offsets after the coordinator died: sum %d, want %d", got, total/2)
+		}
+		return got == total/2
+	})
+	produceN(total/2, total/2)
+	brokertest.WaitFor(t, 60*time.Second, "the group consumes the second half", func() bool { return count() == total })
+	brokertest.WaitFor(t, 30*time.Second, "everything committed", func() bool { return committed() == total })
+	t.Logf("coordinator %d killed: %d records consumed by the group, offsets committed and kept", coordinator, count())
 }

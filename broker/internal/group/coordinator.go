@@ -66,7 +66,7 @@ type Config struct {
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// MaxMetadataBytes is offset.metadata.max.bytes.
 	MaxMetadataBytes int
-	Log *slog.Logger
+	Log              *slog.Logger
 }
 
 // Partition is a __consumer_offsets partition this broker leads: where the coordinator

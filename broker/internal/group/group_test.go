@@ -160,4 +160,3 @@ func TestOffsetRetentionAndReload(t *testing.T) {
 		t.Fatalf("groups after reload %+v", l)
 	}
 }
-

@@ -167,6 +167,26 @@ func (h *History) FirstAckAfter(partition int32, t time.Time) time.Duration {
 	return -1
 }
 
+// LongestGap is the longest time partition went without an acknowledged write in the window
+// from t to the first acknowledgement after until (or -1 if none came by then): how long a
+// fault made it unavailable, counting from the fault itself.
+func (h *History) LongestGap(partition int32, t, until time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	prev, longest := t, time.Duration(0)
+	for _, at := range h.times[partition] {
+		if !at.After(t) {
+			continue
+		}
+		longest = max(longest, at.Sub(prev))
+		prev = at
+		if at.After(until) {
+			return longest
+		}
+	}
+	return -1
+}
+
 // Read is one record a consumer read.
 type Read struct {
 	Partition int32

@@ -4,11 +4,14 @@ package server_test
 // under load, and the history checker (no acknowledged record lost or moved, no duplicates).
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"maps"
+	"os/exec"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -660,4 +663,148 @@ func TestClusterGroupCoordinatorFailover(t *testing.T) {
 	brokertest.WaitFor(t, 60*time.Second, "the group consumes the second half", func() bool { return count() == total })
 	brokertest.WaitFor(t, 30*time.Second, "everything committed", func() bool { return committed() == total })
 	t.Logf("coordinator %d killed: %d records consumed by the group, offsets committed and kept", coordinator, count())
+}
+
+// TestClusterRealClientsAcrossFailover: franz-go, the Java client and kcat (librdkafka)
+// produce with acks=all and retries while a consumer group of all three consumes; the leader
+// of a partition is killed midway. Every record a producer had acknowledged is in the log and
+// reaches the group.
+func TestClusterRealClientsAcrossFailover(t *testing.T) {
+	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
+	java, cp := buildJavaMember(t)
+	props := maps.Clone(clusterProps)
+	props["group.initial.rebalance.delay.ms"] = "0"
+	zk := brokertest.StartZooKeeper(t)
+	c := brokertest.StartCluster(t, 3, zk.Connect(""), props)
+	adm := admin(t, c.Addrs())
+	const topic, group, partitions = "mixed", "mixed-group", 6
+	td := createReplicated(t, adm, topic, partitions)
+	victim := leaderOf(td, 0)
+	var seeds []string
+	for id, px := range c.Proxies {
+		if id != victim {
+			seeds = append(seeds, px.Addr)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	l := newLedger()
+	l.startMember(t, ctx, seeds[0], group, "fz", topic, kgo.Balancers(kgo.RangeBalancer()))
+	l.startJavaMember(t, java, cp, strings.Join(seeds, ","), topic, group, "java", "range,cooperative-sticky")
+	kc := exec.Command(kcat, "-b", strings.Join(seeds, ","), "-G", group, "-u", "-q", "-f", "%s\n",
+		"-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=300", "-X", "auto.commit.interval.ms=100",
+		"-X", "partition.assignment.strategy=range,roundrobin", "-o", "beginning", topic)
+	kout, err := kc.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kc.Process.Kill(); kc.Wait() })
+	go func() {
+		sc := bufio.NewScanner(kout)
+		for sc.Scan() {
+			l.record(group, "kcat", sc.Text())
+		}
+	}()
+	waitDescribed(t, ctx, adm, group, "a stable group of franz-go, Java and kcat", func(d kadm.DescribedGroup) bool {
+		return d.State == "Stable" && len(d.Members) == 3
+	})
+
+	hist := brokertest.NewHistory()
+	load := startLoad(t, c.Addrs(), topic, partitions, 1, hist)
+
+	// The Java producer reports each acknowledgement; kcat exits 0 only if all were.
+	jp := exec.Command(java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "Producer", strings.Join(c.Addrs(), ","), topic)
+	jin, err := jp.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jout, err := jp.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jp.Stderr = testWriter{t}
+	kp := exec.Command(kcat, "-b", strings.Join(c.Addrs(), ","), "-P", "-t", topic, "-X", "acks=all", "-X", "enable.idempotence=true", "-X", "linger.ms=5")
+	kin, err := kp.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp.Stderr = testWriter{t}
+	for _, cmd := range []*exec.Cmd{jp, kp} {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	javaAcks := make(chan int, 1)
+	go func() {
+		n := 0
+		sc := bufio.NewScanner(jout)
+		for sc.Scan() {
+			var v string
+			var p int32
+			var off int64
+			if _, err := fmt.Sscanf(sc.Text(), "ACK %s %d %d", &v, &p, &off); err == nil {
+				hist.Acked(p, off, v)
+				n++
+			}
+		}
+		javaAcks <- n
+	}()
+	const perProducer = 1500
+	var kcatValues []string
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		for i := range perProducer {
+			fmt.Fprintf(jin, "j-%05d\n", i)
+			kv := fmt.Sprintf("k-%05d", i)
+			kcatValues = append(kcatValues, kv)
+			fmt.Fprintln(kin, kv)
+			if i == perProducer/3 {
+				c.Kill(t, victim)
+			}
+			time.Sleep(2 * time.Millisecond) // a steady stream across the failover
+		}
+		jin.Close()
+		kin.Close()
+	}()
+	<-fed
+	if err := kp.Wait(); err != nil {
+		t.Fatalf("kcat producer: %v (not every record was delivered)", err)
+	}
+	if err := jp.Wait(); err != nil {
+		t.Fatalf("java producer: %v (not every record was acknowledged)", err)
+	}
+	if n := <-javaAcks; n != perProducer {
+		t.Fatalf("java acknowledged %d of %d records", n, perProducer)
+	}
+	load.Stop()
+
+	reads := readAll(t, c.Addrs(), topic, adm)
+	t.Log("history (franz-go and Java acknowledgements): " + hist.Check(t, reads))
+	inLog := map[string]bool{}
+	var all []string
+	for _, r := range reads {
+		inLog[r.Value] = true
+		all = append(all, r.Value)
+	}
+	for _, v := range kcatValues {
+		if !inLog[v] {
+			t.Fatalf("kcat delivered %q but it is not in the log", v)
+		}
+	}
+	l.waitFor(t, ctx, "the group consumed every record at least once", func() bool {
+		for _, v := range all {
+			if l.consumed[group][v] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	who := l.countBy(group, all)
+	t.Logf("leader %d killed; %d records in the log; consumed by %v", victim, len(all), who)
 }

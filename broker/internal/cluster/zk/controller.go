@@ -368,7 +368,11 @@ func (c *controller) writeState(topic string, p int32, old partitionState, has b
 		ops = append(ops, &zk.CreateRequest{Path: c.s.p(partitionPath(topic, p)), Acl: acl})
 	}
 	ops = append(ops, &zk.CreateRequest{Path: c.s.p(partitionStatePath(topic, p)), Data: data, Acl: acl})
-	if err := c.write(ops...); err != nil && !errors.Is(err, errFenced) {
+	err := c.write(ops...)
+	if errors.Is(err, zk.ErrNodeExists) {
+		return errSuperseded // an earlier pass created it; the image has not caught up yet
+	}
+	if err != nil && !errors.Is(err, errFenced) {
 		return fmt.Errorf("creating the state of %s-%d: %w", topic, p, err)
 	} else if err != nil {
 		return err

@@ -47,6 +47,13 @@ func (s *Server) offsetsLogs(create bool) ([]*storage.Log, error) {
 	logs := make([]*storage.Log, len(t.Partitions))
 	for _, p := range t.Partitions {
 		part := s.parts.get(group.Topic, p.Index)
+		if part == nil {
+			// Another goroutine may be creating the topic: createTopic holds createMu from
+			// registering it until its logs are open. Wait for that, then look again.
+			s.createMu.Lock()
+			part = s.parts.get(group.Topic, p.Index)
+			s.createMu.Unlock()
+		}
 		if part == nil || int(p.Index) >= len(logs) {
 			return nil, fmt.Errorf("%s-%d is not open here", group.Topic, p.Index)
 		}

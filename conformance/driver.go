@@ -23,7 +23,7 @@ import (
 // Request is one command to a driver.
 type Request struct {
 	ID  int64  `json:"id"`
-	Cmd string `json:"cmd"` // open, produce, consume, poll, commit, close
+	Cmd string `json:"cmd"` // open, produce, consume, poll, commit, assignment, close
 
 	// open
 	Bootstrap   string   `json:"bootstrap,omitempty"`
@@ -53,8 +53,10 @@ type Response struct {
 	Results []ProduceResult `json:"results,omitempty"`
 	// consume, poll
 	Records []DriverRecord `json:"records,omitempty"`
-	// open: the SDK and its version, for the report
+	// open: the SDK's name, for the report
 	Client string `json:"client,omitempty"`
+	// assignment: the partitions the group member owns, by topic
+	Assignment map[string][]int32 `json:"assignment,omitempty"`
 }
 
 // DriverRecord is a record in either direction. Key and Value are base64 in JSON, null for

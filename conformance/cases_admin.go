@@ -141,7 +141,12 @@ func init() {
 			t.waitFor("auto-created "+name, func() (bool, string) {
 				tp := findTopic(t.metadata(c, true, name), name)
 				if tp == nil {
-					return false, "not listed"
+					t.Fatalf("topic %s not in the answer", name)
+				}
+				// LEADER_NOT_AVAILABLE while the new topic's partitions get leaders; anything
+				// else means it was not created
+				if tp.ErrorCode != 0 && tp.ErrorCode != wire.CodeOf(wire.ErrLeaderNotAvailable) {
+					t.Fatalf("Metadata: %s, want NONE or LEADER_NOT_AVAILABLE", codeName(tp.ErrorCode))
 				}
 				return tp.ErrorCode == 0 && len(tp.Partitions) > 0, codeName(tp.ErrorCode)
 			})

@@ -62,8 +62,23 @@ func register(c *Case) {
 	registry = append(registry, c)
 }
 
-// Cases returns every case in registration order (grouped by area).
-func Cases() []*Case { return slices.Clone(registry) }
+// Areas are the case areas in the order the suite runs and reports them.
+var Areas = []string{"versions", "metadata", "produce", "fetch", "listoffsets", "idempotence", "groups", "admin", "client"}
+
+// Cases returns every case, grouped by area (in the order of Areas), in registration order
+// within an area.
+func Cases() []*Case {
+	out := slices.Clone(registry)
+	slices.SortStableFunc(out, func(a, b *Case) int { return areaRank(a.Area) - areaRank(b.Area) })
+	return out
+}
+
+func areaRank(area string) int {
+	if i := slices.Index(Areas, area); i >= 0 {
+		return i
+	}
+	return len(Areas)
+}
 
 // Select returns the cases whose id matches pattern: a comma-separated list of shell globs
 // (path.Match, e.g. "produce/*,fetch/long-poll*") or, when it starts with "~", a regular
@@ -100,7 +115,7 @@ func Select(pattern string) ([]*Case, error) {
 		}
 	}
 	var out []*Case
-	for _, c := range registry {
+	for _, c := range Cases() {
 		if match(c.ID) {
 			out = append(out, c)
 		}

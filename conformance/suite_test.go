@@ -13,6 +13,7 @@ import (
 // TestMain lets the test binary act as a built-in driver when the suite starts it as one.
 func TestMain(m *testing.M) {
 	drivers.MaybeServe()
+	serveDropping()
 	os.Exit(m.Run())
 }
 

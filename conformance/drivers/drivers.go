@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +44,7 @@ var openers = map[string]opener{"go": openSpool, "franz-go": openFranz}
 // Builtin returns the built-in driver name, run as this executable started again.
 func Builtin(name string) (*conformance.ProcessDriver, error) {
 	if _, ok := openers[name]; !ok {
-		return nil, fmt.Errorf("unknown driver %q (built in: %v)", name, Names)
+		return nil, fmt.Errorf("unknown driver %q (built in: %s; for another SDK, run its driver program with --driver-cmd)", name, strings.Join(Names, ", "))
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/conformance"
@@ -54,13 +55,15 @@ func (d *dropOne) Write(p []byte) (int, error) {
 	return d.w.Write(p)
 }
 
+// runOne runs one case; a case that waits for something that never comes fails at the end
+// of its 10 s.
 func runOne(t *testing.T, addr string, d conformance.Driver, id string) conformance.Result {
 	t.Helper()
 	cases, err := conformance.Select(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := conformance.Run(context.Background(), conformance.Config{Bootstrap: addr, Driver: d}, cases)
+	rs := conformance.Run(context.Background(), conformance.Config{Bootstrap: addr, Driver: d, CaseTimeout: 10 * time.Second}, cases)
 	if len(rs) != 1 {
 		t.Fatalf("%d results for %s", len(rs), id)
 	}

@@ -143,10 +143,13 @@ func init() {
 				if tp == nil {
 					t.Fatalf("topic %s not in the answer", name)
 				}
-				// LEADER_NOT_AVAILABLE while the new topic's partitions get leaders; anything
-				// else means it was not created
-				if tp.ErrorCode != 0 && tp.ErrorCode != wire.CodeOf(wire.ErrLeaderNotAvailable) {
-					t.Fatalf("Metadata: %s, want NONE or LEADER_NOT_AVAILABLE", codeName(tp.ErrorCode))
+				// LEADER_NOT_AVAILABLE while the new topic's partitions get leaders; Kafka also
+				// answers UNKNOWN_TOPIC_OR_PARTITION while its creation is in flight. Another
+				// error means it will not be created.
+				switch tp.ErrorCode {
+				case 0, wire.CodeOf(wire.ErrLeaderNotAvailable), wire.CodeOf(wire.ErrUnknownTopicOrPartition):
+				default:
+					t.Fatalf("Metadata: %s", codeName(tp.ErrorCode))
 				}
 				return tp.ErrorCode == 0 && len(tp.Partitions) > 0, codeName(tp.ErrorCode)
 			})

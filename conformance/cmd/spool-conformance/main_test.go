@@ -92,7 +92,7 @@ func TestRunAgainstSpool(t *testing.T) {
 // A failing case makes the exit status 1 and says why in the table.
 func TestFailureExits1(t *testing.T) {
 	addr := brokertest.Start(t, brokertest.Options{Props: map[string]string{"auto.create.topics.enable": "false"}}).Addr
-	code, out, _ := runCLI("--bootstrap", addr, "--cases", "metadata/auto-create,metadata/cluster")
+	code, out, _ := runCLI("--bootstrap", addr, "--cases", "metadata/auto-create,metadata/cluster", "--case-timeout", "5s")
 	if code != 1 || !strings.Contains(out, "FAIL") || !strings.HasSuffix(out, "1 passed, 1 failed\n") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}

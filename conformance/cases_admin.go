@@ -24,7 +24,16 @@ func (t *T) metadata(c *Conn, autoCreate bool, topics ...string) wire.MetadataRe
 	return resp
 }
 
-// createTopics sends one CreateTopics request for a topic and returns its result.
+// metadataTopic asks for one topic and returns its entry, failing when it is missing.
+func (t *T) metadataTopic(c *Conn, autoCreate bool, name string) *wire.MetadataResponseTopic {
+	tp := findTopic(t.metadata(c, autoCreate, name), name)
+	if tp == nil {
+		t.Fatalf("topic %q not in the Metadata answer", name)
+	}
+	return tp
+}
+
+// createTopic sends one CreateTopics request for a topic and returns its result.
 func (t *T) createTopic(c *Conn, name string, partitions int32, rf int16, validateOnly bool, configs ...string) wire.CreateTopicsResponseCreatableTopicResult {
 	req := def[wire.CreateTopicsRequest]()
 	req.ValidateOnly = validateOnly
@@ -125,11 +134,7 @@ func init() {
 			c := t.Conn()
 			name := t.Name("missing")
 			for range 2 {
-				tp := findTopic(t.metadata(c, false, name), name)
-				if tp == nil {
-					t.Fatalf("topic %s not in the answer", name)
-				}
-				t.wantCode("Metadata", tp.ErrorCode, wire.ErrUnknownTopicOrPartition)
+				t.wantCode("Metadata", t.metadataTopic(c, false, name).ErrorCode, wire.ErrUnknownTopicOrPartition)
 			}
 		}})
 	register(&Case{ID: "metadata/auto-create", Spec: "§8.4",
@@ -139,10 +144,7 @@ func init() {
 			name := t.Name("auto")
 			t.Cleanup(func() { t.deleteTopics(name) })
 			t.waitFor("auto-created "+name, func() (bool, string) {
-				tp := findTopic(t.metadata(c, true, name), name)
-				if tp == nil {
-					t.Fatalf("topic %s not in the answer", name)
-				}
+				tp := t.metadataTopic(c, true, name)
 				// LEADER_NOT_AVAILABLE while the new topic's partitions get leaders; Kafka also
 				// answers UNKNOWN_TOPIC_OR_PARTITION while its creation is in flight. Another
 				// error means it will not be created.
@@ -158,11 +160,7 @@ func init() {
 		Desc: "a topic name with invalid characters gets INVALID_TOPIC_EXCEPTION, even with auto-creation",
 		Run: func(t *T) {
 			name := "bad name!"
-			tp := findTopic(t.metadata(t.Conn(), true, name), name)
-			if tp == nil {
-				t.Fatalf("topic %q not in the answer", name)
-			}
-			t.wantCode("Metadata", tp.ErrorCode, wire.ErrInvalidTopicException)
+			t.wantCode("Metadata", t.metadataTopic(t.Conn(), true, name).ErrorCode, wire.ErrInvalidTopicException)
 		}})
 	register(&Case{ID: "admin/create-topic", Spec: "§8.11",
 		Desc: "CreateTopics creates a topic with the requested partitions and returns its id and settings",
@@ -209,7 +207,7 @@ func init() {
 			c := t.Conn()
 			name := t.Name("t")
 			t.wantCode("CreateTopics", t.createTopic(c, name, 2, 1, true).ErrorCode, nil)
-			t.wantCode("Metadata afterwards", findTopic(t.metadata(c, false, name), name).ErrorCode, wire.ErrUnknownTopicOrPartition)
+			t.wantCode("Metadata afterwards", t.metadataTopic(c, false, name).ErrorCode, wire.ErrUnknownTopicOrPartition)
 		}})
 	register(&Case{ID: "admin/create-with-config", Spec: "§8.11",
 		Desc: "configs given at creation are reported by DescribeConfigs",

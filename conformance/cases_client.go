@@ -145,9 +145,7 @@ func init() {
 						t.Errorf("offset %d holds %q, want %q", r.offset, r.value, want[i].Value)
 					}
 				}
-				if lo := t.listOffset(t.Conn(), topic, 0, -1); lo.Offset != int64(len(want)) {
-					t.Errorf("log end %d, want %d: records written more than once", lo.Offset, len(want))
-				}
+				t.wantLogEnd(t.Conn(), topic, 0, int64(len(want)), "producing each record once")
 			}})
 	}
 	register(&Case{ID: "client/idempotent-batches", Level: Client, Spec: "§8.1, §8.13",

@@ -318,20 +318,21 @@ func init() {
 				}
 			}})
 	}
-	register(&Case{ID: "listoffsets/unknown-partition", Spec: "§8.3",
-		Desc: "ListOffsets for a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION",
-		Run: func(t *T) {
-			topic := t.Topic(1)
-			r := t.listOffset(t.Conn(), topic, 9, -1)
-			t.wantCode("ListOffsets", r.ErrorCode, wire.ErrUnknownTopicOrPartition)
-		}})
-	register(&Case{ID: "listoffsets/max-timestamp-needs-v7", Spec: "§8.3",
-		Desc: "timestamp -3 (max timestamp) at v6 gets UNSUPPORTED_VERSION for the partition",
-		Run: func(t *T) {
-			topic := t.Topic(1)
-			r := t.listOffset(t.Conn(), topic, 0, -3)
-			t.wantCode("ListOffsets -3 at v6", r.ErrorCode, wire.ErrUnsupportedVersion)
-		}})
+	for _, e := range []struct {
+		id, desc  string
+		partition int32
+		ts        int64
+		want      error
+	}{
+		{"unknown-partition", "ListOffsets for a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION", 9, -1, wire.ErrUnknownTopicOrPartition},
+		{"max-timestamp-needs-v7", "timestamp -3 (max timestamp) at v6 gets UNSUPPORTED_VERSION for the partition", 0, -3, wire.ErrUnsupportedVersion},
+	} {
+		register(&Case{ID: "listoffsets/" + e.id, Spec: "§8.3", Desc: e.desc,
+			Run: func(t *T) {
+				r := t.listOffset(t.Conn(), t.Topic(1), e.partition, e.ts)
+				t.wantCode(fmt.Sprintf("ListOffsets partition %d timestamp %d", e.partition, e.ts), r.ErrorCode, e.want)
+			}})
+	}
 	register(&Case{ID: "listoffsets/duplicate-partition", Spec: "§8.3",
 		Desc: "a partition listed twice gets INVALID_REQUEST",
 		Run: func(t *T) {

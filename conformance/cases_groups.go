@@ -37,6 +37,13 @@ func (t *T) coordinator(c *Conn, group string) wire.FindCoordinatorResponse {
 	return resp
 }
 
+// newGroup names a new group and waits for its coordinator, on a new connection.
+func (t *T) newGroup() (*Conn, string) {
+	c, group := t.Conn(), t.Name("g")
+	t.coordinator(c, group)
+	return c, group
+}
+
 // member is one raw group member on its own connection.
 type member struct {
 	c          *Conn
@@ -157,9 +164,7 @@ func init() {
 		register(&Case{ID: fmt.Sprintf("groups/find-coordinator-v%d", v), Spec: "§8.7",
 			Desc: fmt.Sprintf("FindCoordinator v%d names a broker of the cluster for a group", v),
 			Run: func(t *T) {
-				c := t.Conn()
-				group := t.Name("g")
-				t.coordinator(c, group)
+				c, group := t.newGroup()
 				var resp wire.FindCoordinatorResponse
 				t.Do(c, &wire.FindCoordinatorRequest{Key: group}, &resp, v)
 				t.wantCode("FindCoordinator", resp.ErrorCode, nil)
@@ -185,9 +190,7 @@ func init() {
 	register(&Case{ID: "groups/join-v3-direct", Spec: "§8.8",
 		Desc: "JoinGroup v3 (before MEMBER_ID_REQUIRED) joins in one step and gets a member id",
 		Run: func(t *T) {
-			c := t.Conn()
-			group := t.Name("g")
-			t.coordinator(c, group)
+			c, group := t.newGroup()
 			var resp wire.JoinGroupResponse
 			t.Do(c, joinReq(group, "", protoType), &resp, 3)
 			t.wantCode("JoinGroup v3", resp.ErrorCode, nil)
@@ -246,9 +249,7 @@ func init() {
 	register(&Case{ID: "groups/invalid-session-timeout", Spec: "§8.8",
 		Desc: "a session timeout below group.min.session.timeout.ms (6 s by default) gets INVALID_SESSION_TIMEOUT",
 		Run: func(t *T) {
-			c := t.Conn()
-			group := t.Name("g")
-			t.coordinator(c, group)
+			c, group := t.newGroup()
 			req := joinReq(group, "", protoType)
 			req.SessionTimeoutMs = 100
 			var resp wire.JoinGroupResponse
@@ -327,9 +328,7 @@ func init() {
 		Desc: "a commit with generation -1 to an empty group is stored, and OffsetFetch returns it with its metadata",
 		Run: func(t *T) {
 			topic := t.Topic(2)
-			c := t.Conn()
-			group := t.Name("g")
-			t.coordinator(c, group)
+			c, group := t.newGroup()
 			t.wantCode("OffsetCommit", t.commit(c, commitReq(group, -1, "", topic, 1, 42, "meta-1")), nil)
 			got := t.committed(c, group, []wire.OffsetFetchRequestTopic{{Name: topic, PartitionIndexes: []int32{0, 1}}})
 			p1, p0 := got[topic+"/1"], got[topic+"/0"]
@@ -344,9 +343,7 @@ func init() {
 		Desc: "OffsetFetch with null topics returns every partition the group has commits for",
 		Run: func(t *T) {
 			topic := t.Topic(3)
-			c := t.Conn()
-			group := t.Name("g")
-			t.coordinator(c, group)
+			c, group := t.newGroup()
 			for p := range int32(2) {
 				t.wantCode("OffsetCommit", t.commit(c, commitReq(group, -1, "", topic, p, int64(10+p), "")), nil)
 			}
@@ -359,9 +356,7 @@ func init() {
 		Desc: "OffsetFetch for a group that never committed returns -1 with no error",
 		Run: func(t *T) {
 			topic := t.Topic(1)
-			c := t.Conn()
-			group := t.Name("g")
-			t.coordinator(c, group)
+			c, group := t.newGroup()
 			got := t.committed(c, group, []wire.OffsetFetchRequestTopic{{Name: topic, PartitionIndexes: []int32{0}}})
 			if p := got[topic+"/0"]; p.CommittedOffset != -1 || p.ErrorCode != 0 {
 				t.Errorf("offset %d error %s, want -1 NONE", p.CommittedOffset, codeName(p.ErrorCode))
@@ -383,26 +378,20 @@ func init() {
 	register(&Case{ID: "groups/commit-unknown-partition", Spec: "§8.5",
 		Desc: "a commit for a topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION",
 		Run: func(t *T) {
-			c := t.Conn()
-			group := t.Name("g")
-			t.coordinator(c, group)
+			c, group := t.newGroup()
 			t.wantCode("OffsetCommit", t.commit(c, commitReq(group, -1, "", t.Name("missing"), 0, 1, "")), wire.ErrUnknownTopicOrPartition)
 		}})
 	register(&Case{ID: "groups/commit-metadata-too-large", Spec: "§8.5",
 		Desc: "commit metadata above offset.metadata.max.bytes (4096) gets OFFSET_METADATA_TOO_LARGE",
 		Run: func(t *T) {
 			topic := t.Topic(1)
-			c := t.Conn()
-			group := t.Name("g")
-			t.coordinator(c, group)
+			c, group := t.newGroup()
 			t.wantCode("OffsetCommit", t.commit(c, commitReq(group, -1, "", topic, 0, 1, strings.Repeat("m", 5000))), wire.ErrOffsetMetadataTooLarge)
 		}})
 	register(&Case{ID: "groups/describe-unknown", Spec: "§8.9",
 		Desc: "DescribeGroups for a group that does not exist answers state Dead with no error",
 		Run: func(t *T) {
-			c := t.Conn()
-			group := t.Name("g")
-			t.coordinator(c, group)
+			c, group := t.newGroup()
 			d := t.describeGroup(c, group)
 			t.wantCode("DescribeGroups", d.ErrorCode, nil)
 			if d.GroupState != "Dead" || len(d.Members) != 0 {
@@ -445,9 +434,7 @@ func init() {
 		Desc: "OffsetDelete removes an empty group's committed offset",
 		Run: func(t *T) {
 			topic := t.Topic(1)
-			c := t.Conn()
-			group := t.Name("g")
-			t.coordinator(c, group)
+			c, group := t.newGroup()
 			t.wantCode("OffsetCommit", t.commit(c, commitReq(group, -1, "", topic, 0, 3, "")), nil)
 			var resp wire.OffsetDeleteResponse
 			t.Do(c, &wire.OffsetDeleteRequest{GroupId: group, Topics: []wire.OffsetDeleteRequestTopic{{Name: topic, Partitions: []wire.OffsetDeleteRequestPartition{{PartitionIndex: 0}}}}}, &resp, 0)

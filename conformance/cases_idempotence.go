@@ -25,6 +25,13 @@ func (t *T) producerID(c *Conn, v int16) (int64, int16) {
 	return resp.ProducerId, resp.ProducerEpoch
 }
 
+// idempotent creates a topic with n partitions and gets a producer id for it.
+func (t *T) idempotent(n int32) (topic string, c *Conn, pid int64, epoch int16) {
+	topic, c = t.Topic(n), t.Conn()
+	pid, epoch = t.producerID(c, maxV(wire.KeyInitProducerId))
+	return topic, c, pid, epoch
+}
+
 func idem(pid int64, epoch int16, seq int32) batchOpts {
 	return batchOpts{producerID: pid, epoch: epoch, sequence: seq}
 }
@@ -48,9 +55,7 @@ func init() {
 	register(&Case{ID: "idempotence/sequence-continues", Spec: "§8.1",
 		Desc: "idempotent batches with following sequences are appended in order",
 		Run: func(t *T) {
-			topic := t.Topic(1)
-			c := t.Conn()
-			pid, epoch := t.producerID(c, maxV(wire.KeyInitProducerId))
+			topic, c, pid, epoch := t.idempotent(1)
 			if o := t.produceOK(c, topic, 0, idem(pid, epoch, 0), values("a", 3)...); o != 0 {
 				t.Errorf("first batch at %d, want 0", o)
 			}
@@ -61,9 +66,7 @@ func init() {
 	register(&Case{ID: "idempotence/duplicate-acknowledged", Spec: "§8.1",
 		Desc: "a retried batch (same producer, epoch and sequences) is acknowledged with its original offset and not appended again",
 		Run: func(t *T) {
-			topic := t.Topic(1)
-			c := t.Conn()
-			pid, epoch := t.producerID(c, maxV(wire.KeyInitProducerId))
+			topic, c, pid, epoch := t.idempotent(1)
 			t.produceOK(c, topic, 0, idem(pid, epoch, 0), values("x", 2)...)
 			b := t.makeBatch(idem(pid, epoch, 2), values("dup", 3)...)
 			first := t.produce(c, topic, 0, 1, b, maxV(wire.KeyProduce))
@@ -73,29 +76,21 @@ func init() {
 			if first.BaseOffset != 2 || again.BaseOffset != 2 {
 				t.Errorf("base offsets %d and %d, want 2 and 2", first.BaseOffset, again.BaseOffset)
 			}
-			if lo := t.listOffset(c, topic, 0, -1); lo.Offset != 5 {
-				t.Errorf("log end %d after a duplicate, want 5", lo.Offset)
-			}
+			t.wantLogEnd(c, topic, 0, 5, "a duplicate")
 		}})
 	register(&Case{ID: "idempotence/gap-rejected", Spec: "§8.1",
 		Desc: "a batch whose sequence skips ahead gets OUT_OF_ORDER_SEQUENCE_NUMBER and is not appended",
 		Run: func(t *T) {
-			topic := t.Topic(1)
-			c := t.Conn()
-			pid, epoch := t.producerID(c, maxV(wire.KeyInitProducerId))
+			topic, c, pid, epoch := t.idempotent(1)
 			t.produceOK(c, topic, 0, idem(pid, epoch, 0), values("x", 2)...)
 			r := t.produce(c, topic, 0, 1, t.makeBatch(idem(pid, epoch, 7), values("gap", 1)...), maxV(wire.KeyProduce))
 			t.wantCode("sequence 7 after 0-1", r.ErrorCode, wire.ErrOutOfOrderSequenceNumber)
-			if lo := t.listOffset(c, topic, 0, -1); lo.Offset != 2 {
-				t.Errorf("log end %d after a refused batch, want 2", lo.Offset)
-			}
+			t.wantLogEnd(c, topic, 0, 2, "a refused batch")
 		}})
 	register(&Case{ID: "idempotence/new-epoch-starts-at-zero", Spec: "§8.1",
 		Desc: "a producer's new epoch must start at sequence 0: another start gets OUT_OF_ORDER_SEQUENCE_NUMBER, 0 is accepted",
 		Run: func(t *T) {
-			topic := t.Topic(1)
-			c := t.Conn()
-			pid, epoch := t.producerID(c, maxV(wire.KeyInitProducerId))
+			topic, c, pid, epoch := t.idempotent(1)
 			t.produceOK(c, topic, 0, idem(pid, epoch, 0), values("x", 2)...)
 			r := t.produce(c, topic, 0, 1, t.makeBatch(idem(pid, epoch+1, 5), values("e", 1)...), maxV(wire.KeyProduce))
 			t.wantCode("epoch+1 at sequence 5", r.ErrorCode, wire.ErrOutOfOrderSequenceNumber)
@@ -105,9 +100,7 @@ func init() {
 	register(&Case{ID: "idempotence/old-epoch-fenced", Spec: "§8.1",
 		Desc: "once a producer id wrote with a newer epoch, its older epoch gets INVALID_PRODUCER_EPOCH",
 		Run: func(t *T) {
-			topic := t.Topic(1)
-			c := t.Conn()
-			pid, epoch := t.producerID(c, maxV(wire.KeyInitProducerId))
+			topic, c, pid, epoch := t.idempotent(1)
 			t.produceOK(c, topic, 0, idem(pid, epoch+1, 0), values("new", 1)...)
 			r := t.produce(c, topic, 0, 1, t.makeBatch(idem(pid, epoch, 0), values("old", 1)...), maxV(wire.KeyProduce))
 			t.wantCode("the old epoch", r.ErrorCode, wire.ErrInvalidProducerEpoch)
@@ -115,9 +108,7 @@ func init() {
 	register(&Case{ID: "idempotence/partitions-independent", Spec: "§8.1",
 		Desc: "sequences are per partition: one producer starts at 0 on each partition",
 		Run: func(t *T) {
-			topic := t.Topic(2)
-			c := t.Conn()
-			pid, epoch := t.producerID(c, maxV(wire.KeyInitProducerId))
+			topic, c, pid, epoch := t.idempotent(2)
 			t.produceOK(c, topic, 0, idem(pid, epoch, 0), values("p0-", 3)...)
 			if o := t.produceOK(c, topic, 1, idem(pid, epoch, 0), values("p1-", 1)...); o != 0 {
 				t.Errorf("partition 1 base offset %d, want 0", o)

@@ -60,30 +60,31 @@ func init() {
 			}
 			t.sameRecords(t.fetchAll(t.Conn(), topic, 0, 0, 2), values("z", 2))
 		}})
-	register(&Case{ID: "produce/invalid-acks", Spec: "§8.1",
-		Desc: "acks=2 gets INVALID_REQUIRED_ACKS",
-		Run: func(t *T) {
-			topic := t.Topic(1)
-			r := t.produce(t.Conn(), topic, 0, 2, t.makeBatch(plain, values("x", 1)...), maxV(wire.KeyProduce))
-			t.wantCode("Produce acks=2", r.ErrorCode, wire.ErrInvalidRequiredAcks)
-		}})
-	register(&Case{ID: "produce/unknown-topic", Spec: "§8.1",
-		Desc: "producing to a topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION (Produce never creates topics)",
-		Run: func(t *T) {
-			name := t.Name("missing")
-			r := t.produce(t.Conn(), name, 0, 1, t.makeBatch(plain, values("x", 1)...), maxV(wire.KeyProduce))
-			t.wantCode("Produce to "+name, r.ErrorCode, wire.ErrUnknownTopicOrPartition)
-			if r.BaseOffset != -1 {
-				t.Errorf("base offset %d on error, want -1", r.BaseOffset)
-			}
-		}})
-	register(&Case{ID: "produce/unknown-partition", Spec: "§8.1",
-		Desc: "producing to a partition beyond the topic's count gets UNKNOWN_TOPIC_OR_PARTITION",
-		Run: func(t *T) {
-			topic := t.Topic(2)
-			r := t.produce(t.Conn(), topic, 7, 1, t.makeBatch(plain, values("x", 1)...), maxV(wire.KeyProduce))
-			t.wantCode("Produce to partition 7 of 2", r.ErrorCode, wire.ErrUnknownTopicOrPartition)
-		}})
+	// One batch to one partition, refused with a partition error.
+	for _, e := range []struct {
+		id, desc        string
+		topicPartitions int32 // 0: the topic does not exist
+		partition       int32
+		acks            int16
+		want            error
+	}{
+		{"invalid-acks", "acks=2 gets INVALID_REQUIRED_ACKS", 1, 0, 2, wire.ErrInvalidRequiredAcks},
+		{"unknown-topic", "producing to a topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION and base offset -1 (Produce never creates topics)", 0, 0, 1, wire.ErrUnknownTopicOrPartition},
+		{"unknown-partition", "producing to a partition beyond the topic's count gets UNKNOWN_TOPIC_OR_PARTITION", 2, 7, 1, wire.ErrUnknownTopicOrPartition},
+	} {
+		register(&Case{ID: "produce/" + e.id, Spec: "§8.1", Desc: e.desc,
+			Run: func(t *T) {
+				topic := t.Name("missing")
+				if e.topicPartitions > 0 {
+					topic = t.Topic(e.topicPartitions)
+				}
+				r := t.produce(t.Conn(), topic, e.partition, e.acks, t.makeBatch(plain, values("x", 1)...), maxV(wire.KeyProduce))
+				t.wantCode(fmt.Sprintf("Produce acks=%d to partition %d", e.acks, e.partition), r.ErrorCode, e.want)
+				if r.BaseOffset != -1 {
+					t.Errorf("base offset %d on error, want -1", r.BaseOffset)
+				}
+			}})
+	}
 	register(&Case{ID: "produce/partitions-independent", Spec: "§8.1",
 		Desc: "one request with a good and a bad partition: each gets its own answer",
 		Run: func(t *T) {
@@ -115,9 +116,7 @@ func init() {
 			b[len(b)-1] ^= 0xff
 			r := t.produce(c, topic, 0, 1, b, maxV(wire.KeyProduce))
 			t.wantCode("Produce with a bad CRC", r.ErrorCode, wire.ErrCorruptMessage)
-			if lo := t.listOffset(c, topic, 0, -1); lo.Offset != 0 {
-				t.Errorf("log end %d after a refused batch, want 0", lo.Offset)
-			}
+			t.wantLogEnd(c, topic, 0, 0, "a refused batch")
 		}})
 	register(&Case{ID: "produce/message-too-large", Spec: "§5.6",
 		Desc: "a batch above the topic's max.message.bytes gets MESSAGE_TOO_LARGE",

@@ -173,6 +173,14 @@ func (t *T) listOffset(c *Conn, topic string, p int32, ts int64) wire.ListOffset
 	return resp.Topics[0].Partitions[0]
 }
 
+// wantLogEnd fails the case unless partition p of topic ends at offset want (latest, the
+// high watermark): nothing was appended twice or left out.
+func (t *T) wantLogEnd(c *Conn, topic string, p int32, want int64, after string) {
+	if lo := t.listOffset(c, topic, p, -1); lo.Offset != want {
+		t.Errorf("log end %d after %s, want %d", lo.Offset, after, want)
+	}
+}
+
 // rec is a record to put in a batch.
 type rec struct {
 	key, value []byte

@@ -180,6 +180,26 @@ func handle(ctx context.Context, open opener, cl *client, assigned *assignment, 
 	return err
 }
 
+// produceEach produces records 0..n-1 with send, which calls done once per record when it
+// is acknowledged or failed, then flushes and waits for every result.
+func produceEach(n int, send func(i int, done func(partition int32, offset int64, err error)), flush func()) []conformance.ProduceResult {
+	out := make([]conformance.ProduceResult, n)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := range n {
+		send(i, func(p int32, off int64, err error) {
+			defer wg.Done()
+			out[i] = conformance.ProduceResult{Partition: p, Offset: off}
+			if err != nil {
+				out[i].Error = err.Error()
+			}
+		})
+	}
+	flush()
+	wg.Wait()
+	return out
+}
+
 func ms(t time.Time) int64 {
 	if t.IsZero() {
 		return 0

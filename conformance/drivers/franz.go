@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/spoolmq/spool/conformance"
@@ -80,25 +79,14 @@ func openFranz(o conformance.Request, assigned *assignment) (client, string, err
 }
 
 func (c *franzClient) produce(ctx context.Context, recs []conformance.DriverRecord) []conformance.ProduceResult {
-	out := make([]conformance.ProduceResult, len(recs))
-	var wg sync.WaitGroup
-	for i, r := range recs {
+	return produceEach(len(recs), func(i int, done func(int32, int64, error)) {
+		r := recs[i]
 		rec := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Timestamp: at(r.TimestampMs)}
 		for _, h := range r.Headers {
 			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		}
-		wg.Add(1)
-		c.prod.Produce(ctx, rec, func(rec *kgo.Record, err error) {
-			defer wg.Done()
-			out[i] = conformance.ProduceResult{Partition: rec.Partition, Offset: rec.Offset}
-			if err != nil {
-				out[i].Error = err.Error()
-			}
-		})
-	}
-	c.prod.Flush(ctx)
-	wg.Wait()
-	return out
+		c.prod.Produce(ctx, rec, func(rec *kgo.Record, err error) { done(rec.Partition, rec.Offset, err) })
+	}, func() { c.prod.Flush(ctx) })
 }
 
 func (c *franzClient) consume(ctx context.Context, topic string, from int64, count int, wait time.Duration) ([]conformance.DriverRecord, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/spoolmq/spool/conformance"
@@ -60,25 +59,14 @@ func openSpool(o conformance.Request, assigned *assignment) (client, string, err
 }
 
 func (c *spoolClient) produce(ctx context.Context, recs []conformance.DriverRecord) []conformance.ProduceResult {
-	out := make([]conformance.ProduceResult, len(recs))
-	var wg sync.WaitGroup
-	for i, r := range recs {
+	return produceEach(len(recs), func(i int, done func(int32, int64, error)) {
+		r := recs[i]
 		rec := &spool.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Timestamp: at(r.TimestampMs)}
 		for _, h := range r.Headers {
 			rec.Headers = append(rec.Headers, spool.Header{Key: []byte(h.Key), Value: h.Value})
 		}
-		wg.Add(1)
-		c.cl.Produce(ctx, rec, func(rec *spool.Record, err error) {
-			defer wg.Done()
-			out[i] = conformance.ProduceResult{Partition: rec.Partition, Offset: rec.Offset}
-			if err != nil {
-				out[i].Error = err.Error()
-			}
-		})
-	}
-	c.cl.Flush(ctx)
-	wg.Wait()
-	return out
+		c.cl.Produce(ctx, rec, func(rec *spool.Record, err error) { done(rec.Partition, rec.Offset, err) })
+	}, func() { c.cl.Flush(ctx) })
 }
 
 func (c *spoolClient) consume(ctx context.Context, topic string, from int64, count int, wait time.Duration) ([]conformance.DriverRecord, error) {

@@ -336,3 +336,22 @@ func init() {
 			}
 		}})
 }
+
+func init() {
+	register(&Case{ID: "metadata/v3-implicit-auto-create", Spec: "§8.4",
+		Desc: "Metadata v0-3 (no AllowAutoTopicCreation field) auto-creates a requested unknown topic",
+		Run: func(t *T) {
+			c := t.Conn()
+			name := t.Name("auto")
+			t.Cleanup(func() { t.deleteTopics(name) })
+			t.waitFor("auto-created "+name, func() (bool, string) {
+				var resp wire.MetadataResponse
+				t.Do(c, &wire.MetadataRequest{Topics: []wire.MetadataRequestTopic{{Name: ptr(name)}}}, &resp, 3)
+				tp := findTopic(resp, name)
+				if tp == nil {
+					t.Fatalf("topic %s not in the Metadata v3 answer", name)
+				}
+				return tp.ErrorCode == 0 && len(tp.Partitions) > 0, codeName(tp.ErrorCode)
+			})
+		}})
+}

@@ -44,6 +44,16 @@ func (t *T) newGroup() (*Conn, string) {
 	return c, group
 }
 
+// coordinatorMoving reports the coordinator errors clients retry after finding the
+// coordinator again: Kafka answers them for a while after creating __consumer_offsets.
+func coordinatorMoving(code int16) bool {
+	switch wire.ErrorForCode(code) {
+	case wire.ErrCoordinatorNotAvailable, wire.ErrCoordinatorLoadInProgress, wire.ErrNotCoordinator:
+		return true
+	}
+	return false
+}
+
 // member is one raw group member on its own connection.
 type member struct {
 	c          *Conn
@@ -69,7 +79,11 @@ func (t *T) join(group string) *member {
 	v := maxV(wire.KeyJoinGroup)
 	for attempt := 1; ; attempt++ {
 		var first wire.JoinGroupResponse
-		t.Do(c, joinReq(group, "", protoType), &first, v)
+		t.waitFor("the coordinator to take a JoinGroup", func() (bool, string) {
+			first = wire.JoinGroupResponse{}
+			t.Do(c, joinReq(group, "", protoType), &first, v)
+			return !coordinatorMoving(first.ErrorCode), codeName(first.ErrorCode)
+		})
 		if first.ErrorCode != wire.CodeOf(wire.ErrMemberIdRequired) || first.MemberId == "" {
 			t.Fatalf("first JoinGroup: %s, member id %q; want MEMBER_ID_REQUIRED with an id", codeName(first.ErrorCode), first.MemberId)
 		}
@@ -448,5 +462,58 @@ func init() {
 			if o := got[topic+"/0"].CommittedOffset; o != -1 {
 				t.Errorf("committed offset %d after OffsetDelete, want -1", o)
 			}
+		}})
+}
+
+func init() {
+	register(&Case{ID: "groups/join-unknown-member-id", Spec: "§8.8",
+		Desc: "JoinGroup with a member id the group never gave out gets UNKNOWN_MEMBER_ID",
+		Run: func(t *T) {
+			m := t.stable(t.Name("g"))
+			var resp wire.JoinGroupResponse
+			t.Do(t.Conn(), joinReq(m.group, "made-up-member", protoType), &resp, maxV(wire.KeyJoinGroup))
+			t.wantCode("JoinGroup", resp.ErrorCode, wire.ErrUnknownMemberId)
+		}})
+	register(&Case{ID: "groups/commit-rebalance-in-progress", Spec: "§8.5",
+		Desc: "a member's commit between JoinGroup and SyncGroup (CompletingRebalance) gets REBALANCE_IN_PROGRESS",
+		Run: func(t *T) {
+			topic := t.Topic(1)
+			m := t.join(t.Name("g"))
+			code := t.commit(m.c, commitReq(m.group, m.generation, m.id, topic, 0, 1, ""))
+			t.wantCode("OffsetCommit before SyncGroup", code, wire.ErrRebalanceInProgress)
+		}})
+	register(&Case{ID: "groups/static-member-fenced", Spec: "§8.8",
+		Desc: "a static member (GroupInstanceId) rejoining gets a new member id without error, and its old member id is fenced (FENCED_INSTANCE_ID)",
+		Run: func(t *T) {
+			c, group := t.newGroup()
+			v := maxV(wire.KeyJoinGroup)
+			static := func(c *Conn) wire.JoinGroupResponse {
+				req := joinReq(group, "", protoType)
+				req.GroupInstanceId = ptr("instance-1")
+				var resp wire.JoinGroupResponse
+				t.Do(c, req, &resp, v)
+				if resp.ErrorCode != 0 || resp.MemberId == "" {
+					t.Fatalf("static JoinGroup: %s, member id %q", codeName(resp.ErrorCode), resp.MemberId)
+				}
+				return resp
+			}
+			first := static(c)
+			m := &member{c: c, group: group, id: first.MemberId, generation: first.GenerationId}
+			sync := def[wire.SyncGroupRequest]()
+			sync.GroupId, sync.GenerationId, sync.MemberId, sync.GroupInstanceId = group, m.generation, m.id, ptr("instance-1")
+			sync.ProtocolType, sync.ProtocolName = ptr(protoType), ptr("p1")
+			sync.Assignments = []wire.SyncGroupRequestAssignment{{MemberId: m.id, Assignment: []byte("a")}}
+			var sr wire.SyncGroupResponse
+			t.Do(c, sync, &sr, maxV(wire.KeySyncGroup))
+			t.wantCode("SyncGroup", sr.ErrorCode, nil)
+			again := static(t.Conn())
+			if again.MemberId == first.MemberId {
+				t.Errorf("the rejoined static member kept member id %q, want a new one", again.MemberId)
+			}
+			hb := def[wire.HeartbeatRequest]()
+			hb.GroupId, hb.GenerationId, hb.MemberId, hb.GroupInstanceId = group, m.generation, m.id, ptr("instance-1")
+			var hr wire.HeartbeatResponse
+			t.Do(c, hb, &hr, maxV(wire.KeyHeartbeat))
+			t.wantCode("Heartbeat with the replaced member id", hr.ErrorCode, wire.ErrFencedInstanceId)
 		}})
 }

@@ -261,18 +261,7 @@ func init() {
 			group := t.Name("g")
 			a := t.Client(Request{Group: group, Topics: []string{topic}})
 			b := t.Client(Request{Group: group, Topics: []string{topic}})
-			t.waitFor("both members assigned, partitions split", func() (bool, string) {
-				pa := t.Call(a, Request{Cmd: "poll", Count: 1, TimeoutMs: 100})
-				pb := t.Call(b, Request{Cmd: "poll", Count: 1, TimeoutMs: 100})
-				if len(pa.Records)+len(pb.Records) > 0 {
-					t.Fatalf("records before any were produced")
-				}
-				as := t.Call(a, Request{Cmd: "assignment"}).Assignment[topic]
-				bs := t.Call(b, Request{Cmd: "assignment"}).Assignment[topic]
-				all := append(slices.Clone(as), bs...)
-				slices.Sort(all)
-				return len(as) > 0 && len(bs) > 0 && slices.Equal(all, []int32{0, 1, 2, 3}), fmt.Sprintf("a %v b %v", as, bs)
-			})
+			t.waitSplit(topic, 4, a, b)
 			as := t.Call(a, Request{Cmd: "assignment"}).Assignment[topic]
 			c := t.Conn()
 			for p := range int32(4) {
@@ -300,12 +289,52 @@ func init() {
 				t.Errorf("%d distinct records consumed, want 20", len(seen))
 			}
 			t.Call(b, Request{Cmd: "close"})
-			t.waitFor("the remaining member to own every partition", func() (bool, string) {
-				t.Call(a, Request{Cmd: "poll", Count: 1, TimeoutMs: 100})
-				got := t.Call(a, Request{Cmd: "assignment"}).Assignment[topic]
-				return len(got) == 4, fmt.Sprint(got)
-			})
+			t.waitSplit(topic, 4, a)
 		}})
+	register(&Case{ID: "client/group-rebalance-on-crash", Level: Client, Spec: "§8.8",
+		Desc: "when a member's process dies, its session times out and the other member takes over its partitions",
+		Run: func(t *T) {
+			topic := t.Topic(2)
+			group := t.Name("g")
+			open := Request{Group: group, Topics: []string{topic}, SessionTimeoutMs: 6000}
+			a, b := t.Client(open), t.Client(open)
+			t.waitSplit(topic, 2, a, b)
+			b.Kill()
+			t.waitSplit(topic, 2, a)
+		}})
+	register(&Case{ID: "client/group-cooperative", Level: Client, Spec: "§8.8, §8.8.1",
+		Desc: "with the cooperative-sticky assignor a member joining takes partitions from the first one, which gives up only those (no stop-the-world revocation)",
+		Run: func(t *T) {
+			topic := t.Topic(4)
+			open := Request{Group: t.Name("g"), Topics: []string{topic}, Balancer: "cooperative-sticky"}
+			a := t.Client(open)
+			t.waitSplit(topic, 4, a)
+			b := t.Client(open)
+			t.waitSplit(topic, 4, a, b)
+			moved := t.Call(b, Request{Cmd: "assignment"}).Assignment[topic]
+			if revoked := t.Call(a, Request{Cmd: "assignment"}).Revoked[topic]; !slices.Equal(revoked, moved) {
+				t.Errorf("the first member had %v revoked, want only the partitions that moved, %v", revoked, moved)
+			}
+		}})
+}
+
+// waitSplit polls the members (which drives their groups) until each owns some partitions of
+// topic and together they own all n, each once. Records polled meanwhile are dropped.
+func (t *T) waitSplit(topic string, n int32, members ...*Session) {
+	t.waitFor(fmt.Sprintf("%d members to share the %d partitions", len(members), n), func() (bool, string) {
+		var all []int32
+		var state []string
+		ok := true
+		for _, m := range members {
+			t.Call(m, Request{Cmd: "poll", Count: 1, TimeoutMs: 100})
+			owned := t.Call(m, Request{Cmd: "assignment"}).Assignment[topic]
+			ok = ok && len(owned) > 0
+			all = append(all, owned...)
+			state = append(state, fmt.Sprint(owned))
+		}
+		slices.Sort(all)
+		return ok && slices.Equal(all, seq(n)), strings.Join(state, " ")
+	})
 }
 
 func firstOffset(rs []DriverRecord) any {

@@ -33,6 +33,11 @@ type Request struct {
 	Partitioner string   `json:"partitioner,omitempty"` // "default" (murmur2 for keys) or "manual"
 	Group       string   `json:"group,omitempty"`       // group id: subscribe to Topics as a member
 	Topics      []string `json:"topics,omitempty"`
+	// SessionTimeoutMs is the group session timeout (default: the SDK's).
+	SessionTimeoutMs int `json:"session_timeout_ms,omitempty"`
+	// Balancer is the one assignor the member offers: range, roundrobin or
+	// cooperative-sticky (default: the SDK's choice).
+	Balancer string `json:"balancer,omitempty"`
 
 	// produce
 	Records []DriverRecord `json:"records,omitempty"`
@@ -55,8 +60,10 @@ type Response struct {
 	Records []DriverRecord `json:"records,omitempty"`
 	// open: the SDK's name, for the report
 	Client string `json:"client,omitempty"`
-	// assignment: the partitions the group member owns, by topic
+	// assignment: the partitions the group member owns, by topic, and every partition it has
+	// had revoked (or lost) so far
 	Assignment map[string][]int32 `json:"assignment,omitempty"`
+	Revoked    map[string][]int32 `json:"revoked,omitempty"`
 }
 
 // DriverRecord is a record in either direction. Key and Value are base64 in JSON, null for
@@ -132,6 +139,7 @@ type Session struct {
 	done    chan struct{}
 	waitErr error
 	nextID  int64
+	killed  bool
 }
 
 type lockedBuffer struct {
@@ -208,7 +216,7 @@ func (s *Session) Close() error {
 		s.Kill()
 		return fmt.Errorf("driver %s did not exit within 30s of its input closing", s.name)
 	}
-	if s.waitErr != nil {
+	if s.waitErr != nil && !s.killed {
 		return fmt.Errorf("driver %s: %w (stderr: %s)", s.name, s.waitErr, tailString(s.stderr.String(), 2000))
 	}
 	return nil
@@ -216,6 +224,7 @@ func (s *Session) Close() error {
 
 // Kill ends the driver process at once, as a crash.
 func (s *Session) Kill() {
+	s.killed = true
 	s.cmd.Process.Kill()
 	<-s.done
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -70,29 +69,36 @@ func MaybeServe() {
 
 // assignment tracks the partitions a group member owns, from the SDK's callbacks.
 type assignment struct {
-	mu    sync.Mutex
-	parts map[string][]int32
+	mu      sync.Mutex
+	parts   map[string][]int32
+	revoked map[string][]int32 // every partition revoked or lost so far
+}
+
+// union adds m's partitions to set, keeping each topic's list sorted.
+func union(set *map[string][]int32, m map[string][]int32) {
+	if *set == nil {
+		*set = map[string][]int32{}
+	}
+	for t, ps := range m {
+		for _, p := range ps {
+			if !slices.Contains((*set)[t], p) {
+				(*set)[t] = append((*set)[t], p)
+			}
+		}
+		slices.Sort((*set)[t])
+	}
 }
 
 func (a *assignment) add(m map[string][]int32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.parts == nil {
-		a.parts = map[string][]int32{}
-	}
-	for t, ps := range m {
-		for _, p := range ps {
-			if !slices.Contains(a.parts[t], p) {
-				a.parts[t] = append(a.parts[t], p)
-			}
-		}
-		sort.Slice(a.parts[t], func(i, j int) bool { return a.parts[t][i] < a.parts[t][j] })
-	}
+	union(&a.parts, m)
 }
 
 func (a *assignment) remove(m map[string][]int32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	union(&a.revoked, m)
 	for t, ps := range m {
 		a.parts[t] = slices.DeleteFunc(a.parts[t], func(p int32) bool { return slices.Contains(ps, p) })
 		if len(a.parts[t]) == 0 {
@@ -101,14 +107,13 @@ func (a *assignment) remove(m map[string][]int32) {
 	}
 }
 
-func (a *assignment) get() map[string][]int32 {
+// get returns copies of the owned and the revoked partitions.
+func (a *assignment) get() (owned, revoked map[string][]int32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := map[string][]int32{}
-	for t, ps := range a.parts {
-		out[t] = slices.Clone(ps)
-	}
-	return out
+	union(&owned, a.parts)
+	union(&revoked, a.revoked)
+	return owned, revoked
 }
 
 // Serve runs driver name on one JSON-lines session until in ends.
@@ -170,7 +175,7 @@ func handle(ctx context.Context, open opener, cl *client, assigned *assignment, 
 	case "commit":
 		err = (*cl).commit(ctx)
 	case "assignment":
-		resp.Assignment = assigned.get()
+		resp.Assignment, resp.Revoked = assigned.get()
 	case "close":
 		(*cl).close()
 		*cl = nil

@@ -65,7 +65,24 @@ func openFranz(o conformance.Request, assigned *assignment) (client, string, err
 	}
 	c := &franzClient{opts: common, prod: pc, group: o.Group != "", assigned: assigned}
 	if c.group {
-		c.cons, err = kgo.NewClient(append(common, kgo.ConsumerGroup(o.Group), kgo.ConsumeTopics(o.Topics...), kgo.DisableAutoCommit(),
+		group := append([]kgo.Opt{}, common...)
+		if o.SessionTimeoutMs > 0 {
+			group = append(group, kgo.SessionTimeout(time.Duration(o.SessionTimeoutMs)*time.Millisecond),
+				kgo.HeartbeatInterval(time.Duration(o.SessionTimeoutMs)*time.Millisecond/10))
+		}
+		switch o.Balancer {
+		case "":
+		case "range":
+			group = append(group, kgo.Balancers(kgo.RangeBalancer()))
+		case "roundrobin":
+			group = append(group, kgo.Balancers(kgo.RoundRobinBalancer()))
+		case "cooperative-sticky":
+			group = append(group, kgo.Balancers(kgo.CooperativeStickyBalancer()))
+		default:
+			pc.Close()
+			return nil, "", fmt.Errorf("open: balancer %q", o.Balancer)
+		}
+		c.cons, err = kgo.NewClient(append(group, kgo.ConsumerGroup(o.Group), kgo.ConsumeTopics(o.Topics...), kgo.DisableAutoCommit(),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { assigned.add(m) }),
 			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { assigned.remove(m) }),

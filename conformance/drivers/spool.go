@@ -45,6 +45,13 @@ func openSpool(o conformance.Request, assigned *assignment) (client, string, err
 	default:
 		return nil, "", fmt.Errorf("open: partitioner %q", o.Partitioner)
 	}
+	if o.SessionTimeoutMs > 0 {
+		opts = append(opts, spool.SessionTimeout(time.Duration(o.SessionTimeoutMs)*time.Millisecond),
+			spool.HeartbeatInterval(time.Duration(o.SessionTimeoutMs)*time.Millisecond/10))
+	}
+	if o.Balancer != "" {
+		opts = append(opts, spool.Balancers(o.Balancer))
+	}
 	if o.Group != "" {
 		opts = append(opts, spool.ConsumerGroup(o.Group), spool.ConsumeTopics(o.Topics...), spool.DisableAutoCommit(),
 			spool.OnAssigned(func(_ context.Context, m map[string][]int32) { assigned.add(m) }),

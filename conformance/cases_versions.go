@@ -63,7 +63,7 @@ func init() {
 			if err := c.WriteRaw(Frame(&wire.MetadataRequest{}, 99, 1)); err != nil {
 				t.Fatalf("%v", err)
 			}
-			if err := c.WaitClosed(20 * time.Second); err != nil {
+			if err := c.WaitClosed(10 * time.Second); err != nil {
 				t.Errorf("Metadata v99: %v", err)
 			}
 		}})
@@ -79,7 +79,7 @@ func init() {
 			if err := c.WriteRaw(frame); err != nil {
 				t.Fatalf("%v", err)
 			}
-			if err := c.WaitClosed(20 * time.Second); err != nil {
+			if err := c.WaitClosed(10 * time.Second); err != nil {
 				t.Errorf("API key 9999: %v", err)
 			}
 		}})
@@ -90,7 +90,7 @@ func init() {
 			if err := c.WriteRaw(binary.BigEndian.AppendUint32(nil, 200<<20)); err != nil {
 				t.Fatalf("%v", err)
 			}
-			if err := c.WaitClosed(20 * time.Second); err != nil {
+			if err := c.WaitClosed(10 * time.Second); err != nil {
 				t.Errorf("200 MiB frame: %v", err)
 			}
 		}})
@@ -101,7 +101,7 @@ func init() {
 			if err := c.WriteRaw([]byte{0xff, 0xff, 0xff, 0xf0}); err != nil {
 				t.Fatalf("%v", err)
 			}
-			if err := c.WaitClosed(20 * time.Second); err != nil {
+			if err := c.WaitClosed(10 * time.Second); err != nil {
 				t.Errorf("negative frame: %v", err)
 			}
 		}})

@@ -7,6 +7,7 @@ require (
 	github.com/spoolmq/spool/protocol-spec v0.0.0
 	github.com/spoolmq/spool/sdk-go v0.0.0
 	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 )
 
 require (

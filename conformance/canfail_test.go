@@ -12,6 +12,7 @@ import (
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/conformance"
 	"github.com/spoolmq/spool/conformance/drivers"
+	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 // dropEnv makes the test binary a "go" driver that loses the last record of the first
@@ -92,6 +93,18 @@ func TestSuiteCanFail(t *testing.T) {
 		}
 		if r := runOne(t, addr, good, "client/produce-consume"); r.Outcome != conformance.Pass {
 			t.Errorf("the same case with the go driver: %s (%s), want a pass", r.Outcome, r.Message)
+		}
+	})
+	t.Run("proxy rewrites an error code", func(t *testing.T) {
+		t.Parallel()
+		addr := startRewriteProxy(t, spoolTarget.start(t), wire.CodeOf(wire.ErrUnknownTopicOrPartition), wire.CodeOf(wire.ErrNotLeaderOrFollower))
+		if r := runOne(t, addr, nil, "produce/offsets-in-order"); r.Outcome != conformance.Pass {
+			t.Fatalf("through the proxy, a case that meets no error: %s (%s), want a pass", r.Outcome, r.Message)
+		}
+		if r := runOne(t, addr, nil, "produce/unknown-topic"); r.Outcome != conformance.Fail {
+			t.Errorf("UNKNOWN_TOPIC_OR_PARTITION rewritten to NOT_LEADER_OR_FOLLOWER: %s (%s), want a failure", r.Outcome, r.Message)
+		} else {
+			t.Logf("reported: %s", r.Message)
 		}
 	})
 	t.Run("broker breaks the spec", func(t *testing.T) {

@@ -72,7 +72,7 @@ func joinReq(group, memberID, ptype string) *wire.JoinGroupRequest {
 
 // join makes a new member join group (the two-step join of v4+) and returns it. Like
 // clients, it starts over when the coordinator forgot the member id it handed out
-// (UNKNOWN_MEMBER_ID, which Kafka answers now and then while its coordinator settles).
+// (UNKNOWN_MEMBER_ID) or moved, which Kafka does now and then while its coordinator settles.
 func (t *T) join(group string) *member {
 	c := t.Conn()
 	t.coordinator(c, group)
@@ -90,7 +90,7 @@ func (t *T) join(group string) *member {
 		m := &member{c: c, group: group, id: first.MemberId}
 		var resp wire.JoinGroupResponse
 		t.Do(c, joinReq(group, m.id, protoType), &resp, v)
-		if resp.ErrorCode == wire.CodeOf(wire.ErrUnknownMemberId) && attempt < 3 {
+		if (resp.ErrorCode == wire.CodeOf(wire.ErrUnknownMemberId) || coordinatorMoving(resp.ErrorCode)) && attempt < 5 {
 			continue
 		}
 		if resp.ErrorCode != 0 {

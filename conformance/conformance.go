@@ -34,8 +34,8 @@ type Case struct {
 	Level Level
 	Spec  string // SPEC.md section it checks, e.g. "§8.1"
 	Desc  string
-	// KnownIssue, when set, names a known Spool deviation: the case still runs and still fails,
-	// and the report carries this note next to the failure.
+	// KnownIssue, when set, names a known Spool deviation from the spec: the case still runs
+	// and still fails on Spool, and the report carries this note after the failure.
 	KnownIssue string
 	Run        func(t *T)
 }
@@ -215,7 +215,7 @@ func runOne(ctx context.Context, cfg Config, c *Case) (r Result) {
 	case t.failed:
 		r.Outcome, r.Message = Fail, strings.Join(t.msgs, "; ")
 		if c.KnownIssue != "" {
-			r.Message = "known issue: " + c.KnownIssue + ": " + r.Message
+			r.Message += " (known Spool issue: " + c.KnownIssue + ")"
 		}
 	case t.skipped != "":
 		r.Outcome, r.Message = Skip, t.skipped

@@ -74,6 +74,7 @@ func runOne(t *testing.T, addr string, d conformance.Driver, id string) conforma
 // The suite can fail: a driver that drops one record, and a broker that does not do what the
 // spec says, are reported as failures.
 func TestSuiteCanFail(t *testing.T) {
+	t.Parallel()
 	t.Run("driver drops a record", func(t *testing.T) {
 		t.Parallel()
 		addr := spoolTarget.start(t)

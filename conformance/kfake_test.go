@@ -18,6 +18,7 @@ import (
 // listed in testdata/kfake-failures.txt, and the test fails when the list changes, either way,
 // so the file stays the record of where kfake departs from the spec. KFAKE_UPDATE=1 rewrites it.
 func TestSuiteKfake(t *testing.T) {
+	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "conformance-seed"))
 	if err != nil {
 		t.Fatal(err)

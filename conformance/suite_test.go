@@ -37,6 +37,7 @@ var (
 // every case must pass on both (a case failing on Kafka is a wrong case). Wire cases run
 // once per target; client cases once per driver: go (sdk-go) and franz-go (the reference).
 func TestSuite(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{spoolTarget, kafkaTarget} {
 		t.Run(tg.name, func(t *testing.T) {
 			t.Parallel()

@@ -51,14 +51,10 @@ func (t *T) Name(kind string) string {
 
 // wantCode fails the case unless code is want.
 func (t *T) wantCode(what string, code int16, want error) {
-	t.Helper()
 	if wire.ErrorForCode(code) != want && !(want != nil && errors.Is(wire.ErrorForCode(code), want)) {
 		t.Errorf("%s: error %s, want %s", what, codeName(code), errName(want))
 	}
 }
-
-// Helper is a no-op marking helpers, for readers used to testing.T.
-func (t *T) Helper() {}
 
 func codeName(code int16) string {
 	if code == 0 {

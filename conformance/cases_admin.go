@@ -24,6 +24,19 @@ func (t *T) metadata(c *Conn, autoCreate bool, topics ...string) wire.MetadataRe
 	return resp
 }
 
+// alterTopic changes one topic config with IncrementalAlterConfigs (op 0 set, 1 delete) and
+// returns the error code.
+func (t *T) alterTopic(topic string, validateOnly bool, op int8, name string, value *string) int16 {
+	var resp wire.IncrementalAlterConfigsResponse
+	t.Do(t.Conn(), &wire.IncrementalAlterConfigsRequest{ValidateOnly: validateOnly, Resources: []wire.IncrementalAlterConfigsRequestAlterConfigsResource{{
+		ResourceType: 2, ResourceName: topic, Configs: []wire.IncrementalAlterConfigsRequestAlterableConfig{{Name: name, ConfigOperation: op, Value: value}},
+	}}}, &resp, maxV(wire.KeyIncrementalAlterConfigs))
+	if len(resp.Responses) != 1 {
+		t.Fatalf("IncrementalAlterConfigs: %d results", len(resp.Responses))
+	}
+	return resp.Responses[0].ErrorCode
+}
+
 // metadataTopic asks for one topic and returns its entry, failing when it is missing.
 func (t *T) metadataTopic(c *Conn, autoCreate bool, name string) *wire.MetadataResponseTopic {
 	tp := findTopic(t.metadata(c, autoCreate, name), name)
@@ -291,27 +304,17 @@ func init() {
 			code, _ := t.topicConfigs(t.Conn(), t.Name("missing"))
 			t.wantCode("DescribeConfigs", code, wire.ErrUnknownTopicOrPartition)
 		}})
-	alter := func(t *T, topic string, op int8, name string, value *string) int16 {
-		var resp wire.IncrementalAlterConfigsResponse
-		t.Do(t.Conn(), &wire.IncrementalAlterConfigsRequest{Resources: []wire.IncrementalAlterConfigsRequestAlterConfigsResource{{
-			ResourceType: 2, ResourceName: topic, Configs: []wire.IncrementalAlterConfigsRequestAlterableConfig{{Name: name, ConfigOperation: op, Value: value}},
-		}}}, &resp, maxV(wire.KeyIncrementalAlterConfigs))
-		if len(resp.Responses) != 1 {
-			t.Fatalf("IncrementalAlterConfigs: %d results", len(resp.Responses))
-		}
-		return resp.Responses[0].ErrorCode
-	}
 	register(&Case{ID: "admin/alter-configs", Spec: "§8.18",
 		Desc: "IncrementalAlterConfigs sets (op 0) and deletes (op 1) a topic config; DescribeConfigs follows",
 		Run: func(t *T) {
 			topic := t.Topic(1)
 			c := t.Conn()
-			t.wantCode("set retention.ms", alter(t, topic, 0, "retention.ms", ptr("7200000")), nil)
+			t.wantCode("set retention.ms", t.alterTopic(topic, false, 0, "retention.ms", ptr("7200000")), nil)
 			t.waitFor("retention.ms=7200000", func() (bool, string) {
 				_, got := t.topicConfigs(c, topic, "retention.ms")
 				return got["retention.ms"] == "7200000", got["retention.ms"]
 			})
-			t.wantCode("delete retention.ms", alter(t, topic, 1, "retention.ms", nil), nil)
+			t.wantCode("delete retention.ms", t.alterTopic(topic, false, 1, "retention.ms", nil), nil)
 			t.waitFor("retention.ms back to its default", func() (bool, string) {
 				_, got := t.topicConfigs(c, topic, "retention.ms")
 				return got["retention.ms"] == "604800000", got["retention.ms"]
@@ -321,7 +324,7 @@ func init() {
 		Desc: "IncrementalAlterConfigs with an unknown config name gets INVALID_CONFIG",
 		Run: func(t *T) {
 			topic := t.Topic(1)
-			t.wantCode("set no.such.config", alter(t, topic, 0, "no.such.config", ptr("1")), wire.ErrInvalidConfig)
+			t.wantCode("set no.such.config", t.alterTopic(topic, false, 0, "no.such.config", ptr("1")), wire.ErrInvalidConfig)
 		}})
 	register(&Case{ID: "admin/describe-cluster", Spec: "§8.20",
 		Desc: "DescribeCluster agrees with Metadata on the cluster id, controller and brokers",

@@ -77,11 +77,7 @@ func init() {
 		Run: func(t *T) {
 			topic := t.Topic(1)
 			c := t.Conn()
-			var resp wire.IncrementalAlterConfigsResponse
-			t.Do(c, &wire.IncrementalAlterConfigsRequest{ValidateOnly: true, Resources: []wire.IncrementalAlterConfigsRequestAlterConfigsResource{{
-				ResourceType: 2, ResourceName: topic, Configs: []wire.IncrementalAlterConfigsRequestAlterableConfig{{Name: "retention.ms", Value: ptr("1000")}},
-			}}}, &resp, maxV(wire.KeyIncrementalAlterConfigs))
-			t.wantCode("IncrementalAlterConfigs ValidateOnly", resp.Responses[0].ErrorCode, nil)
+			t.wantCode("IncrementalAlterConfigs ValidateOnly", t.alterTopic(topic, true, 0, "retention.ms", ptr("1000")), nil)
 			if _, got := t.topicConfigs(c, topic, "retention.ms"); got["retention.ms"] != "604800000" {
 				t.Errorf("retention.ms=%q after a validate-only change, want the default 604800000", got["retention.ms"])
 			}

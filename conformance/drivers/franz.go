@@ -20,6 +20,14 @@ type franzClient struct {
 	assigned *assignment
 }
 
+// franzCodecs and franzBalancers map the driver protocol's names to franz-go's.
+var (
+	franzCodecs = map[string]kgo.CompressionCodec{"": kgo.NoCompression(), "none": kgo.NoCompression(),
+		"gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
+	franzBalancers = map[string]kgo.GroupBalancer{"range": kgo.RangeBalancer(), "roundrobin": kgo.RoundRobinBalancer(),
+		"cooperative-sticky": kgo.CooperativeStickyBalancer()}
+)
+
 func openFranz(o conformance.Request, assigned *assignment) (client, string, error) {
 	common := []kgo.Opt{kgo.SeedBrokers(o.Bootstrap), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
 	prod := append([]kgo.Opt{}, common...)
@@ -38,20 +46,11 @@ func openFranz(o conformance.Request, assigned *assignment) (client, string, err
 	if !idempotent {
 		prod = append(prod, kgo.DisableIdempotentWrite())
 	}
-	switch o.Compression {
-	case "", "none":
-		prod = append(prod, kgo.ProducerBatchCompression(kgo.NoCompression()))
-	case "gzip":
-		prod = append(prod, kgo.ProducerBatchCompression(kgo.GzipCompression()))
-	case "snappy":
-		prod = append(prod, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
-	case "lz4":
-		prod = append(prod, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
-	case "zstd":
-		prod = append(prod, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
-	default:
+	codec, ok := franzCodecs[o.Compression]
+	if !ok {
 		return nil, "", fmt.Errorf("open: compression %q", o.Compression)
 	}
+	prod = append(prod, kgo.ProducerBatchCompression(codec))
 	switch o.Partitioner {
 	case "", "default":
 	case "manual":
@@ -70,17 +69,13 @@ func openFranz(o conformance.Request, assigned *assignment) (client, string, err
 			group = append(group, kgo.SessionTimeout(time.Duration(o.SessionTimeoutMs)*time.Millisecond),
 				kgo.HeartbeatInterval(time.Duration(o.SessionTimeoutMs)*time.Millisecond/10))
 		}
-		switch o.Balancer {
-		case "":
-		case "range":
-			group = append(group, kgo.Balancers(kgo.RangeBalancer()))
-		case "roundrobin":
-			group = append(group, kgo.Balancers(kgo.RoundRobinBalancer()))
-		case "cooperative-sticky":
-			group = append(group, kgo.Balancers(kgo.CooperativeStickyBalancer()))
-		default:
-			pc.Close()
-			return nil, "", fmt.Errorf("open: balancer %q", o.Balancer)
+		if o.Balancer != "" {
+			balancer, ok := franzBalancers[o.Balancer]
+			if !ok {
+				pc.Close()
+				return nil, "", fmt.Errorf("open: balancer %q", o.Balancer)
+			}
+			group = append(group, kgo.Balancers(balancer))
 		}
 		c.cons, err = kgo.NewClient(append(group, kgo.ConsumerGroup(o.Group), kgo.ConsumeTopics(o.Topics...), kgo.DisableAutoCommit(),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),

@@ -75,6 +75,16 @@ func init() {
 				t.Errorf("%d bytes of records from an empty partition", len(r.Records))
 			}
 		}})
+	register(&Case{ID: "fetch/min-bytes-not-reached", Spec: "§8.2",
+		Desc: "a fetch whose MinBytes the partition cannot fill answers with what there is once MaxWaitMs has passed",
+		Run: func(t *T) {
+			topic := t.Topic(1)
+			c := t.Conn()
+			t.produceOK(c, topic, 0, plain, values("small", 3)...)
+			r := t.fetchWith(c, fetchReq(topic, 0, 0, 300, 1<<20, 4<<20, 4<<20), maxV(wire.KeyFetch))
+			t.wantCode("Fetch", r.ErrorCode, nil)
+			t.sameRecords(t.records(r.Records), values("small", 3))
+		}})
 	register(&Case{ID: "fetch/long-poll-wakeup", Spec: "§8.2",
 		Desc: "a long poll waiting at the high watermark is answered with a record produced while it waits",
 		Run: func(t *T) {

@@ -15,6 +15,7 @@ build:
 	@for m in $(MODULES); do scripts/each-module.sh $$m build || exit 1; done
 	@if [ -d broker/cmd/spoold ]; then cd broker && $(GO) build -o ../bin/spoold ./cmd/spoold; fi
 	@if [ -d sdk-go/cmd/spool ]; then cd sdk-go && $(GO) build -o ../bin/spool ./cmd/spool; fi
+	@if [ -d conformance/cmd/spool-conformance ]; then cd conformance && $(GO) build -o ../bin/spool-conformance ./cmd/spool-conformance; fi
 
 ## run: build and start a single-node broker on 127.0.0.1:9092 with data under ./data
 run: build

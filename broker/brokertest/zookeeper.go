@@ -192,13 +192,3 @@ func (z *ZooKeeper) Restart(t testing.TB) {
 	z.Stop(t)
 	z.start(t, "/usr/bin/java")
 }
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}

@@ -9,9 +9,9 @@ package server
 // layout: INVALID_RECORD, size: MESSAGE_TOO_LARGE), assigns offsets in place and checks
 // idempotent sequences (a retried duplicate is acknowledged with its original offset; a gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch INVALID_PRODUCER_EPOCH). Transactional batches get
-// INVALID_RECORD until transactions exist. Unknown topics are created when
-// auto.create.topics.enable holds; a bad partition is UNKNOWN_TOPIC_OR_PARTITION. Each
-// partition fails on its own.
+// INVALID_RECORD until transactions exist; zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). An
+// unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION: Produce never creates topics
+// (clients create them through Metadata, as with Kafka). Each partition fails on its own.
 //
 // Appends happen in request order on the connection's reader goroutine, and only on the
 // partition's leader: a partition led elsewhere (or leaderless) is NOT_LEADER_OR_FOLLOWER, so
@@ -36,6 +36,7 @@ import (
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
+	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 )
 
 // durableWait is one appended range whose durability the reply waits for.
@@ -64,7 +65,12 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 			slot := &tr.PartitionResponses[i]
 			slot.Default()
 			slot.Index = rp.Index
-			part, res, err := s.produceOne(ctx, r, rt.Name, rp)
+			var part *partition
+			var res storage.AppendResult
+			err := zstdNeedsV7(req.version, rp.Records)
+			if err == nil {
+				part, res, err = s.produceOne(ctx, r, rt.Name, rp)
+			}
 			if err != nil {
 				failed = true
 				slot.ErrorCode = errCode(err)
@@ -194,14 +200,18 @@ func checkProduceBatch(records []byte) error {
 	return nil
 }
 
-// partitionForWrite finds a partition, creating its topic when auto-creation is on.
-func (s *Server) partitionForWrite(ctx context.Context, topic string, index int32) (*partition, error) {
-	if _, ok := s.md.Topic(topic); !ok && s.cfg.autoCreate {
-		if _, err := s.autoCreateTopic(ctx, topic); err != nil {
-			return nil, err
-		}
-	}
+// partitionForWrite finds a partition this broker leads. Produce never creates topics
+// (SPEC.md §8.1; Kafka neither): clients create them through Metadata.
+func (s *Server) partitionForWrite(_ context.Context, topic string, index int32) (*partition, error) {
 	return s.leaderPart(topic, index)
+}
+
+// zstdNeedsV7 refuses a zstd batch in Produce v3-6, as Kafka does (SPEC.md §5.6).
+func zstdNeedsV7(version int16, records []byte) error {
+	if version < 7 && len(records) >= batch.HeaderSize && batch.Raw(records).Attributes().Codec() == compress.Zstd {
+		return fmt.Errorf("%w: zstd needs Produce v7 or later, this request is v%d", wire.ErrUnsupportedCompressionType, version)
+	}
+	return nil
 }
 
 // storageErrors maps the log's errors to protocol errors.

@@ -6,7 +6,9 @@ package server
 // consumer can read; with no transactions it is also the last stable offset), any other
 // timestamp the first offset whose batch's max timestamp is at or after it, found through the
 // time index, or offset -1 when no such record exists. Leader epoch (v4+) is this partition's
-// epoch. Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION.
+// epoch. Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION; other negative timestamps (-3 max
+// timestamp and beyond) need versions above the window, UNSUPPORTED_VERSION; a partition
+// listed twice gets INVALID_REQUEST (SPEC.md §8.3).
 
 import (
 	"context"
@@ -24,12 +26,32 @@ func handleListOffsets(s *Server, _ context.Context, req *request) *pending {
 	r := req.msg.(*wire.ListOffsetsRequest)
 	resp := &wire.ListOffsetsResponse{}
 	resp.Default()
+	type topicPartition struct {
+		topic string
+		index int32
+	}
+	listed := map[topicPartition]int{}
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			listed[topicPartition{rt.Name, rp.PartitionIndex}]++
+		}
+	}
 	for _, rt := range r.Topics {
 		tr := wire.ListOffsetsResponseTopicResponse{Name: rt.Name}
 		for _, rp := range rt.Partitions {
 			var pr wire.ListOffsetsResponsePartitionResponse
 			pr.Default()
 			pr.PartitionIndex = rp.PartitionIndex
+			if listed[topicPartition{rt.Name, rp.PartitionIndex}] > 1 {
+				pr.ErrorCode = wire.ErrInvalidRequest.Code
+				tr.Partitions = append(tr.Partitions, pr)
+				continue
+			}
+			if rp.Timestamp < earliestTimestamp {
+				pr.ErrorCode = wire.ErrUnsupportedVersion.Code
+				tr.Partitions = append(tr.Partitions, pr)
+				continue
+			}
 			part, err := s.leaderPart(rt.Name, rp.PartitionIndex)
 			if err != nil {
 				pr.ErrorCode = errCode(err)

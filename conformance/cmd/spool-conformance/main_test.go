@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+	"github.com/spoolmq/spool/conformance/drivers"
+)
+
+func TestMain(m *testing.M) {
+	drivers.MaybeServe()
+	os.Exit(m.Run())
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBadUsageExits2(t *testing.T) {
+	for _, args := range [][]string{
+		{"--bogus"},
+		{}, // no --bootstrap
+		{"--bootstrap", "127.0.0.1:1", "--driver", "cobol"},
+		{"--bootstrap", "127.0.0.1:1", "--cases", "nothing/*"},
+		{"--bootstrap", "127.0.0.1:1", "--parallel", "0"},
+		{"--bootstrap", "127.0.0.1:1", "extra"},
+	} {
+		code, _, stderr := runCLI(args...)
+		if code != 2 || !strings.HasPrefix(stderr, "spool-conformance: ") || strings.Count(stderr, "\n") != 2 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and a two-line message", args, code, stderr)
+		}
+	}
+}
+
+func TestList(t *testing.T) {
+	code, out, _ := runCLI("--list", "--cases", "groups")
+	if code != 0 || !strings.Contains(out, "groups/lifecycle") || strings.Contains(out, "produce/") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// A run against a real broker: the table with its summary, JSON lines and JUnit XML.
+func TestRunAgainstSpool(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	code, out, stderr := runCLI("--bootstrap", addr, "--cases", "produce/codec-*,client/produce-consume")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "client/produce-consume") || !strings.HasSuffix(out, "6 passed, 0 failed\n") {
+		t.Errorf("table:\n%s", out)
+	}
+
+	junit := filepath.Join(t.TempDir(), "out.xml")
+	code, out, _ = runCLI("--bootstrap", addr, "--cases", "fetch/mid-batch,client/null-and-empty", "--driver", "franz-go", "--json", "--junit", junit)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d JSON lines, want 2 cases and a summary:\n%s", len(lines), out)
+	}
+	var summary struct {
+		Passed, Failed int
+		Driver         string
+	}
+	if err := json.Unmarshal([]byte(lines[2]), &summary); err != nil || summary.Passed != 2 || summary.Driver != "franz-go" {
+		t.Errorf("summary %s: %+v %v", lines[2], summary, err)
+	}
+	data, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites struct {
+		Tests  int `xml:"tests,attr"`
+		Suites []struct {
+			Name string `xml:"name,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &suites); err != nil || suites.Tests != 2 || len(suites.Suites) != 2 {
+		t.Errorf("JUnit: %+v %v\n%s", suites, err, data)
+	}
+}
+
+// A failing case makes the exit status 1 and says why in the table.
+func TestFailureExits1(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{Props: map[string]string{"auto.create.topics.enable": "false"}}).Addr
+	code, out, _ := runCLI("--bootstrap", addr, "--cases", "metadata/auto-create,metadata/cluster", "--case-timeout", "5s")
+	if code != 1 || !strings.Contains(out, "FAIL") || !strings.HasSuffix(out, "1 passed, 1 failed\n") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}

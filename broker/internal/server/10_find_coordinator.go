@@ -40,7 +40,7 @@ func handleFindCoordinator(s *Server, ctx context.Context, req *request) *pendin
 		return fail(wire.ErrCoordinatorNotAvailable, err)
 	}
 	t, ok := s.md.Topic(group.Topic)
-	if !ok {
+	if !ok || len(t.Partitions) == 0 {
 		return fail(wire.ErrCoordinatorNotAvailable, fmt.Errorf("%s is being deleted", group.Topic))
 	}
 	p := t.Partitions[group.PartitionFor(r.Key, int32(len(t.Partitions)))]

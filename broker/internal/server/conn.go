@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -220,7 +221,22 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("decoding %s v%d: %w", api.Name, version, err)
 	}
-	return c.track(req, h(c.s, ctx, req)), nil
+	p, err := c.call(h, ctx, req)
+	return c.track(req, p), err
+}
+
+// call runs a handler's synchronous part. A handler that panics is a bug, not a reason to
+// lose every client of the broker: the panic is logged with its stack and this connection
+// closed, as for a request the broker cannot serve.
+func (c *conn) call(h handlerFunc, ctx context.Context, req *request) (p *pending, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("request handler panicked; closing the connection", "api", req.api.Name, "version", req.version,
+				"panic", v, "stack", string(debug.Stack()))
+			p, err = nil, fmt.Errorf("%s v%d handler panicked: %v", req.api.Name, req.version, v)
+		}
+	}()
+	return h(c.s, ctx, req), nil
 }
 
 func (c *conn) track(req *request, p *pending) *pending {

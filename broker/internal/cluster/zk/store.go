@@ -445,7 +445,9 @@ func (s *Store) Topics() []cluster.Topic {
 	defer s.mu.RUnlock()
 	out := make([]cluster.Topic, 0, len(s.topics))
 	for _, name := range slices.Sorted(maps.Keys(s.topics)) {
-		out = append(out, s.topicLocked(name, s.topics[name]))
+		if t := s.topics[name]; t.assign != nil {
+			out = append(out, s.topicLocked(name, t))
+		}
 	}
 	return out
 }
@@ -455,8 +457,8 @@ func (s *Store) Topic(name string) (cluster.Topic, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	t, ok := s.topics[name]
-	if !ok {
-		return cluster.Topic{}, false
+	if !ok || t.assign == nil {
+		return cluster.Topic{}, false // not known yet, or its assignment not read yet
 	}
 	return s.topicLocked(name, t), true
 }
@@ -466,7 +468,7 @@ func (s *Store) TopicByID(id wire.UUID) (cluster.Topic, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for name, t := range s.topics {
-		if t.id == id {
+		if t.id == id && t.assign != nil {
 			return s.topicLocked(name, t), true
 		}
 	}

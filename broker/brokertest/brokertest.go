@@ -33,6 +33,8 @@ type Options struct {
 	Addr string
 	// LogLevel defaults to warn, so test output stays readable.
 	LogLevel slog.Level
+	// Args are more spoold flags, after the ones above (e.g. --config FILE).
+	Args []string
 }
 
 // Broker is a running test broker.
@@ -59,7 +61,7 @@ func (o Options) args(t testing.TB) (dataDir string, args []string) {
 	for k, v := range o.Props {
 		args = append(args, "--set", k+"="+v)
 	}
-	return dataDir, args
+	return dataDir, append(args, o.Args...)
 }
 
 func levelName(l slog.Level) string {

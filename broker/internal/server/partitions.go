@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +65,9 @@ func (s *Server) topicValue(t cluster.Topic, name string) (string, config.Source
 		return v, config.SourceTopic
 	}
 	d := config.LookupTopic(name)
+	if d.Broker == "" {
+		return d.Default, config.SourceDefault
+	}
 	return s.conf.Get(d.Broker), s.conf.Source(d.Broker)
 }
 
@@ -84,6 +88,13 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 	cfg.DeleteRetentionMs = num("delete.retention.ms")
 	cfg.MinCompactionLagMs = num("min.compaction.lag.ms")
 	cfg.MaxMessageBytes = int32(num("max.message.bytes"))
+	// Kafka's message.timestamp.difference.max.ms bounds both directions where before/after
+	// are left at their default (no bound).
+	cfg.TimestampBeforeMaxMs, cfg.TimestampAfterMaxMs = num("message.timestamp.before.max.ms"), num("message.timestamp.after.max.ms")
+	if diff := num("message.timestamp.difference.max.ms"); diff != math.MaxInt64 {
+		cfg.TimestampBeforeMaxMs = min(cfg.TimestampBeforeMaxMs, diff)
+		cfg.TimestampAfterMaxMs = min(cfg.TimestampAfterMaxMs, diff)
+	}
 	cfg.FlushIntervalMessages = num("flush.messages")
 	cfg.FlushIntervalMs = num("flush.ms")
 	policy, _ := s.topicValue(t, "cleanup.policy")

@@ -86,6 +86,10 @@ type LogConfig struct {
 	MinCleanableDirtyRatio float64
 	// TimestampType (message.timestamp.type).
 	TimestampType TimestampType
+	// TimestampBeforeMaxMs and TimestampAfterMaxMs (message.timestamp.before.max.ms and
+	// after.max.ms): with CreateTime, a produced record whose timestamp is further behind or
+	// ahead of the broker's clock is refused with ErrInvalidTimestamp. math.MaxInt64: no bound.
+	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
 	// MaxMessageBytes (max.message.bytes) is the largest batch accepted, measured after offset
 	// assignment (the batch's total size).
 	MaxMessageBytes int32
@@ -123,6 +127,8 @@ func DefaultLogConfig() LogConfig {
 		MinCleanableDirtyRatio:    0.5,
 		TimestampType:             CreateTime,
 		MaxMessageBytes:           1048588,
+		TimestampBeforeMaxMs:      math.MaxInt64,
+		TimestampAfterMaxMs:       math.MaxInt64,
 		MaxUncompressedBatchBytes: 64 << 20,
 		Fsync:                     FsyncAlways,
 		FlushIntervalMs:           math.MaxInt64,
@@ -155,6 +161,12 @@ func (cfg LogConfig) normalized() LogConfig {
 	}
 	if cfg.MaxUncompressedBatchBytes <= 0 {
 		cfg.MaxUncompressedBatchBytes = d.MaxUncompressedBatchBytes
+	}
+	if cfg.TimestampBeforeMaxMs < 0 {
+		cfg.TimestampBeforeMaxMs = math.MaxInt64
+	}
+	if cfg.TimestampAfterMaxMs < 0 {
+		cfg.TimestampAfterMaxMs = math.MaxInt64
 	}
 	if cfg.FlushIntervalMs <= 0 {
 		cfg.FlushIntervalMs = math.MaxInt64

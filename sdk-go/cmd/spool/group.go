@@ -89,7 +89,7 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	groups := fs.Args()
 	switch {
 	case sub == "list" && len(groups) > 0:
-		return fs.bad("group list: takes no arguments")
+		return fs.noArgs()
 	case sub == "delete" && len(groups) == 0:
 		return fs.bad("group delete: missing group name")
 	case sub != "list" && sub != "delete" && len(groups) != 1:
@@ -135,14 +135,41 @@ func groupList(ctx context.Context, ad *spool.Admin, stdout io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR\tMEMBERS\tLAG")
 	for _, g := range gs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.GroupID, orDash(g.State), orDash(g.ProtocolType), g.Coordinator)
+		members, lag := groupTotals(ctx, ad, g.GroupID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", g.GroupID, orDash(g.State), orDash(g.ProtocolType), g.Coordinator, members, lag)
 	}
 	if ferr := tw.Flush(); ferr != nil {
 		return ferr
 	}
 	return err
+}
+
+// groupTotals are a group's member count and total lag over its committed partitions, "-"
+// when they cannot be read (the group went away, or a partition's end is unknown).
+func groupTotals(ctx context.Context, ad *spool.Admin, group string) (members, lag string) {
+	members, lag = "-", "-"
+	d, err := describeGroup(ctx, ad, group)
+	if err != nil {
+		return members, lag
+	}
+	members = strconv.Itoa(len(d.Members))
+	rows, err := ad.GroupLag(ctx, group)
+	if err != nil {
+		return members, lag
+	}
+	var total int64
+	for _, r := range rows {
+		if r.Committed < 0 {
+			continue // assigned, nothing committed: no lag to count
+		}
+		if r.Lag < 0 {
+			return members, lag
+		}
+		total += r.Lag
+	}
+	return members, strconv.FormatInt(total, 10)
 }
 
 // describeGroup describes one group, turning "does not exist" into a plain error.

@@ -11,12 +11,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"os"
 	"os/signal"
@@ -116,7 +116,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "produce":
 		return produceCmd(ctx, clientFor, rest, stdin, stderr)
 	case "consume":
-		return consumeCmd(ctx, clientFor, rest, stdout)
+		return consumeCmd(ctx, clientFor, rest, stdout, stderr)
 	case "group":
 		return groupCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	case "cluster":
@@ -135,8 +135,8 @@ func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdou
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fs.bad("cluster info: takes no arguments")
+	if err := fs.noArgs(); err != nil {
+		return err
 	}
 	cl, err := clientFor()
 	if err != nil {
@@ -148,10 +148,12 @@ func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdou
 		return err
 	}
 	fmt.Fprintf(stdout, "cluster id: %s\ncontroller: %d\nbrokers:\n", ci.ClusterID, ci.Controller)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tADDRESS\tRACK")
 	for _, b := range ci.Brokers {
-		fmt.Fprintf(stdout, "  %d\t%s:%d\t%s\n", b.NodeID, b.Host, b.Port, b.Rack)
+		fmt.Fprintf(tw, "  %d\t%s:%d\t%s\n", b.NodeID, b.Host, b.Port, orDash(b.Rack))
 	}
-	return nil
+	return tw.Flush()
 }
 
 // clusterConfigs prints a broker's configs, as kafka-configs.sh --describe --all does for
@@ -234,12 +236,19 @@ func (k kvFlag) Set(s string) error {
 
 func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout io.Writer) error {
 	fs := newFlags("topic " + sub)
-	var partitions, rf *int
+	var partitions, rf, add *int
 	configs := kvFlag{}
-	if sub == "create" {
+	var deletes listFlag
+	switch sub {
+	case "create":
 		partitions = fs.Int("partitions", -1, "number of partitions (default: the broker's num.partitions)")
 		rf = fs.Int("replication-factor", -1, "copies of each partition (default: the broker's default.replication.factor)")
 		fs.Var(configs, "config", "a topic config `k=v`, e.g. retention.ms=86400000; repeatable")
+	case "alter-config":
+		fs.Var(configs, "set", "set a topic config `k=v`, e.g. retention.ms=86400000; repeatable")
+		fs.Var(&deletes, "delete", "remove a topic override `NAME`, back to the broker's default; repeatable")
+	case "add-partitions":
+		add = fs.Int("num", 0, "how many partitions to add (required)")
 	}
 	if err := fs.parse(args); err != nil {
 		return err
@@ -249,13 +258,17 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case sub == "list" && len(names) > 0:
-		return fs.bad("topic list: takes no arguments")
+		return fs.noArgs()
 	case sub != "list" && len(names) == 0:
 		return fs.bad("topic %s: missing topic name", sub)
 	case set["partitions"] && (*partitions < 1 || *partitions > math.MaxInt32):
 		return fs.bad("topic create: --partitions must be from 1 to %d, got %d", math.MaxInt32, *partitions)
 	case set["replication-factor"] && (*rf < 1 || *rf > math.MaxInt16):
 		return fs.bad("topic create: --replication-factor must be from 1 to %d, got %d", math.MaxInt16, *rf)
+	case sub == "alter-config" && len(configs) == 0 && len(deletes) == 0:
+		return fs.bad("topic alter-config: give --set k=v or --delete NAME")
+	case sub == "add-partitions" && (*add < 1 || *add > math.MaxInt32):
+		return fs.bad("topic add-partitions: --num must be from 1 to %d, got %d", math.MaxInt32, *add)
 	}
 	cl, err := clientFor()
 	if err != nil {
@@ -272,35 +285,50 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 			fmt.Fprintf(stdout, "created %s\n", n)
 		}
 	case "list":
-		ns, err := ad.ListTopics(ctx)
+		ds, err := ad.DescribeTopics(ctx)
 		if err != nil {
 			return err
 		}
-		for _, n := range ns {
-			fmt.Fprintln(stdout, n)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tPARTITIONS\tREPLICAS")
+		for _, d := range ds {
+			rf := 0
+			if len(d.Partitions) > 0 {
+				rf = len(d.Partitions[0].Replicas)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", d.Name, len(d.Partitions), rf)
 		}
+		return tw.Flush()
 	case "describe":
+		return topicDescribe(ctx, ad, names, stdout)
+	case "alter-config":
+		change := map[string]*string{}
+		for k, v := range configs {
+			change[k] = &v
+		}
+		for _, k := range deletes {
+			change[k] = nil
+		}
+		for _, n := range names {
+			if err := ad.AlterTopicConfigs(ctx, n, change); err != nil {
+				return fmt.Errorf("topic %s: %w", n, err)
+			}
+			fmt.Fprintf(stdout, "altered %s\n", n)
+		}
+	case "add-partitions":
 		ds, err := ad.DescribeTopics(ctx, names...)
 		if err != nil {
 			return err
 		}
 		for _, d := range ds {
 			if d.Err != nil {
-				return fmt.Errorf("topic %q: %w", d.Name, d.Err)
+				return fmt.Errorf("topic %s: %w", d.Name, d.Err)
 			}
-			fmt.Fprintf(stdout, "topic %s partitions %d\n", d.Name, len(d.Partitions))
-			for _, p := range d.Partitions {
-				fmt.Fprintf(stdout, "  partition %d leader %d replicas %v isr %v\n", p.Partition, p.Leader, p.Replicas, p.ISR)
+			total := len(d.Partitions) + *add
+			if err := ad.CreatePartitions(ctx, d.Name, int32(total)); err != nil {
+				return fmt.Errorf("topic %s: %w", d.Name, err)
 			}
-			cfgs, err := ad.DescribeTopicConfigs(ctx, d.Name)
-			if err != nil {
-				return err
-			}
-			for _, c := range cfgs {
-				if !c.Default && c.Value != nil {
-					fmt.Fprintf(stdout, "  config %s=%s\n", c.Name, *c.Value)
-				}
-			}
+			fmt.Fprintf(stdout, "%s now has %d partitions\n", d.Name, total)
 		}
 	case "delete":
 		if err := ad.DeleteTopics(ctx, names...); err != nil {
@@ -312,6 +340,63 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	}
 	return nil
 }
+
+// topicDescribe prints each topic's partitions with their log start and end offsets and the
+// records between them, then the configs that are not defaults.
+func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, stdout io.Writer) error {
+	ds, err := ad.DescribeTopics(ctx, names...)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if d.Err != nil {
+			return fmt.Errorf("topic %q: %w", d.Name, d.Err)
+		}
+		starts, err := ad.ListOffsets(ctx, d.Name, spool.OffsetEarliest)
+		if err != nil {
+			return fmt.Errorf("topic %q: log start offsets: %w", d.Name, err)
+		}
+		ends, err := ad.ListOffsets(ctx, d.Name, spool.OffsetLatest)
+		if err != nil {
+			return fmt.Errorf("topic %q: high watermarks: %w", d.Name, err)
+		}
+		fmt.Fprintf(stdout, "topic %s partitions %d\n", d.Name, len(d.Partitions))
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tRECORDS")
+		for _, p := range d.Partitions {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%d\t%d\n", p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR),
+				starts[p.Partition], ends[p.Partition], ends[p.Partition]-starts[p.Partition])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		cfgs, err := ad.DescribeTopicConfigs(ctx, d.Name)
+		if err != nil {
+			return err
+		}
+		for _, c := range cfgs {
+			if c.Source == spool.ConfigSourceDynamicTopic && c.Value != nil {
+				fmt.Fprintf(stdout, "  config %s=%s\n", c.Name, *c.Value)
+			}
+		}
+	}
+	return nil
+}
+
+// ids prints broker ids as 1,2,3.
+func ids(xs []int32) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(int(x))
+	}
+	return strings.Join(s, ",")
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return "" }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func producerOpts(acks, codec, partitioner string) ([]spool.Opt, error) {
 	var opts []spool.Opt
@@ -343,27 +428,65 @@ func producerOpts(acks, codec, partitioner string) ([]spool.Opt, error) {
 	return opts, nil
 }
 
+// headerFlag is a repeatable --header k=v, kept in order (a key may repeat).
+type headerFlag []spool.Header
+
+func (h *headerFlag) String() string { return "" }
+func (h *headerFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	*h = append(*h, spool.Header{Key: []byte(k), Value: []byte(v)})
+	return nil
+}
+
+// defaultMaxMessageBytes is --max-message-bytes' default: the longest line read, and a
+// producer batch large enough for it.
+const defaultMaxMessageBytes = 16 << 20
+
 func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin io.Reader, stderr io.Writer) (err error) {
 	fs := newFlags("produce")
 	defer fs.explain(&err)
 	topic := fs.String("topic", "", "topic to produce to (required)")
 	sep := fs.String("key-separator", "", "split each line at the first `S` into key and value (default: no key)")
 	part := fs.String("partitioner", "hash", "hash (Kafka's murmur2 of the key), roundrobin or sticky")
+	partition := fs.Int("partition", -1, "send every record to this partition `N` (default: the partitioner chooses)")
+	fs.IntVar(partition, "p", -1, "short for --partition")
+	var headers headerFlag
+	fs.Var(&headers, "header", "add a header `KEY=VALUE` to every record; repeatable")
+	fs.Var(&headers, "H", "short for --header")
+	emptyNull := fs.Bool("null-empty", false, "send an empty key or value as null: an empty value is a tombstone (kcat -Z)")
+	fs.BoolVar(emptyNull, "Z", false, "short for --null-empty")
+	maxBytes := fs.Int("max-message-bytes", defaultMaxMessageBytes, "longest record `BYTES` (a line with its key); the producer's batches grow to hold it. The broker's max.message.bytes (default 1048588) still applies")
 	acks := fs.String("acks", "all", "all, 1 or 0")
 	codec := fs.String("compression", "none", "none, gzip, snappy, lz4 or zstd")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if *topic == "" {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case *topic == "":
 		return fs.bad("produce: --topic is required")
-	}
-	if fs.NArg() > 0 {
-		return fs.bad("produce: takes no arguments (records come from stdin)")
+	case fs.NArg() > 0:
+		return fs.bad("produce: takes no arguments (records come from stdin), got %q", strings.Join(fs.Args(), " "))
+	case *partition < -1 || *partition > math.MaxInt32:
+		return fs.bad("produce: --partition must be a partition number >= 0, got %d", *partition)
+	case *partition >= 0 && set["partitioner"]:
+		return fs.bad("produce: give --partition or --partitioner, not both")
+	case *maxBytes < 1 || *maxBytes > 64<<20-1024:
+		return fs.bad("produce: --max-message-bytes must be from 1 to %d, got %d", 64<<20-1024, *maxBytes)
 	}
 	opts, err := producerOpts(*acks, *codec, *part)
 	if err != nil {
 		return err
 	}
+	if *partition >= 0 {
+		opts = append(opts, spool.WithPartitioner(spool.ManualPartitioner()))
+	}
+	// A batch holds at least one whole record: room for the largest plus the batch overhead.
+	opts = append(opts, spool.MaxBatchBytes(max(1<<20, *maxBytes+1024)))
 	cl, err := clientFor(opts...)
 	if err != nil {
 		return err
@@ -387,21 +510,18 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 		}
 	}
 	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 64<<10), *maxBytes+1)
 	n := 0
 	for sc.Scan() {
-		line := sc.Text()
-		r := &spool.Record{Topic: *topic}
+		line := sc.Bytes()
+		r := &spool.Record{Topic: *topic, Partition: int32(*partition), Headers: headers}
+		r.Value = line
 		if *sep != "" {
-			k, v, ok := strings.Cut(line, *sep)
-			if ok {
-				r.Key, r.Value = []byte(k), []byte(v)
-			} else {
-				r.Value = []byte(line)
+			if k, v, ok := bytes.Cut(line, []byte(*sep)); ok {
+				r.Key, r.Value = k, v
 			}
-		} else {
-			r.Value = []byte(line)
 		}
+		r.Key, r.Value = clone(r.Key, *emptyNull), clone(r.Value, *emptyNull)
 		cl.Produce(ctx, r, cb)
 		n++
 		mu.Lock()
@@ -412,6 +532,9 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("reading stdin: line %d is longer than --max-message-bytes %d", n+1, *maxBytes)
+		}
 		return fmt.Errorf("reading stdin: %w", err)
 	}
 	if err := cl.Flush(ctx); err != nil {
@@ -424,6 +547,15 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	}
 	fmt.Fprintf(stderr, "produced %d records\n", n)
 	return nil
+}
+
+// clone copies a key or value out of the scanner's buffer; an empty one becomes null when
+// emptyIsNull, and a missing one (nil) stays null.
+func clone(b []byte, emptyIsNull bool) []byte {
+	if b == nil || (len(b) == 0 && emptyIsNull) {
+		return nil
+	}
+	return append([]byte{}, b...)
 }
 
 // lookupTopic asks for topic's metadata, allowing a broker with auto.create.topics.enable to
@@ -451,191 +583,4 @@ func lookupTopic(ctx context.Context, cl *spool.Client, topic string) error {
 		return nil
 	}
 	return fmt.Errorf("topic %q: not in the metadata response: %w", topic, wire.ErrUnknownTopicOrPartition)
-}
-
-func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
-	fs := newFlags("consume")
-	topic := fs.String("topic", "", "topics to read, comma-separated (required)")
-	group := fs.String("group", "", "consume as a member of this consumer group and commit what is printed (default: no group, every partition assigned)")
-	fromBeginning := fs.Bool("from-beginning", false, "start at the earliest offset instead of the end")
-	count := fs.Int("count", 0, "stop after this many records (default 0: never)")
-	format := fs.String("format", `%v\n`, "how each record is printed, see `FMT` above")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if *topic == "" {
-		return fs.bad("consume: --topic is required")
-	}
-	if *count < 0 {
-		return fs.bad("consume: --count must be >= 0")
-	}
-	if fs.NArg() > 0 {
-		return fs.bad("consume: takes no arguments")
-	}
-	src, err := openSource(ctx, clientFor, strings.Split(*topic, ","), *group, *fromBeginning)
-	if err != nil {
-		return err
-	}
-	defer src.close()
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	n := 0
-	var buf []byte
-	for *count == 0 || n < *count {
-		rs, err := src.cl.Poll(ctx)
-		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
-		}
-		if *count > 0 && len(rs) > *count-n {
-			rs = rs[:*count-n]
-		}
-		for _, r := range rs {
-			buf = formatRecord(buf[:0], *format, r)
-			w.Write(buf)
-		}
-		n += len(rs)
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("consume: write: %w", err)
-		}
-		src.printed(rs)
-	}
-	return nil
-}
-
-// source is where consume reads from: the topic's partitions directly, or a consumer group,
-// whose offsets then advance past exactly the records printed (not the whole fetched batch),
-// so a later `consume --group` with the same group continues where this one stopped.
-type source struct {
-	cl      *spool.Client
-	grouped bool
-	pending []*spool.Record
-}
-
-func openSource(ctx context.Context, clientFor clientFunc, topics []string, group string, fromBeginning bool) (*source, error) {
-	reset := spool.ResetLatest
-	if fromBeginning {
-		reset = spool.ResetEarliest
-	}
-	var opts []spool.Opt
-	if group != "" {
-		opts = []spool.Opt{spool.ConsumerGroup(group), spool.ConsumeTopics(topics...),
-			spool.DisableAutoCommit(), spool.AutoOffsetReset(reset)}
-	}
-	cl, err := clientFor(opts...)
-	if err != nil {
-		return nil, err
-	}
-	src := &source{cl: cl, grouped: group != ""}
-	if !src.grouped {
-		start := spool.OffsetEnd()
-		if fromBeginning {
-			start = spool.OffsetStart()
-		}
-		for _, t := range topics {
-			if err := cl.AssignTopic(ctx, t, start); err != nil {
-				cl.Close()
-				return nil, err
-			}
-		}
-		return src, nil
-	}
-	// A group waits forever for a topic that does not exist; say so instead.
-	ds, err := cl.Admin().DescribeTopics(ctx, topics...)
-	if err == nil {
-		for _, d := range ds {
-			if d.Err != nil {
-				err = fmt.Errorf("topic %s: %w", d.Name, d.Err)
-				break
-			}
-		}
-	}
-	if err != nil {
-		cl.Close()
-		return nil, err
-	}
-	return src, nil
-}
-
-// printed records what was written out; in a group it is committed before the next poll and
-// on close.
-func (s *source) printed(rs []*spool.Record) {
-	if s.grouped {
-		s.pending = append(s.pending[:0], rs...)
-		s.commit()
-	}
-}
-
-func (s *source) commit() {
-	if len(s.pending) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.cl.CommitRecords(ctx, s.pending...); err != nil {
-		slog.Warn("consume: commit failed", "err", err)
-	}
-	s.pending = s.pending[:0]
-}
-
-func (s *source) close() {
-	s.commit()
-	s.cl.Close()
-}
-
-// formatRecord appends r formatted by f: %t topic, %p partition, %o offset, %k key, %v value,
-// %h headers (k=v,...), %T timestamp in Unix ms, %% percent, \n newline, \t tab.
-func formatRecord(b []byte, f string, r *spool.Record) []byte {
-	for i := 0; i < len(f); i++ {
-		c := f[i]
-		if (c == '%' || c == '\\') && i+1 < len(f) {
-			i++
-			d := f[i]
-			if c == '\\' {
-				switch d {
-				case 'n':
-					b = append(b, '\n')
-				case 't':
-					b = append(b, '\t')
-				case '\\':
-					b = append(b, '\\')
-				default:
-					b = append(b, c, d)
-				}
-				continue
-			}
-			switch d {
-			case 't':
-				b = append(b, r.Topic...)
-			case 'p':
-				b = strconv.AppendInt(b, int64(r.Partition), 10)
-			case 'o':
-				b = strconv.AppendInt(b, r.Offset, 10)
-			case 'k':
-				b = append(b, r.Key...)
-			case 'v':
-				b = append(b, r.Value...)
-			case 'T':
-				b = strconv.AppendInt(b, r.Timestamp.UnixMilli(), 10)
-			case 'h':
-				for j, h := range r.Headers {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					b = append(b, h.Key...)
-					b = append(b, '=')
-					b = append(b, h.Value...)
-				}
-			case '%':
-				b = append(b, '%')
-			default:
-				b = append(b, c, d)
-			}
-			continue
-		}
-		b = append(b, c)
-	}
-	return b
 }

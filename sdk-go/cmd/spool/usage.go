@@ -20,16 +20,22 @@ type doc struct {
 
 var docs = []doc{
 	{name: "topic create", args: "NAME...", summary: "create topics"},
-	{name: "topic list", summary: "list the topic names"},
-	{name: "topic describe", args: "NAME...", summary: "show partitions, leaders, replicas and the configs that are not defaults"},
+	{name: "topic list", summary: "list the topics with their partition counts and replication factors"},
+	{name: "topic describe", args: "NAME...", summary: "show partitions (leader, replicas, log start, high watermark) and the topic's config overrides"},
+	{name: "topic alter-config", args: "NAME...", summary: "set (--set k=v) or remove (--delete NAME) topic config overrides"},
+	{name: "topic add-partitions", args: "NAME... --num N", summary: "add N partitions to topics"},
 	{name: "topic delete", args: "NAME...", summary: "delete topics"},
-	{name: "produce", args: "--topic T", summary: "produce the lines of stdin, one record per line"},
-	{name: "consume", args: "--topic T[,T2...]", summary: "print records until --count or Ctrl-C",
-		about: "With --group the offsets of the records printed are committed; --from-beginning then applies\n" +
-			"only when the group has no committed offset.\n" +
+	{name: "produce", args: "--topic T", summary: "produce the lines of stdin, one record per line",
+		about: "Each line is a record's value, or KEY<S>VALUE with --key-separator S. -Z sends an empty key or\n" +
+			"value as null (an empty value is then a tombstone), as kcat -Z does."},
+	{name: "consume", args: "--topic T[,T2...]", summary: "print records until --count, the end (-e) or Ctrl-C",
+		about: "Without --group every partition (or those of --partition) is read from --offset. With --group\n" +
+			"the offsets of the records printed are committed, and --offset (beginning or end) applies only\n" +
+			"when the group has no committed offset: a new group starts at the end, as in Kafka.\n" +
 			"FMT: %t topic, %p partition, %o offset, %k key, %v value, %h headers (k=v,...),\n" +
-			"%T timestamp (Unix ms), %% percent, \\n newline, \\t tab."},
-	{name: "group list", summary: "list the consumer groups"},
+			"%T timestamp (Unix ms), %K key size, %S value size (-1 for null), %% percent, \\n newline,\n" +
+			"\\t tab. A null key or value prints as --null."},
+	{name: "group list", summary: "list the consumer groups with their state, members and total lag"},
 	{name: "group describe", args: "GROUP", summary: "show a group's members, committed offsets and lag"},
 	{name: "group delete", args: "GROUP...", summary: "delete groups that have no members"},
 	{name: "group seek", args: "GROUP --topic T --to WHERE", summary: "move a group's committed offsets (only while it has no members)",
@@ -140,7 +146,11 @@ func (fs *flagSet) usage() string {
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
 		typ, help := flag.UnquoteUsage(f)
-		fmt.Fprintf(tw, "  --%s %s\t%s%s\n", f.Name, typ, help, defaultNote(f, help))
+		dashes := "--"
+		if len(f.Name) == 1 {
+			dashes = "-" // a short form, as kcat spells it
+		}
+		fmt.Fprintf(tw, "  %s%s %s\t%s%s\n", dashes, f.Name, typ, help, defaultNote(f, help))
 	})
 	if n == 0 {
 		fmt.Fprintln(tw, "  (none)")
@@ -173,6 +183,14 @@ func capitalize(s string) string {
 // bad is a usage error of this command: its message and this command's usage.
 func (fs *flagSet) bad(format string, a ...any) error {
 	return usageError{msg: fmt.Sprintf(format, a...), usage: fs.usage()}
+}
+
+// noArgs refuses positional arguments, naming them.
+func (fs *flagSet) noArgs() error {
+	if fs.NArg() > 0 {
+		return fs.bad("%s: takes no arguments, got %q", fs.Name(), strings.Join(fs.Args(), " "))
+	}
+	return nil
 }
 
 // explain gives a usage error raised below this command (by a shared option parser) this

@@ -322,7 +322,7 @@ var TopicDefs = []TopicDef{
 		Doc: "Deprecated by Kafka: the bound in both directions where message.timestamp.before.max.ms or after.max.ms is left at its default."},
 	{Name: "message.timestamp.type", Broker: LogMessageTimestampType, Type: String, Check: oneOf("CreateTime", "LogAppendTime"), Doc: "CreateTime or LogAppendTime."},
 	{Name: "min.cleanable.dirty.ratio", Broker: "log.cleaner.min.cleanable.ratio", Type: Double, Check: ratio,
-		Doc: "Share of not yet compacted bytes at which a compacted topic is cleaned."},
+		Doc: "Share of not yet compacted bytes at which the background cleaner compacts a compacted topic."},
 	{Name: "min.compaction.lag.ms", Broker: LogCleanerMinCompactionLag, Type: Long, Check: atLeast(0), Doc: "Minimum age before compaction."},
 	{Name: "min.insync.replicas", Broker: MinInsyncReplicas, Type: Int, Check: atLeast(1), Doc: "Replicas needed for acks=all."},
 	{Name: "preallocate", Broker: "log.preallocate", Type: Boolean,

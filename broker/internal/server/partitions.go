@@ -97,6 +97,8 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 	}
 	cfg.FlushIntervalMessages = num("flush.messages")
 	cfg.FlushIntervalMs = num("flush.ms")
+	ratio, _ := s.topicValue(t, "min.cleanable.dirty.ratio")
+	cfg.MinCleanableDirtyRatio, _ = strconv.ParseFloat(ratio, 64)
 	policy, _ := s.topicValue(t, "cleanup.policy")
 	cfg.Delete = strings.Contains(policy, "delete")
 	cfg.Compact = strings.Contains(policy, "compact")

@@ -183,7 +183,7 @@ func TestCLIProduceChecksFirst(t *testing.T) {
 		t.Fatalf("auto-created, empty stdin: %q", r.stderr)
 	}
 	r = ok(t, runCLI(t, auto, "", "topic", "list"))
-	if !strings.Contains(r.stdout, "fresh\n") {
+	if !regexp.MustCompile(`(?m)^fresh\s+1\s+1$`).MatchString(r.stdout) {
 		t.Fatalf("the lookup did not create the topic: %q", r.stdout)
 	}
 	ok(t, runCLI(t, auto, "a\n", "produce", "--topic", "fresh"))

@@ -174,3 +174,33 @@ func TestCLIKcatBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIGlobalFlagsHelpVersion: --brokers after the subcommand, spool help [COMMAND], and
+// spool --version.
+func TestCLIGlobalFlagsHelpVersion(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	const down = "127.0.0.1:1" // $SPOOL_BROKERS; --brokers must win wherever it is
+	ok(t, runCLI(t, down, "", "topic", "create", "g1", "--brokers", addr))
+	ok(t, runCLI(t, down, "", "topic", "describe", "--brokers="+addr, "g1"))
+	if r := ok(t, runCLI(t, down, "", "--brokers", addr, "topic", "list")); !strings.Contains(r.stdout, "g1") {
+		t.Fatalf("list: %q", r.stdout)
+	}
+	if r := runCLI(t, down, "", "topic", "list", "--brokers"); r.code != 2 || !strings.Contains(r.stderr, "flag needs an argument: --brokers") {
+		t.Fatalf("--brokers without a value: exit %d %q", r.code, r.stderr)
+	}
+	for args, want := range map[string]string{
+		"help":                     "commands:",
+		"help topic":               "subcommands:",
+		"help topic alter-config":  "usage: spool [--brokers HOST:PORT,...] topic alter-config NAME...",
+		"--version":                "spool ",
+		"help consume --brokers x": "usage: spool [--brokers HOST:PORT,...] consume",
+	} {
+		r := runCLI(t, down, "", strings.Fields(args)...)
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("spool %s: exit %d, stdout does not say %q:\n%s%s", args, r.code, want, r.stdout, r.stderr)
+		}
+	}
+	if r := runCLI(t, down, "", "help", "nosuch"); r.code != 2 || !strings.Contains(r.stderr, "unknown command nosuch") {
+		t.Errorf("help nosuch: exit %d %q", r.code, r.stderr)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,11 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		def = "127.0.0.1:9092"
 	}
 	brokers := g.String("brokers", def, "")
+	version := g.Bool("version", false, "")
+	args, err := hoistGlobalFlags(args)
+	if err != nil {
+		return err
+	}
 	if err := g.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return helpRequest{overview()}
@@ -83,6 +89,17 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{msg: err.Error()}
 	}
 	rest := g.Args()
+	if *version {
+		fmt.Fprintln(stdout, versionString())
+		return nil
+	}
+	if len(rest) > 0 && rest[0] == "help" {
+		// spool help [COMMAND [SUBCOMMAND]] is COMMAND [SUBCOMMAND] --help.
+		if len(rest) == 1 {
+			return helpRequest{overview()}
+		}
+		rest = append(rest[1:len(rest):len(rest)], "--help")
+	}
 	if len(rest) == 0 {
 		return usageError{msg: "no command"}
 	}
@@ -128,6 +145,49 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return benchCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	}
 	return usageError{msg: "unknown command " + cmd}
+}
+
+// hoistGlobalFlags moves --brokers (in any of the flag package's spellings) from wherever it
+// is to the front, so that it may follow the subcommand as rpk's and kcat's global flags do.
+func hoistGlobalFlags(args []string) ([]string, error) {
+	var global, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "brokers" {
+			rest = append(rest, a)
+			continue
+		}
+		global = append(global, a)
+		if !hasValue {
+			if i+1 == len(args) {
+				return nil, usageError{msg: "flag needs an argument: --brokers"}
+			}
+			global = append(global, args[i+1])
+			i++
+		}
+	}
+	return append(global, rest...), nil
+}
+
+// versionString is the module version and VCS revision go build recorded.
+func versionString() string {
+	v, rev := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " " + s.Value[:12]
+			}
+		}
+	}
+	return "spool " + v + rev
 }
 
 func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {

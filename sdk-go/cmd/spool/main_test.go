@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ func TestCLIEndToEnd(t *testing.T) {
 		t.Fatalf("create: %q", r.stdout)
 	}
 	r = ok(t, runCLI(t, addr, "", "topic", "list"))
-	if !strings.Contains(r.stdout, "orders\n") {
+	if !regexp.MustCompile(`(?m)^orders\s+3\s+1$`).MatchString(r.stdout) {
 		t.Fatalf("list: %q", r.stdout)
 	}
 	r = ok(t, runCLI(t, addr, "", "topic", "describe", "orders"))

@@ -75,7 +75,7 @@ func subcommands(cmd string) []doc {
 
 const synopsisPrefix = "usage: spool [--brokers HOST:PORT,...] "
 
-const brokersHelp = "--brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092; it goes before COMMAND.\n"
+const brokersHelp = "--brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092; it goes before or after COMMAND.\n"
 
 // overview is `spool --help`: every command's synopsis.
 func overview() string {
@@ -86,7 +86,7 @@ func overview() string {
 		fmt.Fprintf(tw, "  %s %s\t%s\n", d.name, d.args, d.summary)
 	}
 	tw.Flush()
-	b.WriteString("\n`spool COMMAND [SUBCOMMAND] --help` lists its flags with their defaults.\n" + brokersHelp)
+	b.WriteString("\n`spool COMMAND [SUBCOMMAND] --help` (or `spool help COMMAND [SUBCOMMAND]`) lists its flags with\ntheir defaults; `spool --version` prints the version.\n" + brokersHelp)
 	return b.String()
 }
 

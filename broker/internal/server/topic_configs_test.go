@@ -3,12 +3,19 @@ package server_test
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spoolmq/spool/broker/brokertest"
 )
 
 // kafkaTopicConfigs is a value for each of Kafka 3.9's topic configs, none of them the default.
@@ -149,5 +156,51 @@ func TestTimestampBounds(t *testing.T) {
 	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "unbounded", Value: []byte("v"), Timestamp: time.Unix(1, 0)}).FirstErr(); err != nil {
 		t.Errorf("an old timestamp on a default topic: %v", err)
+	}
+}
+
+// configArgs are kafkaTopicConfigs as NAME=VALUE arguments.
+func configArgs() []string {
+	var out []string
+	for k, v := range kafkaTopicConfigs {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// Every Kafka 3.9 topic config goes through the Java AdminClient: createTopics with all of them,
+// incrementalAlterConfigs with all of them, and describeConfigs reporting each back.
+func TestJavaAdminTopicConfigs(t *testing.T) {
+	java, cp := buildJavaMember(t)
+	javac := brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
+	classes := filepath.Join(t.TempDir(), "topic-config-classes")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, javac, "-d", classes, "-cp", cp, "testdata/topic_configs_TopicConfigs.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	b := startBroker(t, nil)
+	args := append([]string{"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classes + string(os.PathListSeparator) + cp,
+		"TopicConfigs", b.Addr, "java-configs"}, configArgs()...)
+	cmd := exec.CommandContext(ctx, java, args...)
+	cmd.Stderr = testWriter{t}
+	out, err := cmd.Output()
+	if err != nil || !slices.Contains(strings.Split(string(out), "\n"), "OK") {
+		t.Fatalf("java TopicConfigs: %v\n%s", err, out)
+	}
+}
+
+// Every Kafka 3.9 topic config goes through kafka-python's CreateTopics and DescribeConfigs.
+func TestKafkaPythonTopicConfigs(t *testing.T) {
+	brokertest.NeedTool(t, "/usr/bin/python3", "python3")
+	brokertest.NeedPython(t, "kafka", "python3-kafka")
+	b := startBroker(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"testdata/topic_configs.py", b.Addr, "python-configs"}, configArgs()...)...)
+	cmd.Stderr = testWriter{t}
+	out, err := cmd.Output()
+	if err != nil || !slices.Contains(strings.Split(string(out), "\n"), "OK") {
+		t.Fatalf("kafka-python topic configs: %v\n%s", err, out)
 	}
 }

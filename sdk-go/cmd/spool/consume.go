@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -65,6 +66,7 @@ func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout
 	count := fs.Int("count", 0, "stop after this many records (default 0: never)")
 	format := fs.String("format", `%v\n`, "how each record is printed, see `FMT` above")
 	null := fs.String("null", "NULL", "how a null key or value is printed by %k and %v, distinct from an empty one")
+	asJSON := fs.Bool("json", false, "print each record as one JSON object per line (fields in the README) instead of --format")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -83,6 +85,8 @@ func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout
 		return fs.bad("consume: give one of --offset, --from-timestamp and --from-beginning")
 	case *group != "" && len(parts) > 0:
 		return fs.bad("consume: --partition reads chosen partitions, --group the ones the group assigns: give one")
+	case *asJSON && set["format"]:
+		return fs.bad("consume: give --format or --json, not both")
 	case *group != "" && *exitAtEnd:
 		return fs.bad("consume: --exit-at-end works without --group (a group's partitions change as members come and go)")
 	}
@@ -143,7 +147,12 @@ func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout
 			if *exitAtEnd && r.Offset >= src.ends[tp{r.Topic, r.Partition}] {
 				continue // past the end seen at start
 			}
-			buf = formatRecord(buf[:0], *format, *null, r)
+			if *asJSON {
+				buf, _ = json.Marshal(recordToJSON(r)) // strings, numbers and slices: cannot fail
+				buf = append(buf, '\n')
+			} else {
+				buf = formatRecord(buf[:0], *format, *null, r)
+			}
 			w.Write(buf)
 			n++
 		}

@@ -73,7 +73,10 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	var topic, to *string
 	var create *bool
 	var parts partitionsFlag
+	asJSON := new(bool)
 	switch sub {
+	case "list", "describe":
+		asJSON = fs.Bool("json", false, "print one JSON document (fields in the README) instead of a table")
 	case "seek":
 		topic = fs.String("topic", "", "the topic whose offsets move (required)")
 		to = fs.String("to", "", "where to: earliest, latest, OFFSET, RFC3339-TIME or @UNIX_MS (required)")
@@ -115,9 +118,9 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	ad := cl.Admin()
 	switch sub {
 	case "list":
-		return groupList(ctx, ad, stdout)
+		return groupList(ctx, ad, *asJSON, stdout)
 	case "describe":
-		return groupDescribe(ctx, ad, groups[0], stdout)
+		return groupDescribe(ctx, ad, groups[0], *asJSON, stdout)
 	case "delete":
 		return groupDelete(ctx, ad, groups, stdout, stderr)
 	case "seek":
@@ -127,18 +130,30 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	}
 }
 
-func groupList(ctx context.Context, ad *spool.Admin, stdout io.Writer) error {
+func groupList(ctx context.Context, ad *spool.Admin, asJSON bool, stdout io.Writer) error {
 	// Groups of the brokers that answered are printed even when others failed; the failures
 	// then make the exit status non-zero.
 	gs, err := ad.ListGroups(ctx)
 	if len(gs) == 0 && err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR\tMEMBERS\tLAG")
+	rows := []groupJSON{}
 	for _, g := range gs {
 		members, lag := groupTotals(ctx, ad, g.GroupID)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", g.GroupID, orDash(g.State), orDash(g.ProtocolType), g.Coordinator, members, lag)
+		rows = append(rows, groupJSON{Group: g.GroupID, State: g.State, ProtocolType: g.ProtocolType, Coordinator: g.Coordinator,
+			Members: members, Lag: lag})
+	}
+	if asJSON {
+		if jerr := writeJSON(stdout, rows); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR\tMEMBERS\tLAG")
+	for _, g := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", g.Group, orDash(g.State), orDash(g.ProtocolType), g.Coordinator,
+			numberOrDash(g.Members), numberOrDash(g.Lag))
 	}
 	if ferr := tw.Flush(); ferr != nil {
 		return ferr
@@ -146,18 +161,25 @@ func groupList(ctx context.Context, ad *spool.Admin, stdout io.Writer) error {
 	return err
 }
 
-// groupTotals are a group's member count and total lag over its committed partitions, "-"
+// numberOrDash prints a count that may be unknown (nil).
+func numberOrDash[T int | int64](n *T) string {
+	if n == nil {
+		return "-"
+	}
+	return strconv.FormatInt(int64(*n), 10)
+}
+
+// groupTotals are a group's member count and total lag over its committed partitions, nil
 // when they cannot be read (the group went away, or a partition's end is unknown).
-func groupTotals(ctx context.Context, ad *spool.Admin, group string) (members, lag string) {
-	members, lag = "-", "-"
+func groupTotals(ctx context.Context, ad *spool.Admin, group string) (members *int, lag *int64) {
 	d, err := describeGroup(ctx, ad, group)
 	if err != nil {
-		return members, lag
+		return nil, nil
 	}
-	members = strconv.Itoa(len(d.Members))
+	n := len(d.Members)
 	rows, err := ad.GroupLag(ctx, group)
 	if err != nil {
-		return members, lag
+		return &n, nil
 	}
 	var total int64
 	for _, r := range rows {
@@ -165,11 +187,11 @@ func groupTotals(ctx context.Context, ad *spool.Admin, group string) (members, l
 			continue // assigned, nothing committed: no lag to count
 		}
 		if r.Lag < 0 {
-			return members, lag
+			return &n, nil
 		}
 		total += r.Lag
 	}
-	return members, strconv.FormatInt(total, 10)
+	return &n, &total
 }
 
 // describeGroup describes one group, turning "does not exist" into a plain error.
@@ -187,7 +209,7 @@ func describeGroup(ctx context.Context, ad *spool.Admin, group string) (spool.Gr
 	return ds[0], nil
 }
 
-func groupDescribe(ctx context.Context, ad *spool.Admin, group string, stdout io.Writer) error {
+func groupDescribe(ctx context.Context, ad *spool.Admin, group string, asJSON bool, stdout io.Writer) error {
 	d, err := describeGroup(ctx, ad, group)
 	if err != nil {
 		return err
@@ -195,6 +217,9 @@ func groupDescribe(ctx context.Context, ad *spool.Admin, group string, stdout io
 	lag, err := ad.GroupLag(ctx, group)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(stdout, groupDescriptionJSON(d, lag))
 	}
 	fmt.Fprintf(stdout, "group %s state %s protocol-type %s protocol %s members %d\n\n", d.GroupID, d.State, orDash(d.ProtocolType), orDash(d.Protocol), len(d.Members))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

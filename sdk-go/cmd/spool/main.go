@@ -17,10 +17,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,6 +194,7 @@ func versionString() string {
 
 func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
 	fs := newFlags("cluster info")
+	asJSON := fs.Bool("json", false, "print one JSON document (fields in the README)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -207,6 +210,13 @@ func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdou
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		out := clusterJSON{ClusterID: ci.ClusterID, Controller: ci.Controller, Brokers: []brokerJSON{}}
+		for _, b := range ci.Brokers {
+			out.Brokers = append(out.Brokers, brokerJSON{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		}
+		return writeJSON(stdout, out)
+	}
 	fmt.Fprintf(stdout, "cluster id: %s\ncontroller: %d\nbrokers:\n", ci.ClusterID, ci.Controller)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ID\tADDRESS\tRACK")
@@ -220,6 +230,7 @@ func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdou
 // --entity-type brokers: the controller's when no broker id is given.
 func clusterConfigs(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
 	fs := newFlags("cluster configs")
+	asJSON := fs.Bool("json", false, "print one JSON document (fields in the README)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -250,6 +261,13 @@ func clusterConfigs(ctx context.Context, clientFor clientFunc, args []string, st
 	cfgs, err := ad.DescribeConfigs(ctx, spool.BrokerResource(int32(id)))
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		out := brokerConfigsJSON{Broker: id, Configs: []configJSON{}}
+		for _, c := range cfgs {
+			out.Configs = append(out.Configs, configJSON{Name: c.Name, Value: c.Value, Source: configSource(c.Source), Sensitive: c.Sensitive})
+		}
+		return writeJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "broker %d\nNAME\tVALUE\tSOURCE\n", id)
@@ -310,6 +328,10 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	case "add-partitions":
 		add = fs.Int("num", 0, "how many partitions to add (required)")
 	}
+	asJSON := new(bool)
+	if sub == "list" || sub == "describe" {
+		asJSON = fs.Bool("json", false, "print one JSON document (fields in the README) instead of a table")
+	}
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -349,18 +371,21 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 		if err != nil {
 			return err
 		}
+		rows := []topicJSON{}
+		for _, d := range ds {
+			rows = append(rows, topicSummary(d))
+		}
+		if *asJSON {
+			return writeJSON(stdout, rows)
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tPARTITIONS\tREPLICAS")
-		for _, d := range ds {
-			rf := 0
-			if len(d.Partitions) > 0 {
-				rf = len(d.Partitions[0].Replicas)
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\n", d.Name, len(d.Partitions), rf)
+		for _, t := range rows {
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", t.Name, t.PartitionCount, t.ReplicationFactor)
 		}
 		return tw.Flush()
 	case "describe":
-		return topicDescribe(ctx, ad, names, stdout)
+		return topicDescribe(ctx, ad, names, *asJSON, stdout)
 	case "alter-config":
 		change := map[string]*string{}
 		for k, v := range configs {
@@ -401,13 +426,23 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	return nil
 }
 
+// topicSummary is a topic's name, partition count and replication factor (of partition 0).
+func topicSummary(d spool.TopicDetail) topicJSON {
+	t := topicJSON{Name: d.Name, PartitionCount: len(d.Partitions)}
+	if len(d.Partitions) > 0 {
+		t.ReplicationFactor = len(d.Partitions[0].Replicas)
+	}
+	return t
+}
+
 // topicDescribe prints each topic's partitions with their log start and end offsets and the
-// records between them, then the configs that are not defaults.
-func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, stdout io.Writer) error {
+// records between them, then the topic's config overrides.
+func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, asJSON bool, stdout io.Writer) error {
 	ds, err := ad.DescribeTopics(ctx, names...)
 	if err != nil {
 		return err
 	}
+	var topics []topicJSON
 	for _, d := range ds {
 		if d.Err != nil {
 			return fmt.Errorf("topic %q: %w", d.Name, d.Err)
@@ -420,24 +455,39 @@ func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, stdout 
 		if err != nil {
 			return fmt.Errorf("topic %q: high watermarks: %w", d.Name, err)
 		}
-		fmt.Fprintf(stdout, "topic %s partitions %d\n", d.Name, len(d.Partitions))
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tRECORDS")
-		for _, p := range d.Partitions {
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%d\t%d\n", p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR),
-				starts[p.Partition], ends[p.Partition], ends[p.Partition]-starts[p.Partition])
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
 		cfgs, err := ad.DescribeTopicConfigs(ctx, d.Name)
 		if err != nil {
 			return err
 		}
+		t := topicSummary(d)
+		t.Configs = map[string]string{}
+		for _, p := range d.Partitions {
+			t.Partitions = append(t.Partitions, partitionJSON{Partition: p.Partition, Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR,
+				LogStartOffset: starts[p.Partition], HighWatermark: ends[p.Partition]})
+		}
 		for _, c := range cfgs {
 			if c.Source == spool.ConfigSourceDynamicTopic && c.Value != nil {
-				fmt.Fprintf(stdout, "  config %s=%s\n", c.Name, *c.Value)
+				t.Configs[c.Name] = *c.Value
 			}
+		}
+		topics = append(topics, t)
+	}
+	if asJSON {
+		return writeJSON(stdout, topics)
+	}
+	for _, t := range topics {
+		fmt.Fprintf(stdout, "topic %s partitions %d\n", t.Name, t.PartitionCount)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tRECORDS")
+		for _, p := range t.Partitions {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%d\t%d\n", p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR),
+				p.LogStartOffset, p.HighWatermark, p.HighWatermark-p.LogStartOffset)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
+			fmt.Fprintf(stdout, "  config %s=%s\n", k, t.Configs[k])
 		}
 	}
 	return nil

@@ -331,7 +331,7 @@ func groupSeek(ctx context.Context, ad *spool.Admin, group, topic string, parts 
 	case err != nil:
 		return err
 	case len(d.Members) > 0:
-		return fmt.Errorf("group %q has %d active members; stop its consumers before seeking: %w", group, len(d.Members), spool.ErrGroupActive)
+		return fmt.Errorf("seeking group %q (%d members): %w", group, len(d.Members), spool.ErrGroupActive)
 	}
 	parts, err = topicPartitions(ctx, ad, topic, parts)
 	if err != nil {

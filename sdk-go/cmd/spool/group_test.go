@@ -185,7 +185,7 @@ func TestCLIGroupWithMembers(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{[]string{"group", "seek", "live", "--topic", "orders", "--to", "earliest"}, "has 1 active members; stop its consumers"},
+		{[]string{"group", "seek", "live", "--topic", "orders", "--to", "earliest"}, `seeking group "live" (1 members): group has active members; stop its consumers first`},
 		{[]string{"group", "delete", "live"}, `group "live" has active members`},
 		{[]string{"group", "delete-offsets", "live", "--topic", "orders", "--partitions", "0"}, "GROUP_SUBSCRIBED_TO_TOPIC"},
 	} {

@@ -166,11 +166,28 @@ func TestCLIKcatBadInput(t *testing.T) {
 		{[]string{"topic", "add-partitions", "t"}, 2, "--num must be from 1"},
 		{[]string{"topic", "list", "extra"}, 2, `topic list: takes no arguments, got "extra"`},
 		{[]string{"bench", "produce", "--topic", "t", "[--json]"}, 2, `bench produce: takes no arguments, got "[--json]"`},
+		{[]string{"produce", "--topic", "t", "--partition", "5"}, 1, "topic t has no partition 5 (it has 1)"},
 	}
 	for _, tc := range cases {
 		r := runCLI(t, addr, "", tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.says) {
 			t.Errorf("spool %v: exit %d, want %d saying %q:\n%s", tc.args, r.code, tc.code, tc.says, r.stderr)
+		}
+	}
+}
+
+// TestCLIErrorsSayItOnce: an error from the broker names its code once (the broker's message
+// starts with it too), and the topic.
+func TestCLIErrorsSayItOnce(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	for _, args := range [][]string{
+		{"topic", "delete", "nosuch"},
+		{"topic", "alter-config", "nosuch", "--set", "retention.ms=1"},
+		{"topic", "describe", "nosuch"},
+	} {
+		r := runCLI(t, addr, "", args...)
+		if r.code != 1 || strings.Count(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION") != 1 || !strings.Contains(r.stderr, "nosuch") {
+			t.Errorf("spool %v: exit %d, want the code once and the topic:\n%s", args, r.code, r.stderr)
 		}
 	}
 }

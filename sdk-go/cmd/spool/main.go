@@ -396,7 +396,7 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 		}
 		for _, n := range names {
 			if err := ad.AlterTopicConfigs(ctx, n, change); err != nil {
-				return fmt.Errorf("topic %s: %w", n, err)
+				return err // it names the topic
 			}
 			fmt.Fprintf(stdout, "altered %s\n", n)
 		}
@@ -603,8 +603,12 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	}
 	defer cl.Close()
 	// Before stdin: empty input must not turn a down broker or a missing topic into success.
-	if err := lookupTopic(ctx, cl, *topic); err != nil {
+	partitions, err := lookupTopic(ctx, cl, *topic)
+	if err != nil {
 		return err
+	}
+	if *partition >= partitions && partitions > 0 {
+		return fmt.Errorf("topic %s has no partition %d (it has %d)", *topic, *partition, partitions)
 	}
 	var (
 		mu    sync.Mutex
@@ -669,15 +673,16 @@ func clone(b []byte, emptyIsNull bool) []byte {
 }
 
 // lookupTopic asks for topic's metadata, allowing a broker with auto.create.topics.enable to
-// create it, as kafka-console-producer's metadata request does.
-func lookupTopic(ctx context.Context, cl *spool.Client, topic string) error {
+// create it, as kafka-console-producer's metadata request does. It returns the partition count
+// (0 while a new topic's partitions are not known yet).
+func lookupTopic(ctx context.Context, cl *spool.Client, topic string) (int, error) {
 	req := &wire.MetadataRequest{}
 	req.Default()
 	req.Topics = []wire.MetadataRequestTopic{{Name: &topic}}
 	req.AllowAutoTopicCreation = true
 	resp := &wire.MetadataResponse{}
 	if err := cl.Request(ctx, req, resp); err != nil {
-		return fmt.Errorf("looking up topic %q: %w", topic, err)
+		return 0, fmt.Errorf("looking up topic %q: %w", topic, err)
 	}
 	for _, t := range resp.Topics {
 		if t.Name == nil || *t.Name != topic {
@@ -688,9 +693,9 @@ func lookupTopic(ctx context.Context, cl *spool.Client, topic string) error {
 		// an automatic creation) are the producer's to wait out.
 		err := wire.ErrorForCode(t.ErrorCode)
 		if err != nil && (!wire.IsRetriable(err) || errors.Is(err, wire.ErrUnknownTopicOrPartition)) {
-			return fmt.Errorf("topic %q: %w", topic, err)
+			return 0, fmt.Errorf("topic %q: %w", topic, err)
 		}
-		return nil
+		return len(t.Partitions), nil
 	}
-	return fmt.Errorf("topic %q: not in the metadata response: %w", topic, wire.ErrUnknownTopicOrPartition)
+	return 0, fmt.Errorf("topic %q: not in the metadata response: %w", topic, wire.ErrUnknownTopicOrPartition)
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -219,5 +221,48 @@ func TestCLIGlobalFlagsHelpVersion(t *testing.T) {
 	}
 	if r := runCLI(t, down, "", "help", "nosuch"); r.code != 2 || !strings.Contains(r.stderr, "unknown command nosuch") {
 		t.Errorf("help nosuch: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestCLIProduceFilesAndJSON: --file produces whole files, --key keys every record, and
+// consume --json | produce --json copies records (keys, null values, headers, timestamps).
+func TestCLIProduceFilesAndJSON(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.bin")
+	if err := os.WriteFile(a, []byte("line 1\nline 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte{}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, runCLI(t, addr, "", "topic", "create", "src", "--partitions", "1"))
+	ok(t, runCLI(t, addr, "", "produce", "--topic", "src", "--file", a, "--file", b, "--key", "doc", "-Z", "-H", "n=1"))
+	r := ok(t, runCLI(t, addr, "", "consume", "--topic", "src", "--offset", "beginning", "-e", "--format", `%k|%S|%v$`))
+	if r.stdout != "doc|14|line 1\nline 2\n$doc|-1|NULL$" {
+		t.Fatalf("files: %q", r.stdout)
+	}
+	src := ok(t, runCLI(t, addr, "", "consume", "--topic", "src", "--offset", "beginning", "-e", "--json")).stdout
+	ok(t, runCLI(t, addr, "", "topic", "create", "dst", "--partitions", "1"))
+	ok(t, runCLI(t, addr, src, "produce", "--topic", "dst", "--json"))
+	dst := ok(t, runCLI(t, addr, "", "consume", "--topic", "dst", "--offset", "beginning", "-e", "--json")).stdout
+	if want := strings.ReplaceAll(src, `"topic":"src"`, `"topic":"dst"`); dst != want || strings.Count(dst, "\n") != 2 {
+		t.Fatalf("copied with --json:\n%s\nwant\n%s", dst, want)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"produce", "--topic", "src", "--json"}, 1, "line 1: invalid character"},
+		{[]string{"produce", "--topic", "src", "--file", filepath.Join(dir, "absent")}, 1, "--file: stat"},
+		{[]string{"produce", "--topic", "src", "--file", a, "--max-message-bytes", "5"}, 1, "14 bytes, more than --max-message-bytes 5"},
+		{[]string{"produce", "--topic", "src", "--json", "--key-separator", ":"}, 2, "give one of --file, --json and --key-separator"},
+		{[]string{"produce", "--topic", "src", "--json", "--key", "k"}, 2, "--key sets every record's key"},
+	} {
+		r := runCLI(t, addr, "not json\n", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("spool %v: exit %d, want %d saying %q:\n%s", tc.args, r.code, tc.code, tc.says, r.stderr)
+		}
 	}
 }

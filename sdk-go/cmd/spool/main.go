@@ -10,8 +10,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -25,7 +23,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -536,140 +533,6 @@ func producerOpts(acks, codec, partitioner string) ([]spool.Opt, error) {
 		return nil, usageError{msg: fmt.Sprintf("--partitioner %q: want hash, roundrobin or sticky", partitioner)}
 	}
 	return opts, nil
-}
-
-// headerFlag is a repeatable --header k=v, kept in order (a key may repeat).
-type headerFlag []spool.Header
-
-func (h *headerFlag) String() string { return "" }
-func (h *headerFlag) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want KEY=VALUE, got %q", s)
-	}
-	*h = append(*h, spool.Header{Key: []byte(k), Value: []byte(v)})
-	return nil
-}
-
-// defaultMaxMessageBytes is --max-message-bytes' default: the longest line read, and a
-// producer batch large enough for it.
-const defaultMaxMessageBytes = 16 << 20
-
-func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin io.Reader, stderr io.Writer) (err error) {
-	fs := newFlags("produce")
-	defer fs.explain(&err)
-	topic := fs.String("topic", "", "topic to produce to (required)")
-	sep := fs.String("key-separator", "", "split each line at the first `S` into key and value (default: no key)")
-	part := fs.String("partitioner", "hash", "hash (Kafka's murmur2 of the key), roundrobin or sticky")
-	partition := fs.Int("partition", -1, "send every record to this partition `N` (default: the partitioner chooses)")
-	fs.IntVar(partition, "p", -1, "short for --partition")
-	var headers headerFlag
-	fs.Var(&headers, "header", "add a header `KEY=VALUE` to every record; repeatable")
-	fs.Var(&headers, "H", "short for --header")
-	emptyNull := fs.Bool("null-empty", false, "send an empty key or value as null: an empty value is a tombstone (kcat -Z)")
-	fs.BoolVar(emptyNull, "Z", false, "short for --null-empty")
-	maxBytes := fs.Int("max-message-bytes", defaultMaxMessageBytes, "longest record `BYTES` (a line with its key); the producer's batches grow to hold it. The broker's max.message.bytes (default 1048588) still applies")
-	acks := fs.String("acks", "all", "all, 1 or 0")
-	codec := fs.String("compression", "none", "none, gzip, snappy, lz4 or zstd")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	switch {
-	case *topic == "":
-		return fs.bad("produce: --topic is required")
-	case fs.NArg() > 0:
-		return fs.bad("produce: takes no arguments (records come from stdin), got %q", strings.Join(fs.Args(), " "))
-	case *partition < -1 || *partition > math.MaxInt32:
-		return fs.bad("produce: --partition must be a partition number >= 0, got %d", *partition)
-	case *partition >= 0 && set["partitioner"]:
-		return fs.bad("produce: give --partition or --partitioner, not both")
-	case *maxBytes < 1 || *maxBytes > 64<<20-1024:
-		return fs.bad("produce: --max-message-bytes must be from 1 to %d, got %d", 64<<20-1024, *maxBytes)
-	}
-	opts, err := producerOpts(*acks, *codec, *part)
-	if err != nil {
-		return err
-	}
-	if *partition >= 0 {
-		opts = append(opts, spool.WithPartitioner(spool.ManualPartitioner()))
-	}
-	// A batch holds at least one whole record: room for the largest plus the batch overhead.
-	opts = append(opts, spool.MaxBatchBytes(max(1<<20, *maxBytes+1024)))
-	cl, err := clientFor(opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	// Before stdin: empty input must not turn a down broker or a missing topic into success.
-	partitions, err := lookupTopic(ctx, cl, *topic)
-	if err != nil {
-		return err
-	}
-	if *partition >= partitions && partitions > 0 {
-		return fmt.Errorf("topic %s has no partition %d (it has %d)", *topic, *partition, partitions)
-	}
-	var (
-		mu    sync.Mutex
-		first error
-	)
-	cb := func(_ *spool.Record, err error) {
-		if err != nil {
-			mu.Lock()
-			if first == nil {
-				first = err
-			}
-			mu.Unlock()
-		}
-	}
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 64<<10), *maxBytes+1)
-	n := 0
-	for sc.Scan() {
-		line := sc.Bytes()
-		r := &spool.Record{Topic: *topic, Partition: int32(*partition), Headers: headers}
-		r.Value = line
-		if *sep != "" {
-			if k, v, ok := bytes.Cut(line, []byte(*sep)); ok {
-				r.Key, r.Value = k, v
-			}
-		}
-		r.Key, r.Value = clone(r.Key, *emptyNull), clone(r.Value, *emptyNull)
-		cl.Produce(ctx, r, cb)
-		n++
-		mu.Lock()
-		err := first
-		mu.Unlock()
-		if err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("reading stdin: line %d is longer than --max-message-bytes %d", n+1, *maxBytes)
-		}
-		return fmt.Errorf("reading stdin: %w", err)
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if first != nil {
-		return first
-	}
-	fmt.Fprintf(stderr, "produced %d records\n", n)
-	return nil
-}
-
-// clone copies a key or value out of the scanner's buffer; an empty one becomes null when
-// emptyIsNull, and a missing one (nil) stays null.
-func clone(b []byte, emptyIsNull bool) []byte {
-	if b == nil || (len(b) == 0 && emptyIsNull) {
-		return nil
-	}
-	return append([]byte{}, b...)
 }
 
 // lookupTopic asks for topic's metadata, allowing a broker with auto.create.topics.enable to

@@ -45,7 +45,7 @@ func readmeBlocks(t *testing.T, file, heading string) []string {
 }
 
 // TestReadmeCommandsRunAsPasted runs every shell block of the READMEs' CLI sections, in order,
-// as a user pastes them: from a directory holding bin/spool, against a fresh broker, each
+// as a user pastes them: from a directory holding bin/spool and README.md, against a fresh broker, each
 // block with bash -e -o pipefail, so that any command failing (a typo, an alternation such as
 // `a | b`, a placeholder) fails the test.
 func TestReadmeCommandsRunAsPasted(t *testing.T) {
@@ -60,6 +60,14 @@ func TestReadmeCommandsRunAsPasted(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := os.Symlink(bin, filepath.Join(dir, "bin", "spool")); err != nil {
+				t.Fatal(err)
+			}
+			// The blocks run from the repository root; README.md is the file one of them sends.
+			readme, err := filepath.Abs(filepath.Join("..", "..", "..", "README.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(readme, filepath.Join(dir, "README.md")); err != nil {
 				t.Fatal(err)
 			}
 			for _, block := range readmeBlocks(t, doc.file, doc.heading) {

@@ -266,3 +266,43 @@ func TestCLIProduceFilesAndJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIProfile: the profile's brokers= is the default after $SPOOL_BROKERS; a bad profile
+// is bad usage naming the file and line.
+func TestCLIProfile(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "config")
+	if err := os.WriteFile(profile, []byte("# spool profile\n\nbrokers = "+addr+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, runCLIEnv(t, []string{"SPOOL_BROKERS=", "SPOOL_CONFIG=" + profile}, "", "topic", "create", "from-profile"))
+	// $SPOOL_BROKERS wins over the profile, --brokers over both.
+	if r := runCLIEnv(t, []string{"SPOOL_BROKERS=127.0.0.1:1", "SPOOL_CONFIG=" + profile}, "", "topic", "list"); r.code != 1 || !strings.Contains(r.stderr, "127.0.0.1:1") {
+		t.Fatalf("$SPOOL_BROKERS did not win: exit %d %q", r.code, r.stderr)
+	}
+	if r := ok(t, runCLIEnv(t, []string{"SPOOL_BROKERS=127.0.0.1:1", "SPOOL_CONFIG=" + profile}, "", "topic", "list", "--brokers", addr)); !strings.Contains(r.stdout, "from-profile") {
+		t.Fatalf("list: %q", r.stdout)
+	}
+	// The default location is under the user's config directory.
+	xdg := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(xdg, "spool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(xdg, "spool", "config"), []byte("brokers="+addr+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := ok(t, runCLIEnv(t, []string{"SPOOL_BROKERS=", "SPOOL_CONFIG=", "XDG_CONFIG_HOME=" + xdg}, "", "topic", "list")); !strings.Contains(r.stdout, "from-profile") {
+		t.Fatalf("default profile: %q", r.stdout)
+	}
+	bad := filepath.Join(dir, "bad")
+	os.WriteFile(bad, []byte("brokers=x\nbrokerz=y\n"), 0o644)
+	for path, says := range map[string]string{
+		bad:                          bad + `:2: unknown key "brokerz" (known: brokers)`,
+		filepath.Join(dir, "absent"): "profile ($SPOOL_CONFIG): open " + filepath.Join(dir, "absent"),
+	} {
+		if r := runCLIEnv(t, []string{"SPOOL_BROKERS=", "SPOOL_CONFIG=" + path}, "", "topic", "list"); r.code != 2 || !strings.Contains(r.stderr, says) {
+			t.Errorf("profile %s: exit %d, want 2 saying %q: %q", path, r.code, says, r.stderr)
+		}
+	}
+}

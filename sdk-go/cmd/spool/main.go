@@ -73,6 +73,13 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	g.SetOutput(io.Discard)
 	def := os.Getenv("SPOOL_BROKERS")
 	if def == "" {
+		profile, err := loadProfile()
+		if err != nil {
+			return err
+		}
+		def = profile["brokers"]
+	}
+	if def == "" {
 		def = "127.0.0.1:9092"
 	}
 	brokers := g.String("brokers", def, "")

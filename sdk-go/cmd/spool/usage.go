@@ -75,7 +75,7 @@ func subcommands(cmd string) []doc {
 
 const synopsisPrefix = "usage: spool [--brokers HOST:PORT,...] "
 
-const brokersHelp = "--brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092; it goes before or after COMMAND.\n"
+const brokersHelp = "--brokers defaults to $SPOOL_BROKERS, else the profile's brokers= ($SPOOL_CONFIG, default\n~/.config/spool/config), else 127.0.0.1:9092; it goes before or after COMMAND.\n"
 
 // overview is `spool --help`: every command's synopsis.
 func overview() string {

@@ -149,6 +149,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return clusterInfo(ctx, clientFor, rest, stdout)
 	case "bench":
 		return benchCmd(ctx, clientFor, sub, rest, stdout, stderr)
+	case "completion":
+		return completionCmd(ctx, rest, stdout)
 	}
 	return usageError{msg: "unknown command " + cmd}
 }

@@ -50,6 +50,8 @@ var docs = []doc{
 			"holding fewer than N records ends the run instead of a wait forever."},
 	{name: "bench e2e", args: "--topic T", summary: "one producer and one consumer in one process: send-to-receipt latency",
 		about: "The consumer starts at the end offsets; each value starts with its send time, so --size >= 8."},
+	{name: "completion", args: "SHELL", summary: "print the completion script for SHELL, bash or zsh",
+		about: "Load it with: source <(spool completion bash), or zsh in ~/.zshrc: source <(spool completion zsh)."},
 }
 
 func docFor(name string) (doc, bool) {

@@ -335,73 +335,67 @@ var kafkaInterpreted = map[string]string{
 	"unclean.leader.election.enable":          "Default of the topic config unclean.leader.election.enable, for the cluster controller.",
 }
 
-// noEffectReasons say why a group of Kafka properties changes nothing in Spool, by name prefix;
-// the first match wins.
-var noEffectReasons = []struct{ prefix, why string }{
-	{"zookeeper.connection.timeout.ms", "Spool's ZooKeeper client is not tuned by it"},
-	{"zookeeper.metadata.migration", "KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper"},
-	{"zookeeper.", "Spool's ZooKeeper client is not tuned by it"},
-	{"num.network.threads", "Spool sizes its goroutines itself"},
-	{"num.io.threads", "Spool sizes its goroutines itself"},
-	{"num.recovery.threads.per.data.dir", "Spool sizes its goroutines itself"},
-	{"num.replica.", "Spool sizes its goroutines itself"},
-	{"background.threads", "Spool sizes its goroutines itself"},
-	{"log.cleaner.threads", "Spool sizes its goroutines itself"},
-	{"socket.send.buffer.bytes", "the OS sizes TCP buffers (Spool leaves them to autotuning)"},
-	{"socket.receive.buffer.bytes", "the OS sizes TCP buffers (Spool leaves them to autotuning)"},
-	{"replica.socket.receive.buffer.bytes", "the OS sizes TCP buffers (Spool leaves them to autotuning)"},
-	{"socket.listen.backlog.size", "the OS sizes TCP buffers (Spool leaves them to autotuning)"},
-	{"metric", "Spool has no JMX or Kafka metrics reporters; it exports OpenTelemetry metrics"},
-	{"kafka.metrics.", "Spool has no JMX or Kafka metrics reporters; it exports OpenTelemetry metrics"},
-	{"auto.include.jmx.reporter", "Spool has no JMX or Kafka metrics reporters; it exports OpenTelemetry metrics"},
-	{"telemetry.", "Spool has no JMX or Kafka metrics reporters; it exports OpenTelemetry metrics"},
-	{"ssl.", "Spool has no TLS or SASL yet: every listener is PLAINTEXT"},
-	{"sasl.", "Spool has no TLS or SASL yet: every listener is PLAINTEXT"},
-	{"security.", "Spool has no TLS or SASL yet: every listener is PLAINTEXT"},
-	{"principal.builder.class", "Spool has no TLS or SASL yet: every listener is PLAINTEXT"},
-	{"connections.max.reauth.ms", "Spool has no TLS or SASL yet: every listener is PLAINTEXT"},
-	{"connection.failed.authentication.delay.ms", "Spool has no TLS or SASL yet: every listener is PLAINTEXT"},
-	{"delegation.token.", "Spool has no TLS or SASL yet: every listener is PLAINTEXT"},
-	{"password.encoder.", "Spool has no TLS or SASL yet: every listener is PLAINTEXT"},
-	{"process.roles", "KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper"},
-	{"controller.quorum.", "KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper"},
-	{"metadata.", "KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper"},
-	{"broker.heartbeat.interval.ms", "KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper"},
-	{"broker.session.timeout.ms", "KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper"},
-	{"initial.broker.registration.timeout.ms", "KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper"},
-	{"eligible.leader.replicas.enable", "KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper"},
-	{"server.max.startup.time.ms", "KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper"},
-	{"remote.", "Spool has no tiered storage"},
-	{"log.local.retention.", "Spool has no tiered storage"},
-	{"transaction", "Spool has no transactions yet"},
-	{"producer.id.", "Spool does not expire idempotent producer ids by these settings"},
-	{"group.consumer.", "Spool runs the classic group protocol only"},
-	{"group.share.", "Spool runs the classic group protocol only"},
-	{"group.coordinator.", "Spool runs the classic group protocol only"},
-	{"quota.", "Spool enforces no quotas or connection limits"},
-	{"replication.quota.", "Spool enforces no quotas or connection limits"},
-	{"alter.log.dirs.replication.quota.", "Spool enforces no quotas or connection limits"},
-	{"controller.quota.", "Spool enforces no quotas or connection limits"},
-	{"client.quota.callback.class", "Spool enforces no quotas or connection limits"},
-	{"max.connection", "Spool enforces no quotas or connection limits"},
-	{"queued.max.request", "Spool enforces no quotas or connection limits"},
-	{"replica.", "a single node has no replicas to fetch, and cluster mode does not read it yet"},
-	{"leader.imbalance.", "a single node has no replicas to fetch, and cluster mode does not read it yet"},
-	{"auto.leader.rebalance.enable", "a single node has no replicas to fetch, and cluster mode does not read it yet"},
-	{"controlled.shutdown.", "a single node has no replicas to fetch, and cluster mode does not read it yet"},
-	{"unclean.leader.election.interval.ms", "a single node has no replicas to fetch, and cluster mode does not read it yet"},
-	{"inter.broker.", "a single node has no replicas to fetch, and cluster mode does not read it yet"},
-	{"broker.rack", "a single node has no replicas to fetch, and cluster mode does not read it yet"},
-	{"offsets.topic.replication.factor", "a single node has no replicas to fetch, and cluster mode does not read it yet"},
-	{"log.cleaner.", "Spool's compactor is not tuned by it"},
-	{"log.flush.", "Spool checkpoints by its own schedule; spool.fsync and log.flush.interval.* control durability"},
-	{"log.message.format.version", "Spool always writes the v2 record format"},
-	{"log.message.downconversion.enable", "Spool serves only the v2 record format"},
-	{"log.preallocate", "segment files grow as they are written"},
-	{"log.segment.delete.delay.ms", "segments past retention are deleted at once"},
-	{"log.roll.jitter.", "segments roll at log.roll.ms exactly"},
-	{"log.dir.failure.timeout.ms", "Spool has one data directory"},
-	{"", "Spool does not implement it"},
+// noEffectReasons say why Kafka properties change nothing in Spool, by name prefix. Reasons are
+// tried in order and the first reason with a matching prefix wins, so a more specific prefix
+// comes in an earlier reason than a broader one ("zookeeper.metadata.migration" before
+// "zookeeper.", "replica.socket.receive.buffer.bytes" before "replica."); "" matches the rest.
+var noEffectReasons = []struct {
+	why      string
+	prefixes []string
+}{
+	{"KRaft: Spool keeps metadata embedded (one node) or in ZooKeeper",
+		[]string{"zookeeper.metadata.migration", "process.roles", "controller.quorum.", "metadata.", "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms", "eligible.leader.replicas.enable", "server.max.startup.time.ms"}},
+	{"Spool's ZooKeeper client is not tuned by it",
+		[]string{"zookeeper."}},
+	{"Spool sizes its goroutines itself",
+		[]string{"num.network.threads", "num.io.threads", "num.recovery.threads.per.data.dir", "num.replica.", "background.threads", "log.cleaner.threads"}},
+	{"the OS sizes TCP buffers (Spool leaves them to autotuning)",
+		[]string{"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "replica.socket.receive.buffer.bytes", "socket.listen.backlog.size"}},
+	{"Spool has no JMX or Kafka metrics reporters; it exports OpenTelemetry metrics",
+		[]string{"metric", "kafka.metrics.", "auto.include.jmx.reporter", "telemetry."}},
+	{"Spool has no TLS or SASL yet: every listener is PLAINTEXT",
+		[]string{"ssl.", "sasl.", "security.", "principal.builder.class", "connections.max.reauth.ms", "connection.failed.authentication.delay.ms", "delegation.token.", "password.encoder."}},
+	{"Spool has no tiered storage",
+		[]string{"remote.", "log.local.retention."}},
+	{"Spool has no transactions yet",
+		[]string{"transaction"}},
+	{"Spool does not expire idempotent producer ids by these settings",
+		[]string{"producer.id."}},
+	{"Spool runs the classic group protocol only",
+		[]string{"group.consumer.", "group.share.", "group.coordinator."}},
+	{"Spool enforces no quotas or connection limits",
+		[]string{"quota.", "replication.quota.", "alter.log.dirs.replication.quota.", "controller.quota.", "client.quota.callback.class", "max.connection", "queued.max.request"}},
+	{"a single node has no replicas to fetch, and cluster mode does not read it yet",
+		[]string{"replica.", "leader.imbalance.", "auto.leader.rebalance.enable", "controlled.shutdown.", "unclean.leader.election.interval.ms", "inter.broker.", "broker.rack", "offsets.topic.replication.factor"}},
+	{"Spool's compactor is not tuned by it",
+		[]string{"log.cleaner."}},
+	{"Spool checkpoints by its own schedule; spool.fsync and log.flush.interval.* control durability",
+		[]string{"log.flush."}},
+	{"Spool always writes the v2 record format",
+		[]string{"log.message.format.version"}},
+	{"Spool serves only the v2 record format",
+		[]string{"log.message.downconversion.enable"}},
+	{"segment files grow as they are written",
+		[]string{"log.preallocate"}},
+	{"segments past retention are deleted at once",
+		[]string{"log.segment.delete.delay.ms"}},
+	{"segments roll at log.roll.ms exactly",
+		[]string{"log.roll.jitter."}},
+	{"Spool has one data directory",
+		[]string{"log.dir.failure.timeout.ms"}},
+	{"Spool does not implement it",
+		[]string{""}},
+}
+
+func noEffectReason(name string) string {
+	for _, r := range noEffectReasons {
+		for _, p := range r.prefixes {
+			if strings.HasPrefix(name, p) {
+				return r.why
+			}
+		}
+	}
+	return ""
 }
 
 func init() {
@@ -411,12 +405,7 @@ func init() {
 			d.Doc = doc
 			continue
 		}
-		for _, r := range noEffectReasons {
-			if strings.HasPrefix(d.Name, r.prefix) {
-				d.NoEffect = r.why
-				break
-			}
-		}
+		d.NoEffect = noEffectReason(d.Name)
 		d.Doc = "Kafka's " + d.Name + "; no effect in Spool: " + d.NoEffect + "."
 	}
 }

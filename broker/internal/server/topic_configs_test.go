@@ -3,9 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -171,23 +169,10 @@ func configArgs() []string {
 // Every Kafka 3.9 topic config goes through the Java AdminClient: createTopics with all of them,
 // incrementalAlterConfigs with all of them, and describeConfigs reporting each back.
 func TestJavaAdminTopicConfigs(t *testing.T) {
-	java, cp := buildJavaMember(t)
-	javac := brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
-	classes := filepath.Join(t.TempDir(), "topic-config-classes")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, javac, "-d", classes, "-cp", cp, "testdata/topic_configs_TopicConfigs.java").CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
 	b := startBroker(t, nil)
-	args := append([]string{"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classes + string(os.PathListSeparator) + cp,
-		"TopicConfigs", b.Addr, "java-configs"}, configArgs()...)
-	cmd := exec.CommandContext(ctx, java, args...)
-	cmd.Stderr = testWriter{t}
-	out, err := cmd.Output()
-	if err != nil || !slices.Contains(strings.Split(string(out), "\n"), "OK") {
-		t.Fatalf("java TopicConfigs: %v\n%s", err, out)
-	}
+	runJavaProgram(t, ctx, "testdata/topic_configs_TopicConfigs.java", "TopicConfigs", append([]string{b.Addr, "java-configs"}, configArgs()...)...)
 }
 
 // Every Kafka 3.9 topic config goes through kafka-python's CreateTopics and DescribeConfigs.

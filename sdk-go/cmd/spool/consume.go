@@ -214,15 +214,10 @@ func openSource(ctx context.Context, clientFor clientFunc, topics []string, grou
 
 func (s *source) assign(ctx context.Context, topics []string, group string, parts []int32, start startOffset, stderr io.Writer) error {
 	ad := s.cl.Admin()
-	ds, err := ad.DescribeTopics(ctx, topics...)
+	// A group waits forever for a topic that does not exist; say so instead.
+	ds, err := describeTopics(ctx, ad, topics...)
 	if err != nil {
 		return err
-	}
-	for _, d := range ds {
-		// A group waits forever for a topic that does not exist; say so instead.
-		if d.Err != nil {
-			return fmt.Errorf("topic %s: %w", d.Name, d.Err)
-		}
 	}
 	if s.grouped {
 		if !start.explicit {

@@ -407,14 +407,11 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 			fmt.Fprintf(stdout, "altered %s\n", n)
 		}
 	case "add-partitions":
-		ds, err := ad.DescribeTopics(ctx, names...)
+		ds, err := describeTopics(ctx, ad, names...)
 		if err != nil {
 			return err
 		}
 		for _, d := range ds {
-			if d.Err != nil {
-				return fmt.Errorf("topic %s: %w", d.Name, d.Err)
-			}
 			total := len(d.Partitions) + *add
 			if err := ad.CreatePartitions(ctx, d.Name, int32(total)); err != nil {
 				return fmt.Errorf("topic %s: %w", d.Name, err)
@@ -432,6 +429,21 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	return nil
 }
 
+// describeTopics describes the named topics, failing on the first one that has an error
+// (one that does not exist).
+func describeTopics(ctx context.Context, ad *spool.Admin, names ...string) ([]spool.TopicDetail, error) {
+	ds, err := ad.DescribeTopics(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if d.Err != nil {
+			return nil, fmt.Errorf("topic %s: %w", d.Name, d.Err)
+		}
+	}
+	return ds, nil
+}
+
 // topicSummary is a topic's name, partition count and replication factor (of partition 0).
 func topicSummary(d spool.TopicDetail) topicJSON {
 	t := topicJSON{Name: d.Name, PartitionCount: len(d.Partitions)}
@@ -444,15 +456,12 @@ func topicSummary(d spool.TopicDetail) topicJSON {
 // topicDescribe prints each topic's partitions with their log start and end offsets and the
 // records between them, then the topic's config overrides.
 func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, asJSON bool, stdout io.Writer) error {
-	ds, err := ad.DescribeTopics(ctx, names...)
+	ds, err := describeTopics(ctx, ad, names...)
 	if err != nil {
 		return err
 	}
 	var topics []topicJSON
 	for _, d := range ds {
-		if d.Err != nil {
-			return fmt.Errorf("topic %q: %w", d.Name, d.Err)
-		}
 		starts, err := ad.ListOffsets(ctx, d.Name, spool.OffsetEarliest)
 		if err != nil {
 			return fmt.Errorf("topic %q: log start offsets: %w", d.Name, err)

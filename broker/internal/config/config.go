@@ -78,6 +78,8 @@ func Load(args []string, out io.Writer) (*Config, error) {
 	if err := c.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return nil, &UsageError{fmt.Errorf("bad --log-level %q: want debug, info, warn or error", *logLevel)}
 	}
+	// Every bad property and contradiction is reported, not only the first.
+	var errs []error
 	if *file != "" {
 		props, err := ReadPropertiesFile(*file)
 		if err != nil {
@@ -88,15 +90,14 @@ func Load(args []string, out io.Writer) (*Config, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		var errs []error
+		var fileErrs []error
 		for _, k := range keys {
-			errs = append(errs, c.Set(k, props[k]))
+			fileErrs = append(fileErrs, c.Set(k, props[k]))
 		}
-		if err := errors.Join(errs...); err != nil {
-			return nil, &UsageError{fmt.Errorf("%s:\n%w", *file, err)}
+		if err := errors.Join(fileErrs...); err != nil {
+			errs = append(errs, fmt.Errorf("%s:\n%w", *file, err))
 		}
 	}
-	var errs []error
 	for _, kv := range sets {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -107,19 +108,17 @@ func Load(args []string, out io.Writer) (*Config, error) {
 			errs = append(errs, fmt.Errorf("--set: %w", err))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, &UsageError{err}
-	}
 	for name, v := range map[string]string{Listeners: *listen, AdvertisedListeners: *advertised, LogDirs: *dataDir,
 		NodeID: *nodeID, ZooKeeperConnect: *zk, Fsync: *fsync} {
 		if v == "" {
 			continue
 		}
 		if err := c.Set(name, v); err != nil {
-			return nil, &UsageError{err}
+			errs = append(errs, err)
 		}
 	}
-	if err := c.resolve(); err != nil {
+	errs = append(errs, c.resolve())
+	if err := errors.Join(errs...); err != nil {
 		return nil, &UsageError{err}
 	}
 	return c, nil

@@ -365,7 +365,7 @@ var noEffectReasons = []struct {
 		[]string{"group.consumer.", "group.share.", "group.coordinator."}},
 	{"Spool enforces no quotas or connection limits",
 		[]string{"quota.", "replication.quota.", "alter.log.dirs.replication.quota.", "controller.quota.", "client.quota.callback.class", "max.connection", "queued.max.request"}},
-	{"a single node has no replicas to fetch, and cluster mode does not read it yet",
+	{"a single node has no replicas, and cluster mode does not read it yet",
 		[]string{"replica.", "leader.imbalance.", "auto.leader.rebalance.enable", "controlled.shutdown.", "unclean.leader.election.interval.ms", "inter.broker.", "broker.rack", "offsets.topic.replication.factor"}},
 	{"Spool's compactor is not tuned by it",
 		[]string{"log.cleaner."}},

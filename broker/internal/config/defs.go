@@ -308,7 +308,7 @@ var TopicDefs = []TopicDef{
 	{Name: "local.retention.ms", Broker: "log.local.retention.ms", Type: Long, Check: atLeast(-2),
 		Doc: "No effect in Spool: it has no tiered storage, so retention.ms is the only time limit."},
 	{Name: "max.compaction.lag.ms", Broker: "log.cleaner.max.compaction.lag.ms", Type: Long, Check: atLeast(1),
-		Doc: "No effect in Spool yet: compaction runs by min.cleanable.dirty.ratio only."},
+		Doc: "A segment not yet compacted whose newest record is this old is compacted whatever min.cleanable.dirty.ratio says."},
 	{Name: "max.message.bytes", Broker: MessageMaxBytes, Type: Int, Check: atLeast(0), Doc: "Largest record batch."},
 	{Name: "message.downconversion.enable", Broker: "log.message.downconversion.enable", Type: Boolean,
 		Doc: "No effect in Spool: it serves only the v2 record format and never down-converts."},

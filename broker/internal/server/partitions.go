@@ -87,6 +87,7 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 	cfg.MaxIndexBytes = int32(num("segment.index.bytes"))
 	cfg.DeleteRetentionMs = num("delete.retention.ms")
 	cfg.MinCompactionLagMs = num("min.compaction.lag.ms")
+	cfg.MaxCompactionLagMs = num("max.compaction.lag.ms")
 	cfg.MaxMessageBytes = int32(num("max.message.bytes"))
 	// Kafka's message.timestamp.difference.max.ms bounds both directions where before/after
 	// are left at their default (no bound).

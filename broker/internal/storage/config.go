@@ -84,6 +84,10 @@ type LogConfig struct {
 	// MinCleanableDirtyRatio (min.cleanable.dirty.ratio) is the share of uncompacted bytes that
 	// makes the background compact the log. Compact called directly ignores it.
 	MinCleanableDirtyRatio float64
+	// MaxCompactionLagMs (max.compaction.lag.ms): a closed segment not yet compacted whose
+	// newest record is at least this old is compacted whatever the dirty ratio, so no record
+	// stays uncompacted much longer than this plus one segment's span. math.MaxInt64: never.
+	MaxCompactionLagMs int64
 	// TimestampType (message.timestamp.type).
 	TimestampType TimestampType
 	// TimestampBeforeMaxMs and TimestampAfterMaxMs (message.timestamp.before.max.ms and
@@ -128,6 +132,7 @@ func DefaultLogConfig() LogConfig {
 		TimestampType:             CreateTime,
 		MaxMessageBytes:           1048588,
 		TimestampBeforeMaxMs:      math.MaxInt64,
+		MaxCompactionLagMs:        math.MaxInt64,
 		TimestampAfterMaxMs:       math.MaxInt64,
 		MaxUncompressedBatchBytes: 64 << 20,
 		Fsync:                     FsyncAlways,
@@ -161,6 +166,9 @@ func (cfg LogConfig) normalized() LogConfig {
 	}
 	if cfg.MaxUncompressedBatchBytes <= 0 {
 		cfg.MaxUncompressedBatchBytes = d.MaxUncompressedBatchBytes
+	}
+	if cfg.MaxCompactionLagMs <= 0 {
+		cfg.MaxCompactionLagMs = math.MaxInt64
 	}
 	if cfg.TimestampBeforeMaxMs < 0 {
 		cfg.TimestampBeforeMaxMs = math.MaxInt64

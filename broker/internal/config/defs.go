@@ -338,7 +338,7 @@ var TopicDefs = []TopicDef{
 	{Name: "segment.bytes", Broker: LogSegmentBytes, Type: Int, Check: atLeast(14), Doc: "Segment file size."},
 	{Name: "segment.index.bytes", Broker: LogIndexSizeMaxBytes, Type: Int, Check: atLeast(4), Doc: "Offset index size."},
 	{Name: "segment.jitter.ms", Broker: "log.roll.jitter.ms", Type: Long, Check: atLeast(0),
-		Doc: "No effect in Spool yet: segments roll at segment.ms exactly."},
+		Doc: "Each segment rolls up to this much (random, drawn per segment) before segment.ms, so that partitions do not roll together."},
 	{Name: "segment.ms", Broker: LogRollMs, Type: Long, Check: atLeast(1), Doc: "Maximum segment age before a roll."},
 	{Name: "unclean.leader.election.enable", Broker: "unclean.leader.election.enable", Type: Boolean,
 		Doc: "Let an out-of-sync replica become leader when no in-sync one is left (data loss); stored for the cluster controller, no effect on a single node."},

@@ -332,6 +332,9 @@ var kafkaInterpreted = map[string]string{
 	"log.retention.hours":                     "Retention in hours, when neither log.retention.ms nor log.retention.minutes is set.",
 	"log.retention.minutes":                   "Retention in minutes, when log.retention.ms is not set.",
 	"log.roll.hours":                          "Segment age before a roll, when log.roll.ms is not set.",
+	"log.roll.jitter.hours":                   "Default of the topic config segment.jitter.ms in hours, when log.roll.jitter.ms is not set.",
+	"log.roll.jitter.ms":                      "Default of the topic config segment.jitter.ms.",
+	"log.cleaner.max.compaction.lag.ms":       "Default of the topic config max.compaction.lag.ms.",
 	"unclean.leader.election.enable":          "Default of the topic config unclean.leader.election.enable, for the cluster controller.",
 }
 
@@ -379,8 +382,6 @@ var noEffectReasons = []struct {
 		[]string{"log.preallocate"}},
 	{"segments past retention are deleted at once",
 		[]string{"log.segment.delete.delay.ms"}},
-	{"segments roll at log.roll.ms exactly",
-		[]string{"log.roll.jitter."}},
 	{"Spool has one data directory",
 		[]string{"log.dir.failure.timeout.ms"}},
 	{"Spool does not implement it",

@@ -218,3 +218,24 @@ func TestKafkaTopicConfigs(t *testing.T) {
 		}
 	}
 }
+
+// The broker defaults of topic configs Spool honours are documented as such, not as having no
+// effect: setting one in server.properties is not reported as ignored.
+func TestTopicConfigDefaultsAreNotIgnored(t *testing.T) {
+	for _, set := range []string{"log.roll.jitter.ms=1", "log.roll.jitter.hours=1", "log.cleaner.max.compaction.lag.ms=1",
+		"log.cleaner.min.cleanable.ratio=0.1", "log.message.timestamp.before.max.ms=1", "compression.type=zstd"} {
+		c, err := Load([]string{"--set", set}, io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", set, err)
+		}
+		if len(c.NoEffect()) != 0 {
+			t.Errorf("%s is reported as having no effect: %v", set, c.NoEffect())
+		}
+	}
+	for sets, want := range map[string]string{"log.roll.jitter.hours=2": "7200000", "log.roll.jitter.ms=": "0", "log.roll.jitter.ms=5": "5"} {
+		c, err := Load([]string{"--set", sets}, io.Discard)
+		if err != nil || c.Get("log.roll.jitter.ms") != want {
+			t.Errorf("%s: log.roll.jitter.ms = %q, want %s (%v)", sets, c.Get("log.roll.jitter.ms"), want, err)
+		}
+	}
+}

@@ -86,7 +86,7 @@ func (c *Config) resolve() error {
 // resolveUnits gives ms the value of the minutes or hours property when ms itself was not set,
 // with Kafka's precedence ms > minutes > hours; a negative value means no limit (-1).
 func (c *Config) resolveUnits(ms, minutes, hours string) {
-	if c.sources[ms] == SourceStatic {
+	if c.sources[ms] == SourceStatic && c.values[ms] != "" {
 		return
 	}
 	from, unit := hours, int64(3600000)

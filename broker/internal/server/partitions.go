@@ -81,6 +81,7 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 	cfg := storage.DefaultLogConfig()
 	cfg.SegmentBytes = num("segment.bytes")
 	cfg.SegmentMs = num("segment.ms")
+	cfg.SegmentJitterMs = num("segment.jitter.ms")
 	cfg.RetentionMs = num("retention.ms")
 	cfg.RetentionBytes = num("retention.bytes")
 	cfg.IndexIntervalBytes = int32(num("index.interval.bytes"))

@@ -264,7 +264,7 @@ func (l *Log) needsRoll(s *segment, cfg *LogConfig, size, batches int, first, la
 	}
 	switch {
 	case s.size.Load()+int64(size) > cfg.SegmentBytes:
-	case nowMs-s.rollBase > cfg.SegmentMs:
+	case nowMs-s.rollBase > cfg.SegmentMs-s.rollJitterMs:
 	case !s.oidx.roomFor(batches) || !s.tidx.roomFor(batches+1): // +1: the entry sealing adds
 	case last-s.base > math.MaxInt32:
 	default:

@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 )
 
 // FsyncMode is the durability policy: when appended data is forced to disk, and so when
@@ -61,6 +62,9 @@ type LogConfig struct {
 	SegmentBytes int64
 	// SegmentMs (segment.ms) rolls a non-empty active segment this long after its first append.
 	SegmentMs int64
+	// SegmentJitterMs (segment.jitter.ms): each segment rolls up to this much (drawn at random
+	// when it is created, less than SegmentMs) before SegmentMs. 0: exactly at SegmentMs.
+	SegmentJitterMs int64
 	// RetentionMs (retention.ms) deletes a segment whose newest timestamp is older; -1 keeps
 	// segments forever.
 	RetentionMs int64
@@ -141,6 +145,15 @@ func DefaultLogConfig() LogConfig {
 		ProducerIDExpirationMs:    24 * 3600 * 1000,
 		CompactionMaxKeys:         1 << 18,
 	}
+}
+
+// randomRollJitter draws a segment's roll jitter, as Kafka does: uniform below
+// min(segment.jitter.ms, segment.ms).
+func (cfg *LogConfig) randomRollJitter() int64 {
+	if cfg.SegmentJitterMs <= 0 || cfg.SegmentMs <= 0 {
+		return 0
+	}
+	return rand.Int64N(min(cfg.SegmentJitterMs, cfg.SegmentMs))
 }
 
 // Smallest sizes accepted; smaller settings are raised to them.

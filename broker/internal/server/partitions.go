@@ -94,8 +94,12 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 	// are left at their default (no bound).
 	cfg.TimestampBeforeMaxMs, cfg.TimestampAfterMaxMs = num("message.timestamp.before.max.ms"), num("message.timestamp.after.max.ms")
 	if diff := num("message.timestamp.difference.max.ms"); diff != math.MaxInt64 {
-		cfg.TimestampBeforeMaxMs = min(cfg.TimestampBeforeMaxMs, diff)
-		cfg.TimestampAfterMaxMs = min(cfg.TimestampAfterMaxMs, diff)
+		if cfg.TimestampBeforeMaxMs == math.MaxInt64 {
+			cfg.TimestampBeforeMaxMs = diff
+		}
+		if cfg.TimestampAfterMaxMs == math.MaxInt64 {
+			cfg.TimestampAfterMaxMs = diff
+		}
 	}
 	cfg.FlushIntervalMessages = num("flush.messages")
 	cfg.FlushIntervalMs = num("flush.ms")

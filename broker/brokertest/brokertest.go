@@ -31,8 +31,14 @@ type Options struct {
 	Props map[string]string
 	// Addr is the listen address; default 127.0.0.1:0.
 	Addr string
-	// LogLevel defaults to warn, so test output stays readable.
-	LogLevel slog.Level
+	// LogLevel defaults to warn, so test output stays readable; LogLevelName ("info", ...)
+	// overrides it (LevelInfo is slog's zero value, so it cannot be asked for otherwise).
+	LogLevel     slog.Level
+	LogLevelName string
+	// NodeID is the broker's node.id (default 0).
+	NodeID int32
+	// ZooKeeper is zookeeper.connect: set, the broker runs in cluster mode.
+	ZooKeeper string
 	// Args are more spoold flags, after the ones above (e.g. --config FILE).
 	Args []string
 }
@@ -57,7 +63,14 @@ func (o Options) args(t testing.TB) (dataDir string, args []string) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	args = []string{"--listen", addr, "--data-dir", dataDir, "--log-level", levelName(o.LogLevel)}
+	level := levelName(o.LogLevel)
+	if o.LogLevelName != "" {
+		level = o.LogLevelName
+	}
+	args = []string{"--listen", addr, "--data-dir", dataDir, "--log-level", level, "--node-id", fmt.Sprint(o.NodeID)}
+	if o.ZooKeeper != "" {
+		args = append(args, "--zookeeper", o.ZooKeeper)
+	}
 	for k, v := range o.Props {
 		args = append(args, "--set", k+"="+v)
 	}
@@ -122,6 +135,17 @@ func (b *Broker) Stop(t testing.TB) {
 		b.cmd.Process.Kill()
 		<-b.done
 		t.Errorf("brokertest: spoold did not stop within 30s of SIGTERM")
+	}
+}
+
+// Signal sends sig to a process broker (SIGSTOP and SIGCONT pause and resume it).
+func (b *Broker) Signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if b.cmd == nil {
+		t.Fatalf("brokertest: Signal needs a process broker (StartProcess)")
+	}
+	if err := b.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("brokertest: signal %v: %v", sig, err)
 	}
 }
 

@@ -65,7 +65,7 @@ func TestStockServerPropertiesStartABroker(t *testing.T) {
 func TestNoEffectPropertiesLogged(t *testing.T) {
 	var out, errs strings.Builder
 	code := run([]string{"--config", filepath.Join(stockDir, "kafka-3.9-zookeeper-server.properties"),
-		"--data-dir", "/proc/spool-cannot-exist", "--listen", "127.0.0.1:0"}, &out, &errs)
+		"--set", "zookeeper.connect=", "--data-dir", "/proc/spool-cannot-exist", "--listen", "127.0.0.1:0"}, &out, &errs)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (the data directory cannot be created)\n%s", code, errs.String())
 	}
@@ -75,13 +75,15 @@ func TestNoEffectPropertiesLogged(t *testing.T) {
 		"num.io.threads,num.network.threads,num.recovery.threads.per.data.dir",
 		`why="Spool sizes its goroutines itself"`,
 		"socket.receive.buffer.bytes,socket.send.buffer.bytes",
-		"zookeeper.connection.timeout.ms",
+		"transaction.state.log.min.isr,transaction.state.log.replication.factor",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("startup log does not say %q:\n%s", want, log)
 		}
 	}
-	if strings.Contains(log, "log.retention.hours") {
-		t.Errorf("log.retention.hours is used, but is logged as having no effect:\n%s", log)
+	for _, used := range []string{"log.retention.hours", "zookeeper.connection.timeout.ms", "offsets.topic.replication.factor"} {
+		if strings.Contains(log, used) {
+			t.Errorf("%s is used, but is logged as having no effect:\n%s", used, log)
+		}
 	}
 }

@@ -27,6 +27,21 @@ type Partition struct {
 	LeaderEpoch int32
 	Replicas    []int32
 	ISR         []int32
+	// Offline lists the replicas on brokers that are not alive.
+	Offline []int32
+	// Version is the version of the partition's state in the store (the ZooKeeper znode
+	// version), the condition an ISR change is written under; 0 in the embedded store.
+	Version int32
+}
+
+// Has reports whether id is in ids.
+func Has(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Topic is a topic's metadata.
@@ -50,6 +65,11 @@ var (
 	ErrTopicDeletionDisabled  = errors.New("topic deletion is disabled")
 	ErrNotController          = errors.New("not the controller")
 	ErrMetadataStoreNotLoaded = errors.New("metadata store not loaded")
+	// ErrStaleState: a conditional write lost to a newer partition state (a new leader or the
+	// controller's change); re-read and decide again.
+	ErrStaleState = errors.New("partition state changed since it was read")
+	// ErrNoLiveBrokers: not enough live brokers for the replication factor asked.
+	ErrNoLiveBrokers = errors.New("not enough live brokers")
 )
 
 // Metadata is what the broker needs from a metadata store. Implementations are safe for
@@ -68,6 +88,14 @@ type Metadata interface {
 	CreatePartitions(ctx context.Context, name string, total int32, validateOnly bool) error
 	// SetTopicConfigs replaces the topic-level overrides with configs.
 	SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error
+	// AlterISR records the in-sync replica set a partition's leader decided on, written only
+	// if the partition state is still at version and leaderEpoch (the state the leader acts
+	// on); it returns the new version. ErrStaleState means the state moved on: the leader
+	// takes the new state from Topics and decides again.
+	AlterISR(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32, version int32) (int32, error)
+	// AllocateProducerIDs reserves a block of n producer ids no other broker of the cluster
+	// will hand out, and returns its first id.
+	AllocateProducerIDs(ctx context.Context, n int64) (int64, error)
 	// Changes is closed at the next metadata change.
 	Changes() <-chan struct{}
 	Close() error

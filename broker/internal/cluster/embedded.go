@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -34,6 +35,8 @@ type Embedded struct {
 	clusterID string
 	topics    map[string]*Topic
 	changed   chan struct{}
+
+	pidMu sync.Mutex // serialises producer id blocks
 }
 
 type embeddedState struct {
@@ -319,4 +322,39 @@ func (e *Embedded) SetSelf(b Broker) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.self = b
+}
+
+// AlterISR implements Metadata: a single node's ISR is itself, always.
+func (e *Embedded) AlterISR(_ context.Context, topic string, partition int32, _ int32, isr []int32, version int32) (int32, error) {
+	if len(isr) != 1 || isr[0] != e.self.NodeID {
+		return 0, fmt.Errorf("%w: %s-%d on a single node has the ISR [%d]", ErrStaleState, topic, partition, e.self.NodeID)
+	}
+	return version, nil
+}
+
+// ProducerIDFile records the first producer id not yet handed out, so that ids never repeat
+// across restarts while the file is written once per block, not per id.
+const ProducerIDFile = "producer-id-block"
+
+// AllocateProducerIDs implements Metadata through ProducerIDFile.
+func (e *Embedded) AllocateProducerIDs(_ context.Context, n int64) (int64, error) {
+	e.pidMu.Lock()
+	defer e.pidMu.Unlock()
+	path := filepath.Join(e.dir, ProducerIDFile)
+	var next int64
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return 0, fmt.Errorf("reading %s: %w", path, err)
+	default:
+		next, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || next < 0 {
+			return 0, fmt.Errorf("%s holds %q, not a producer id", path, strings.TrimSpace(string(b)))
+		}
+	}
+	if err := fsutil.WriteFileAtomic(path, []byte(strconv.FormatInt(next+n, 10)+"\n"), 0o644); err != nil {
+		return 0, fmt.Errorf("reserving producer ids: %w", err)
+	}
+	return next, nil
 }

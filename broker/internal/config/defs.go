@@ -222,6 +222,21 @@ const (
 	OffsetsRetentionMinutes     = "offsets.retention.minutes"
 	PprofListener               = "spool.pprof.listener"
 	MemoryLimitBytes            = "spool.memory.limit.bytes"
+
+	// Cluster mode.
+	ZooKeeperSessionTimeoutMs     = "zookeeper.session.timeout.ms"
+	ZooKeeperConnectionTimeoutMs  = "zookeeper.connection.timeout.ms"
+	BrokerSessionTimeoutMs        = "broker.session.timeout.ms"
+	BrokerHeartbeatIntervalMs     = "broker.heartbeat.interval.ms"
+	BrokerRack                    = "broker.rack"
+	ReplicaLagTimeMaxMs           = "replica.lag.time.max.ms"
+	ReplicaFetchWaitMaxMs         = "replica.fetch.wait.max.ms"
+	ReplicaFetchMaxBytes          = "replica.fetch.max.bytes"
+	ReplicaFetchResponseMaxBytes  = "replica.fetch.response.max.bytes"
+	ReplicaFetchBackoffMs         = "replica.fetch.backoff.ms"
+	OffsetsTopicReplicationFactor = "offsets.topic.replication.factor"
+	UncleanLeaderElection         = "unclean.leader.election.enable"
+	ControlledShutdownEnable      = "controlled.shutdown.enable"
 )
 
 // BrokerDefs are every broker property, with Kafka's defaults unless the doc says why not.
@@ -267,6 +282,22 @@ var BrokerDefs = []Def{
 	{Name: OffsetsTopicNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},
 	{Name: GroupInitialRebalanceDelay, Type: Int, Default: "3000", Check: atLeast(0), Doc: "Delay before the first rebalance of a new group."},
 	{Name: OffsetsRetentionMinutes, Type: Int, Default: "10080", Check: atLeast(1), Doc: "How long committed offsets of an empty group are kept."},
+
+	// Cluster mode (zookeeper.connect set).
+	{Name: ZooKeeperSessionTimeoutMs, Type: Int, Default: "18000", Check: atLeast(1), Doc: "ZooKeeper session timeout; failure detection does not wait for it (see broker.session.timeout.ms)."},
+	{Name: ZooKeeperConnectionTimeoutMs, Type: Int, Default: "18000", Check: atLeast(1), Doc: "How long startup waits for a ZooKeeper session."},
+	{Name: BrokerSessionTimeoutMs, Type: Int, Default: "3000", Check: atLeast(1),
+		Doc: "A broker that answers no liveness probe of the controller for this long is taken for dead and its leaderships move (KRaft's name; Spool's default is lower than Kafka's 9000 because a killed broker is detected at once by its closed connection, and this bounds only a paused one)."},
+	{Name: BrokerHeartbeatIntervalMs, Type: Int, Default: "100", Check: atLeast(1), Doc: "Interval of the controller's liveness probes of each broker."},
+	{Name: BrokerRack, Type: String, Nullable: true, Doc: "This broker's rack; replicas of a partition are spread over racks."},
+	{Name: ReplicaLagTimeMaxMs, Type: Long, Default: "30000", Check: atLeast(1), Doc: "A follower that has not caught up with its leader for this long leaves the ISR."},
+	{Name: ReplicaFetchWaitMaxMs, Type: Int, Default: "500", Check: atLeast(0), Doc: "Longest wait of a follower's fetch for new data."},
+	{Name: ReplicaFetchMaxBytes, Type: Int, Default: "1048576", Check: atLeast(0), Doc: "Bytes a follower fetches per partition per request."},
+	{Name: ReplicaFetchResponseMaxBytes, Type: Int, Default: "10485760", Check: atLeast(0), Doc: "Bytes a follower fetches per request."},
+	{Name: ReplicaFetchBackoffMs, Type: Int, Default: "100", Check: atLeast(0), Doc: "Pause of a follower's fetcher after an error (Kafka: 1000)."},
+	{Name: OffsetsTopicReplicationFactor, Type: Int, Default: "3", Check: atLeast(1), Doc: "Replication factor of __consumer_offsets, capped by the live brokers at its creation."},
+	{Name: UncleanLeaderElection, Type: Boolean, Default: "false", Doc: "Elect a leader outside the ISR when no ISR member is alive (may lose acknowledged data)."},
+	{Name: ControlledShutdownEnable, Type: Boolean, Default: "true", Doc: "On SIGTERM, move this broker's leaderships away before stopping."},
 }
 
 // TopicDef is a topic-level property and the broker property that supplies its default.
@@ -340,8 +371,8 @@ var TopicDefs = []TopicDef{
 	{Name: "segment.jitter.ms", Broker: "log.roll.jitter.ms", Type: Long, Check: atLeast(0),
 		Doc: "Each segment rolls up to this much (random, drawn per segment) before segment.ms, so that partitions do not roll together."},
 	{Name: "segment.ms", Broker: LogRollMs, Type: Long, Check: atLeast(1), Doc: "Maximum segment age before a roll."},
-	{Name: "unclean.leader.election.enable", Broker: "unclean.leader.election.enable", Type: Boolean,
-		Doc: "Let an out-of-sync replica become leader when no in-sync one is left (data loss); stored for the cluster controller, no effect on a single node."},
+	{Name: "unclean.leader.election.enable", Broker: UncleanLeaderElection, Type: Boolean,
+		Doc: "Allow a leader outside the ISR when no ISR member is alive (may lose acknowledged data); cluster mode only."},
 }
 
 // LookupBroker finds a broker property definition: Spool's own, else Kafka's.

@@ -21,9 +21,9 @@ func TestKafkaStockServerProperties(t *testing.T) {
 	}{
 		{"kafka-3.9-zookeeper-server.properties", "127.0.0.1:9092", "", "0", "/tmp/kafka-logs", "localhost:2181",
 			[]string{"num.io.threads", "num.network.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
-				"num.recovery.threads.per.data.dir", "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
-				"transaction.state.log.min.isr", "zookeeper.connection.timeout.ms"},
-			[]string{"log.retention.hours", "group.initial.rebalance.delay.ms", "broker.id"}},
+				"num.recovery.threads.per.data.dir", "transaction.state.log.replication.factor", "transaction.state.log.min.isr"},
+			[]string{"log.retention.hours", "group.initial.rebalance.delay.ms", "broker.id", "offsets.topic.replication.factor",
+				"zookeeper.connection.timeout.ms"}},
 		{"kafka-3.9-kraft-server.properties", ":9092", "localhost:9092", "1", "/tmp/kraft-combined-logs", "",
 			[]string{"process.roles", "controller.quorum.voters", "inter.broker.listener.name", "num.io.threads"},
 			[]string{"listeners", "controller.listener.names", "listener.security.protocol.map", "log.retention.hours"}},
@@ -136,7 +136,7 @@ func TestContradictionsRefused(t *testing.T) {
 		"no topic deletion": {"delete.topic.enable=false", "always allows DeleteTopics"},
 		"tiered storage":    {"remote.log.storage.system.enable=true", "no tiered storage"},
 		"bad kafka type":    {"num.io.threads=many", "want an integer"},
-		"bad kafka short":   {"offsets.topic.replication.factor=70000", "-32768 to 32767"},
+		"bad kafka short":   {"transaction.state.log.replication.factor=70000", "-32768 to 32767"},
 	}
 	for name, tc := range cases {
 		_, err := Load([]string{"--set", tc.set}, io.Discard)

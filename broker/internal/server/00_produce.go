@@ -13,12 +13,17 @@ package server
 // auto.create.topics.enable holds; a bad partition is UNKNOWN_TOPIC_OR_PARTITION. Each
 // partition fails on its own.
 //
-// Appends happen in request order on the connection's reader goroutine. With acks 1 or -1 the
-// reply waits, on another goroutine, until the appended data is durable by the flush policy
-// (fsync with group commit by default: the partitions of every request waiting meanwhile, on
-// any connection, share one sync round). acks=-1 also needs min.insync.replicas <= 1 on a
-// single node (else NOT_ENOUGH_REPLICAS). acks=0 sends no response at all; if a partition
-// failed, the connection is closed instead, as Kafka does.
+// Appends happen in request order on the connection's reader goroutine, and only on the
+// partition's leader: a partition led elsewhere (or leaderless) is NOT_LEADER_OR_FOLLOWER, so
+// the client refreshes its metadata. With acks 1 or -1 the reply waits, on another goroutine,
+// until the appended data is durable by the flush policy (fsync with group commit by default:
+// the partitions of every request waiting meanwhile, on any connection, share one sync round).
+// acks=-1 also needs the ISR at min.insync.replicas or more before the append
+// (NOT_ENOUGH_REPLICAS), and waits until the high watermark covers the append, that is until
+// every ISR member holds it on disk (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrinks below
+// the minimum meanwhile, NOT_LEADER_OR_FOLLOWER if leadership moves, REQUEST_TIMED_OUT past
+// the deadline). acks=0 sends no response at all; if a partition failed, the connection is
+// closed instead, as Kafka does.
 
 import (
 	"context"
@@ -27,6 +32,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
@@ -37,6 +43,9 @@ type durableWait struct {
 	log  *storage.Log
 	end  int64
 	slot *wire.ProduceResponsePartitionProduceResponse
+	// replica and epoch: with acks=-1 the reply also waits for the ISR (the high watermark).
+	replica *replication.Replica
+	epoch   int32
 }
 
 func handleProduce(s *Server, ctx context.Context, req *request) *pending {
@@ -49,14 +58,13 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	var waits []durableWait
 	failed := false
 	for _, rt := range r.TopicData {
-		var isr minISRCheck
 		tr := wire.ProduceResponseTopicProduceResponse{Name: rt.Name}
 		tr.PartitionResponses = make([]wire.ProduceResponsePartitionProduceResponse, len(rt.PartitionData))
 		for i, rp := range rt.PartitionData {
 			slot := &tr.PartitionResponses[i]
 			slot.Default()
 			slot.Index = rp.Index
-			part, res, err := s.produceOne(ctx, r, rt.Name, rp, &isr)
+			part, res, err := s.produceOne(ctx, r, rt.Name, rp)
 			if err != nil {
 				failed = true
 				slot.ErrorCode = errCode(err)
@@ -71,7 +79,8 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 			slot.LogStartOffset = res.LogStartOffset
 			// acks=0 waits too, in the background: the high watermark (what consumers see)
 			// is the durable end, so unflushed acks=0 data would stay invisible.
-			waits = append(waits, durableWait{log: part.log, end: res.LastOffset + 1, slot: slot})
+			_, epoch := part.replica.Leader()
+			waits = append(waits, durableWait{log: part.log, end: res.LastOffset + 1, slot: slot, replica: part.replica, epoch: epoch})
 		}
 		resp.Responses = append(resp.Responses, tr)
 	}
@@ -82,7 +91,7 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 		s.flushInBackground(waits)
 		return nil
 	}
-	if len(waits) == 0 || s.cfg.fsync != storage.FsyncAlways {
+	if len(waits) == 0 || (s.cfg.fsync != storage.FsyncAlways && r.Acks != -1) {
 		return ready(reply{msg: resp})
 	}
 	p := later()
@@ -97,6 +106,19 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 			}
 			w.slot.BaseOffset = -1
 		})
+		if r.Acks == -1 {
+			for _, w := range waits {
+				if w.slot.ErrorCode != 0 {
+					continue
+				}
+				if err := w.replica.WaitReplicated(wctx, w.epoch, w.end); err != nil {
+					w.slot.ErrorCode, w.slot.BaseOffset = errCode(storageError(err)), -1
+					if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+						w.slot.ErrorCode = wire.ErrRequestTimedOut.Code
+					}
+				}
+			}
+		}
 		p.complete(reply{msg: resp})
 	}()
 	return p
@@ -123,16 +145,8 @@ func (s *Server) flushInBackground(waits []durableWait) {
 	go waitAllDurable(s.ctx, waits, func(durableWait, error) {})
 }
 
-// minISRCheck is the acks=-1 rule of one topic of a request, looked up for its first
-// partition only: a metadata lookup copies the topic, its partition list included, which per
-// partition would cost a request to n partitions n² copies.
-type minISRCheck struct {
-	done bool
-	err  error
-}
-
 // produceOne appends one partition's records.
-func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic string, rp wire.ProduceRequestPartitionProduceData, isr *minISRCheck) (*partition, storage.AppendResult, error) {
+func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic string, rp wire.ProduceRequestPartitionProduceData) (*partition, storage.AppendResult, error) {
 	var none storage.AppendResult
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return nil, none, fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", wire.ErrInvalidRequiredAcks, r.Acks)
@@ -145,22 +159,10 @@ func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic s
 	if err != nil {
 		return nil, none, err
 	}
-	if r.Acks == -1 {
-		if !isr.done {
-			t, _ := s.md.Topic(topic)
-			if v, _ := s.topicValue(t, "min.insync.replicas"); v != "1" {
-				isr.err = fmt.Errorf("%w: min.insync.replicas=%s but this single node holds one replica", wire.ErrNotEnoughReplicas, v)
-			}
-			isr.done = true
-		}
-		if isr.err != nil {
-			return nil, none, isr.err
-		}
-	}
 	if err := checkProduceBatch(rp.Records); err != nil {
 		return nil, none, err
 	}
-	res, err := part.log.Append(rp.Records, storage.AppendOptions{LeaderEpoch: part.epoch, AssignOffsets: true, Now: time.Now()})
+	res, err := part.replica.AppendAsLeader(rp.Records, r.Acks == -1, time.Now())
 	if err != nil {
 		return nil, none, storageError(err)
 	}
@@ -194,18 +196,12 @@ func checkProduceBatch(records []byte) error {
 
 // partitionForWrite finds a partition, creating its topic when auto-creation is on.
 func (s *Server) partitionForWrite(ctx context.Context, topic string, index int32) (*partition, error) {
-	if p := s.parts.get(topic, index); p != nil {
-		return p, nil
-	}
 	if _, ok := s.md.Topic(topic); !ok && s.cfg.autoCreate {
 		if _, err := s.autoCreateTopic(ctx, topic); err != nil {
 			return nil, err
 		}
-		if p := s.parts.get(topic, index); p != nil {
-			return p, nil
-		}
 	}
-	return nil, fmt.Errorf("%w: %s-%d", wire.ErrUnknownTopicOrPartition, topic, index)
+	return s.leaderPart(topic, index)
 }
 
 // storageErrors maps the log's errors to protocol errors.
@@ -219,6 +215,9 @@ var storageErrors = []errMapping{
 	{storage.ErrInvalidProducerEpoch, wire.ErrInvalidProducerEpoch},
 	{storage.ErrInvalidTimestamp, wire.ErrInvalidTimestamp},
 	{storage.ErrClosed, wire.ErrNotLeaderOrFollower},
+	{replication.ErrNotLeader, wire.ErrNotLeaderOrFollower},
+	{replication.ErrNotEnoughReplicas, wire.ErrNotEnoughReplicas},
+	{replication.ErrNotEnoughReplicasAfterAppend, wire.ErrNotEnoughReplicasAfterAppend},
 }
 
 func storageError(err error) error { return mapError(err, storageErrors, wire.ErrKafkaStorageError) }

@@ -19,6 +19,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
@@ -77,7 +78,11 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 		f.assemble()
 		return reply{fetch: f}
 	}
-	f, size, failed := s.readFetch(r, plan.targets)
+	var follower map[topicPartition]followerCheck
+	if r.ReplicaId >= 0 {
+		follower = s.checkFollowerFetch(r)
+	}
+	f, size, failed := s.readFetch(r, plan.targets, follower)
 	if size >= int64(r.MinBytes) || r.MaxWaitMs <= 0 || failed || len(plan.targets) == 0 {
 		return ready(answer(f))
 	}
@@ -92,7 +97,7 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 			if !waitAny(ctx, deadline.C, waitOn) {
 				break
 			}
-			f, size, failed = s.readFetch(r, plan.targets)
+			f, size, failed = s.readFetch(r, plan.targets, follower)
 			if size >= int64(r.MinBytes) || failed {
 				p.complete(answer(f))
 				return
@@ -100,7 +105,7 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 			f.release()
 			waitOn = s.fetchWatches(plan.targets)
 		}
-		f, _, _ = s.readFetch(r, plan.targets)
+		f, _, _ = s.readFetch(r, plan.targets, follower)
 		p.complete(answer(f))
 	}()
 	return p
@@ -140,7 +145,7 @@ func waitAny(ctx context.Context, deadline <-chan time.Time, chans []<-chan stru
 
 // readFetch reads what is available now for targets, in order. size is the record bytes
 // found; failed reports a partition error, which answers at once.
-func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget) (f *splicedFetch, size int64, failed bool) {
+func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower map[topicPartition]followerCheck) (f *splicedFetch, size int64, failed bool) {
 	resp := &wire.FetchResponse{}
 	resp.Default()
 	f = &splicedFetch{resp: resp, targets: targets, partitions: make([]wire.FetchResponsePartitionData, len(targets)),
@@ -156,18 +161,35 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget) (f *spli
 		if r.IsolationLevel == 1 {
 			pd.AbortedTransactions = []wire.FetchResponseAbortedTransaction{}
 		}
-		part := s.parts.get(t.topic, t.partition)
-		if part == nil {
-			pd.ErrorCode = wire.ErrUnknownTopicOrPartition.Code
+		part, err := s.leaderPart(t.topic, t.partition)
+		var limit int64
+		if err == nil && follower != nil {
+			// A follower reads up to the log end; its fetch was checked once per request.
+			fc := follower[t.topicPartition]
+			err = fc.err
+			if err == nil && fc.diverging != nil {
+				hw := s.highWatermark(part)
+				pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = hw, hw, part.log.LogStartOffset()
+				pd.DivergingEpoch.Epoch, pd.DivergingEpoch.EndOffset = fc.diverging.Epoch, fc.diverging.EndOffset
+				failed = true // answer at once
+				continue
+			}
+		}
+		if err != nil {
+			pd.ErrorCode = errCode(err)
 			pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = -1, -1, -1
 			failed = true
 			continue
 		}
 		hw := s.highWatermark(part)
+		limit = hw
+		if follower != nil {
+			limit = part.log.LogEndOffset()
+		}
 		pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = hw, hw, part.log.LogStartOffset()
 		maxBytes := min(int64(t.maxBytes), remaining)
-		if t.fetchOffset < hw && (maxBytes > 0 || size == 0) {
-			res, err := part.log.Read(t.fetchOffset, int32(min(max(maxBytes, 0), 1<<31-1)), hw)
+		if t.fetchOffset < limit && (maxBytes > 0 || size == 0) {
+			res, err := part.log.Read(t.fetchOffset, int32(min(max(maxBytes, 0), 1<<31-1)), limit)
 			switch {
 			case err != nil:
 				pd.ErrorCode = errCode(storageError(err))
@@ -188,4 +210,31 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget) (f *spli
 		}
 	}
 	return f, size, failed
+}
+
+// followerCheck is the leader's verdict on one partition of a follower's fetch.
+type followerCheck struct {
+	diverging *replication.Divergence
+	err       error
+}
+
+// checkFollowerFetch records a follower's fetch positions (once per request, before any
+// read) and finds the partitions where it diverges or must be refused.
+func (s *Server) checkFollowerFetch(r *wire.FetchRequest) map[topicPartition]followerCheck {
+	out := map[topicPartition]followerCheck{}
+	now := time.Now()
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			tp := topicPartition{rt.Topic, rp.Partition}
+			part, err := s.leaderPart(rt.Topic, rp.Partition)
+			if err != nil {
+				out[tp] = followerCheck{err: err}
+				continue
+			}
+			d, err := part.replica.OnFollowerFetch(replication.FollowerFetch{ID: r.ReplicaId, CurrentEpoch: rp.CurrentLeaderEpoch,
+				FetchOffset: rp.FetchOffset, LastFetchedEpoch: rp.LastFetchedEpoch}, now)
+			out[tp] = followerCheck{diverging: d, err: err}
+		}
+	}
+	return out
 }

@@ -30,13 +30,13 @@ func handleListOffsets(s *Server, _ context.Context, req *request) *pending {
 			var pr wire.ListOffsetsResponsePartitionResponse
 			pr.Default()
 			pr.PartitionIndex = rp.PartitionIndex
-			part := s.parts.get(rt.Name, rp.PartitionIndex)
-			if part == nil {
-				pr.ErrorCode = wire.ErrUnknownTopicOrPartition.Code
+			part, err := s.leaderPart(rt.Name, rp.PartitionIndex)
+			if err != nil {
+				pr.ErrorCode = errCode(err)
 				tr.Partitions = append(tr.Partitions, pr)
 				continue
 			}
-			pr.LeaderEpoch = part.epoch
+			_, pr.LeaderEpoch = part.replica.Leader()
 			switch rp.Timestamp {
 			case latestTimestamp:
 				pr.Offset = s.highWatermark(part)

@@ -7,7 +7,9 @@ package server
 // auto.create.topics.enable holds and the request allows it (always before v4; the
 // AllowAutoTopicCreation flag from v4), with num.partitions partitions; otherwise they get
 // UNKNOWN_TOPIC_OR_PARTITION, and bad names INVALID_TOPIC_EXCEPTION. v10+ carries topic ids: a
-// topic looked up by id alone is found by id. Leader epochs come from the metadata store.
+// topic looked up by id alone is found by id. Leaders, leader epochs, replicas, ISR and
+// offline replicas come from the metadata image; a partition without a leader (all its ISR
+// down) gets LEADER_NOT_AVAILABLE. Any broker answers for the whole cluster.
 // Authorized operations are not computed (no ACLs): they keep Kafka's "not requested" value.
 
 import (
@@ -77,10 +79,17 @@ func metadataTopic(t cluster.Topic, code int16) wire.MetadataResponseTopic {
 	name := t.Name
 	mt := wire.MetadataResponseTopic{ErrorCode: code, Name: &name, TopicId: t.ID, IsInternal: t.Internal, TopicAuthorizedOperations: -1 << 31}
 	for _, p := range t.Partitions {
-		mt.Partitions = append(mt.Partitions, wire.MetadataResponsePartition{
+		mp := wire.MetadataResponsePartition{
 			PartitionIndex: p.Index, LeaderId: p.Leader, LeaderEpoch: p.LeaderEpoch,
-			ReplicaNodes: p.Replicas, IsrNodes: p.ISR, OfflineReplicas: []int32{},
-		})
+			ReplicaNodes: p.Replicas, IsrNodes: p.ISR, OfflineReplicas: p.Offline,
+		}
+		if mp.OfflineReplicas == nil {
+			mp.OfflineReplicas = []int32{}
+		}
+		if p.Leader < 0 {
+			mp.ErrorCode = wire.ErrLeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
 }

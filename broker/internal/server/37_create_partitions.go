@@ -44,8 +44,7 @@ func (s *Server) createPartitions(ctx context.Context, rt wire.CreatePartitionsR
 	if validateOnly {
 		return nil
 	}
-	t, _ := s.md.Topic(rt.Name)
-	if err := s.openTopic(t); err != nil {
+	if err := s.reconcile(); err != nil {
 		return fmt.Errorf("%w: %v", wire.ErrKafkaStorageError, err)
 	}
 	s.log.Info("partitions created", "topic", rt.Name, "partitions", rt.Count)

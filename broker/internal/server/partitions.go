@@ -9,7 +9,9 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/storage"
+	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 type topicPartition struct {
@@ -17,15 +19,15 @@ type topicPartition struct {
 	partition int32
 }
 
-// partition is a partition this broker leads.
+// partition is a partition this broker holds a replica of, leader or follower.
 type partition struct {
-	topic string
-	index int32
-	log   *storage.Log
-	epoch int32
+	topic   string
+	index   int32
+	log     *storage.Log
+	replica *replication.Replica
 }
 
-// partitions maps topic/partition to the logs this broker leads.
+// partitions maps topic/partition to the replicas this broker holds.
 type partitions struct {
 	mu sync.RWMutex
 	m  map[topicPartition]*partition
@@ -43,6 +45,25 @@ func (p *partitions) put(part *partition) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.m[topicPartition{part.topic, part.index}] = part
+}
+
+// all lists the replicas.
+func (p *partitions) all() []*partition {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]*partition, 0, len(p.m))
+	for _, part := range p.m {
+		out = append(out, part)
+	}
+	return out
+}
+
+func (p *partitions) drop(part *partition) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m[topicPartition{part.topic, part.index}] == part {
+		delete(p.m, topicPartition{part.topic, part.index})
+	}
 }
 
 func (p *partitions) remove(topic string) []*partition {
@@ -117,40 +138,33 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 	return cfg
 }
 
-// openTopic opens the logs of every partition of t this broker leads.
-func (s *Server) openTopic(t cluster.Topic) error {
-	cfg := s.logConfig(t)
-	for _, p := range t.Partitions {
-		if p.Leader != s.self.NodeID {
-			continue
-		}
-		if s.parts.get(t.Name, p.Index) != nil {
-			continue
-		}
-		l, err := s.logs.Open(t.Name, p.Index, cfg)
-		if err != nil {
-			return fmt.Errorf("opening %s-%d: %w", t.Name, p.Index, err)
-		}
-		s.parts.put(&partition{topic: t.Name, index: p.Index, log: l, epoch: p.LeaderEpoch})
-	}
-	return nil
-}
-
 // reconfigureTopic applies changed topic configs to open logs.
 func (s *Server) reconfigureTopic(t cluster.Topic) {
 	cfg := s.logConfig(t)
 	for _, p := range t.Partitions {
 		if part := s.parts.get(t.Name, p.Index); part != nil {
 			part.log.SetConfig(cfg)
+			part.replica.SetMinISR(s.minISR(t))
 		}
 	}
 }
 
-// highWatermark is the offset below which consumers may read. With fsync before ack it is the
-// durable end, so a consumer never sees a record a crash could take back.
-func (s *Server) highWatermark(p *partition) int64 {
-	if s.cfg.fsync == storage.FsyncAlways {
-		return p.log.DurableEndOffset()
+// highWatermark is the offset below which consumers may read: the replica's high watermark
+// (with fsync before ack, never past what every ISR member has on disk).
+func (s *Server) highWatermark(p *partition) int64 { return p.replica.HighWatermark() }
+
+// leaderPart finds a partition this broker leads, for a client request. A partition that
+// exists but is led elsewhere (or has no leader now) is NOT_LEADER_OR_FOLLOWER, so the client
+// refreshes its metadata; only a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION.
+func (s *Server) leaderPart(topic string, index int32) (*partition, error) {
+	if p := s.parts.get(topic, index); p != nil {
+		if role, _ := p.replica.Role(); role == replication.RoleLeader {
+			return p, nil
+		}
+		return nil, fmt.Errorf("%w: %s-%d is led by another broker", wire.ErrNotLeaderOrFollower, topic, index)
 	}
-	return p.log.LogEndOffset()
+	if t, ok := s.md.Topic(topic); ok && index >= 0 && int(index) < len(t.Partitions) {
+		return nil, fmt.Errorf("%w: %s-%d is led by another broker", wire.ErrNotLeaderOrFollower, topic, index)
+	}
+	return nil, fmt.Errorf("%w: %s-%d", wire.ErrUnknownTopicOrPartition, topic, index)
 }

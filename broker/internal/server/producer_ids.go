@@ -1,62 +1,38 @@
 package server
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 
-	"github.com/spoolmq/spool/broker/internal/fsutil"
+	"github.com/spoolmq/spool/broker/internal/cluster"
 )
 
-// producerIDFile records the first producer id not yet handed out, rounded up to a block, so
-// that ids never repeat across restarts while the file is written once per block, not per id.
-const producerIDFile = "producer-id-block"
-
+// producerIDBlock is how many producer ids a broker reserves from the metadata store at once
+// (Kafka's block size), so that the store is written once per block, not per producer.
 const producerIDBlock = 1000
 
-// producerIDs hands out idempotent producer ids.
+// producerIDs hands out idempotent producer ids from blocks the metadata store reserves for
+// this broker: unique across restarts, and across the cluster in cluster mode.
 type producerIDs struct {
-	path     string
-	mu       sync.Mutex
-	next     int64 // next id to hand out
-	reserved int64 // ids below this are covered by the file
-}
-
-func openProducerIDs(dir string) (*producerIDs, error) {
-	p := &producerIDs{path: filepath.Join(dir, producerIDFile)}
-	b, err := os.ReadFile(p.path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", p.path, err)
-	default:
-		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%s holds %q, not a producer id", p.path, strings.TrimSpace(string(b)))
-		}
-		p.next, p.reserved = n, n
-	}
-	return p, nil
+	md   cluster.Metadata
+	mu   sync.Mutex
+	next int64 // next id to hand out
+	end  int64 // ids below end belong to this broker's block
 }
 
 // allocate returns a new producer id.
-func (p *producerIDs) allocate() (int64, error) {
+func (p *producerIDs) allocate(ctx context.Context) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.next >= p.reserved {
-		end := p.next + producerIDBlock
-		if err := fsutil.WriteFileAtomic(p.path, []byte(strconv.FormatInt(end, 10)+"\n"), 0o644); err != nil {
+	if p.next >= p.end {
+		start, err := p.md.AllocateProducerIDs(ctx, producerIDBlock)
+		if err != nil {
 			return 0, fmt.Errorf("reserving producer ids: %w", err)
 		}
-		p.reserved = end
+		p.next, p.end = start, start+producerIDBlock
 	}
 	id := p.next
 	p.next++
 	return id, nil
 }
-
-func (p *producerIDs) close() error { return nil }

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
+	zkstore "github.com/spoolmq/spool/broker/internal/cluster/zk"
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/storage"
 )
 
@@ -49,12 +51,17 @@ type Server struct {
 	lifeMu sync.Mutex
 	closed bool
 
-	parts      partitions
-	producers  *producerIDs
-	groups     *group.Coordinator
-	createMu   sync.Mutex // serialises topic creation with opening its logs
-	closeOnce  sync.Once
-	closeError error
+	parts       partitions
+	reconcileMu sync.Mutex // serialises reconcile
+	repl        *replication.Settings
+	fetchers    *replication.Fetchers
+	clustered   bool           // zookeeper.connect is set
+	zk          *zkstore.Store // nil on a single node
+	producers   *producerIDs
+	groups      *group.Coordinator
+	createMu    sync.Mutex // serialises topic creation with opening its logs
+	closeOnce   sync.Once
+	closeError  error
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions, broker-wide as in Kafka
 }
@@ -79,37 +86,96 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.self = cluster.Broker{NodeID: int32(conf.Int(config.NodeID)), Host: host, Port: port}
-	if conf.Get(config.ZooKeeperConnect) != "" {
-		return nil, errors.New("cluster mode (zookeeper.connect) is not available yet; leave it empty for a single node")
+	if r := conf.Get(config.BrokerRack); r != "" {
+		s.self.Rack = &r
 	}
 	dataDir := conf.Get(config.LogDirs)
-	if s.md, err = cluster.OpenEmbedded(dataDir, s.self); err != nil {
-		return nil, fmt.Errorf("opening metadata: %w", err)
-	}
 	if s.logs, err = storage.OpenManager(dataDir, log); err != nil {
-		s.md.Close()
 		return nil, fmt.Errorf("opening logs: %w", err)
 	}
-	if s.producers, err = openProducerIDs(dataDir); err != nil {
+	if err := s.openMetadata(dataDir); err != nil {
+		s.logs.Close()
+		return nil, fmt.Errorf("opening metadata: %w", err)
+	}
+	s.producers = &producerIDs{md: s.md}
+	s.repl = &replication.Settings{
+		Self:        s.self.NodeID,
+		LagMax:      time.Duration(conf.Int64(config.ReplicaLagTimeMaxMs)) * time.Millisecond,
+		DurableOnly: s.cfg.fsync == storage.FsyncAlways,
+		WriteISR:    s.md.AlterISR,
+		Log:         log.With("component", "replication"),
+	}
+	s.fetchers = replication.NewFetchers(s.ctx, replication.FetchSettings{
+		MaxWait:        time.Duration(conf.Int(config.ReplicaFetchWaitMaxMs)) * time.Millisecond,
+		MaxBytes:       int32(conf.Int(config.ReplicaFetchResponseMaxBytes)),
+		PartitionMax:   int32(conf.Int(config.ReplicaFetchMaxBytes)),
+		Backoff:        time.Duration(conf.Int(config.ReplicaFetchBackoffMs)) * time.Millisecond,
+		DurableOnly:    s.cfg.fsync == storage.FsyncAlways,
+		Self:           s.self.NodeID,
+		Address:        s.brokerAddress,
+		Log:            log.With("component", "fetcher"),
+		RequestTimeout: 30 * time.Second,
+		ConnectTimeout: 5 * time.Second,
+	})
+	s.parts.init()
+	if err := s.reconcile(); err != nil {
 		s.logs.Close()
 		s.md.Close()
 		return nil, err
 	}
-	s.parts.init()
-	for _, t := range s.md.Topics() {
-		if err := s.openTopic(t); err != nil {
-			s.logs.Close()
-			s.md.Close()
-			return nil, err
-		}
-	}
 	if s.groups, err = s.newGroupCoordinator(); err != nil {
-		s.producers.close()
 		s.logs.Close()
 		s.md.Close()
 		return nil, fmt.Errorf("loading consumer groups: %w", err)
 	}
 	return s, nil
+}
+
+// openMetadata opens the metadata store: ZooKeeper when zookeeper.connect is set, else the
+// embedded single-node store in the data directory.
+func (s *Server) openMetadata(dataDir string) error {
+	connect := s.conf.Get(config.ZooKeeperConnect)
+	if connect == "" {
+		md, err := cluster.OpenEmbedded(dataDir, s.self)
+		if err != nil {
+			return err
+		}
+		s.md = md
+		return nil
+	}
+	ms := func(key string) time.Duration { return time.Duration(s.conf.Int64(key)) * time.Millisecond }
+	ctx, cancel := context.WithTimeout(context.Background(), ms(config.ZooKeeperConnectionTimeoutMs))
+	defer cancel()
+	store, err := zkstore.Open(ctx, zkstore.Config{
+		Connect:         connect,
+		SessionTimeout:  ms(config.ZooKeeperSessionTimeoutMs),
+		ConnectTimeout:  ms(config.ZooKeeperConnectionTimeoutMs),
+		Self:            s.self,
+		LivenessTimeout: ms(config.BrokerSessionTimeoutMs),
+		ProbeInterval:   ms(config.BrokerHeartbeatIntervalMs),
+		Unclean: func(configs map[string]string) bool {
+			if v, ok := configs["unclean.leader.election.enable"]; ok {
+				return v == "true"
+			}
+			return s.conf.Bool(config.UncleanLeaderElection)
+		},
+		Log: s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.md, s.zk, s.clustered = store, store, true
+	return nil
+}
+
+// brokerAddress is a live broker's HOST:PORT.
+func (s *Server) brokerAddress(id int32) (string, bool) {
+	for _, b := range s.md.Brokers() {
+		if b.NodeID == id {
+			return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), true
+		}
+	}
+	return "", false
 }
 
 func fsyncMode(v string) storage.FsyncMode {
@@ -176,6 +242,16 @@ func (s *Server) Serve() error {
 		defer s.wg.Done()
 		s.logs.RunBackground(s.ctx, time.Duration(s.conf.Int64(config.LogRetentionCheckIntervalMs))*time.Millisecond)
 	}()
+	if s.zk != nil {
+		if err := s.zk.Start(); err != nil {
+			return err
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.runReconciler(s.ctx)
+	}()
 	s.log.Info("broker started", "listen", s.ln.Addr().String(), "advertised", fmt.Sprintf("%s:%d", s.self.Host, s.self.Port),
 		"node_id", s.self.NodeID, "cluster_id", s.md.ClusterID(), "data_dir", s.conf.Get(config.LogDirs), "fsync", s.conf.Get(config.Fsync))
 	var tempDelay time.Duration
@@ -212,13 +288,23 @@ func (s *Server) Close() error {
 		s.lifeMu.Lock()
 		s.closed = true
 		s.lifeMu.Unlock()
+		if s.zk != nil && s.conf.Bool(config.ControlledShutdownEnable) {
+			// Controlled shutdown: leaderships move away while this broker still serves
+			// its followers' fetches, so they are caught up when they take over.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := s.zk.Deregister(ctx); err != nil {
+				s.log.Warn("controlled shutdown", "err", err)
+			}
+			cancel()
+		}
 		s.cancel()
 		if s.ln != nil {
 			s.ln.Close()
 		}
 		s.wg.Wait()
 		s.groups.Close()
-		s.closeError = errors.Join(s.logs.Close(), s.producers.close(), s.md.Close())
+		s.fetchers.Wait()
+		s.closeError = errors.Join(s.md.Close(), s.logs.Close())
 		s.log.Info("broker stopped", "err", s.closeError)
 	})
 	return s.closeError

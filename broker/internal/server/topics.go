@@ -67,7 +67,7 @@ func (s *Server) createTopic(ctx context.Context, name string, partitions int32,
 	if err != nil || validateOnly {
 		return t, protocolError(err)
 	}
-	if err := s.openTopic(t); err != nil {
+	if err := s.reconcile(); err != nil {
 		s.log.Error("opening the logs of a new topic", "topic", name, "err", err)
 		return t, fmt.Errorf("%w: %v", wire.ErrKafkaStorageError, err)
 	}
@@ -83,10 +83,8 @@ func (s *Server) deleteTopic(ctx context.Context, name string) (cluster.Topic, e
 	if err != nil {
 		return t, protocolError(err)
 	}
-	for _, p := range s.parts.remove(name) {
-		if err := s.logs.Remove(p.topic, p.index); err != nil {
-			s.log.Error("deleting partition data", "topic", p.topic, "partition", p.index, "err", err)
-		}
+	if err := s.reconcile(); err != nil {
+		s.log.Warn("removing the replicas of a deleted topic", "topic", name, "err", err)
 	}
 	s.log.Info("topic deleted", "topic", name)
 	return t, nil

@@ -223,3 +223,22 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	defer l.appendMu.Unlock()
 	return l.epochs.endOffsetFor(epoch, l.leo.Load())
 }
+
+// AssignLeaderEpoch records that epoch starts at the log end, as a new leader does before its
+// first append, so that EndOffsetForEpoch answers its followers exactly even before it writes.
+// An epoch not newer than the latest is ignored.
+func (l *Log) AssignLeaderEpoch(epoch int32) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	return l.epochs.assign(epoch, l.leo.Load())
+}
+
+// LatestEpoch is the newest leader epoch in the log's history, or -1.
+func (l *Log) LatestEpoch() int32 {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	return l.epochs.latestEpoch()
+}

@@ -1,0 +1,216 @@
+package brokertest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/broker/internal/peer"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// Cluster is several spoold processes sharing one ZooKeeper. Each broker sits behind its own
+// fault Proxy, whose address it advertises: clients, followers and the controller's probes all
+// reach it through the proxy, so a test can cut or slow any of them.
+type Cluster struct {
+	t       testing.TB // the test that owns the processes (a subtest's cleanup would stop them early)
+	Chroot  string
+	Brokers map[int32]*Broker // by node id; a killed broker stays here until restarted
+	Proxies map[int32]*Proxy
+	opts    map[int32]Options
+}
+
+// StartCluster starts n process brokers (node ids 1..n) in cluster mode on zkConnect (a
+// ZooKeeper's or an ensemble's connect string) under the chroot /spool, each with props, and
+// waits until each is registered.
+func StartCluster(t testing.TB, n int, zkConnect string, props map[string]string) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Chroot: "/spool", Brokers: map[int32]*Broker{}, Proxies: map[int32]*Proxy{}, opts: map[int32]Options{}}
+	for id := int32(1); id <= int32(n); id++ {
+		px := StartProxy(t)
+		o := Options{NodeID: id, ZooKeeper: zkConnect + c.Chroot, Props: maps.Clone(props), LogLevelName: os.Getenv("SPOOL_TEST_LOG")}
+		if o.Props == nil {
+			o.Props = map[string]string{}
+		}
+		o.Props["advertised.listeners"] = px.Addr
+		o.DataDir = t.TempDir()
+		c.opts[id] = o
+		c.Proxies[id] = px
+		c.Brokers[id] = StartProcess(t, o)
+		px.SetTarget(c.Brokers[id].Addr)
+	}
+	c.WaitBrokers(t, n)
+	return c
+}
+
+// Addrs are the advertised (proxy) addresses of the brokers, by node id.
+func (c *Cluster) Addrs() []string {
+	var out []string
+	for _, id := range slices.Sorted(maps.Keys(c.Brokers)) {
+		out = append(out, c.Proxies[id].Addr)
+	}
+	return out
+}
+
+// Restart starts a stopped or killed broker again on its data directory, behind its proxy. It
+// belongs to the cluster's test, even when a subtest restarts it.
+func (c *Cluster) Restart(t testing.TB, id int32) *Broker {
+	t.Helper()
+	b := StartProcess(c.t, c.opts[id])
+	c.Brokers[id] = b
+	c.Proxies[id].SetTarget(b.Addr)
+	return b
+}
+
+// WaitBrokers waits until every running broker's metadata lists n brokers.
+func (c *Cluster) WaitBrokers(t testing.TB, n int) {
+	t.Helper()
+	WaitFor(t, 30*time.Second, fmt.Sprintf("%d brokers registered", n), func() bool {
+		for _, b := range c.Brokers {
+			if b.stopped {
+				continue
+			}
+			if got, err := brokerCount(b.Addr); err != nil || got < n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// brokerCount asks addr for metadata and counts the brokers it lists.
+func brokerCount(addr string) (int, error) {
+	conn, err := peer.Dial(context.Background(), addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	req, resp := &wire.MetadataRequest{}, &wire.MetadataResponse{}
+	req.Default()
+	req.Topics = []wire.MetadataRequestTopic{}
+	if err := conn.RoundTrip(req, resp, 12, time.Now().Add(5*time.Second)); err != nil {
+		return 0, err
+	}
+	return len(resp.Brokers), nil
+}
+
+// WaitFor polls cond until it holds, failing t after timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("brokertest: %s did not happen within %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// History records what producers had acknowledged and checks it against what consumers read:
+// no acknowledged record lost or moved, no value twice, offsets increasing per partition.
+type History struct {
+	mu    sync.Mutex
+	acked map[int32]map[int64]string // partition -> offset -> value
+	times map[int32][]time.Time      // partition -> ack times, in order
+}
+
+// NewHistory makes an empty history.
+func NewHistory() *History {
+	return &History{acked: map[int32]map[int64]string{}, times: map[int32][]time.Time{}}
+}
+
+// Acked records an acknowledged write.
+func (h *History) Acked(partition int32, offset int64, value string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.acked[partition] == nil {
+		h.acked[partition] = map[int64]string{}
+	}
+	h.acked[partition][offset] = value
+	h.times[partition] = append(h.times[partition], time.Now())
+}
+
+// Count is how many writes were acknowledged.
+func (h *History) Count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, m := range h.acked {
+		n += len(m)
+	}
+	return n
+}
+
+// FirstAckAfter is the delay from t to the first acknowledgement on partition after t, or -1.
+func (h *History) FirstAckAfter(partition int32, t time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, at := range h.times[partition] {
+		if at.After(t) {
+			return at.Sub(t)
+		}
+	}
+	return -1
+}
+
+// Read is one record a consumer read.
+type Read struct {
+	Partition int32
+	Offset    int64
+	Value     string
+}
+
+// Check compares the history with everything read back, failing t on a lost, moved or
+// duplicated record or offsets out of order; it returns a summary line.
+func (h *History) Check(t testing.TB, reads []Read) string {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	got := map[int32]map[int64]string{}
+	seen := map[string]bool{}
+	last := map[int32]int64{}
+	dups := 0
+	for _, r := range reads {
+		if prev, ok := last[r.Partition]; ok && r.Offset <= prev {
+			t.Errorf("history: partition %d offset %d read after %d", r.Partition, r.Offset, prev)
+		}
+		last[r.Partition] = r.Offset
+		if seen[r.Value] {
+			dups++
+			t.Errorf("history: value %q read twice", r.Value)
+		}
+		seen[r.Value] = true
+		if got[r.Partition] == nil {
+			got[r.Partition] = map[int64]string{}
+		}
+		got[r.Partition][r.Offset] = r.Value
+	}
+	acked, lost, moved := 0, 0, 0
+	for p, m := range h.acked {
+		offs := slices.Collect(maps.Keys(m))
+		sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+		for _, off := range offs {
+			acked++
+			v, ok := got[p][off]
+			switch {
+			case !ok:
+				lost++
+				if lost <= 10 {
+					t.Errorf("history: acknowledged %q at partition %d offset %d was not read back", m[off], p, off)
+				}
+			case v != m[off]:
+				moved++
+				if moved <= 10 {
+					t.Errorf("history: partition %d offset %d holds %q, acknowledged %q", p, off, v, m[off])
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%d acknowledged, %d read, %d lost, %d moved, %d duplicated", acked, len(reads), lost, moved, dups)
+}

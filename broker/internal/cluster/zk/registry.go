@@ -1,0 +1,283 @@
+package zk
+
+// The registry: every znode path Spool reads or writes in ZooKeeper, and its JSON encoding,
+// in one place. The layout and encodings are Apache Kafka's (ZkData.scala, ZooKeeper mode), so
+// a Kafka operator's tools and habits (zookeeper-shell, `get /brokers/ids/1`) work unchanged.
+// Fields Kafka writes that Spool does not use are written with Kafka's values and ignored on
+// read; unknown fields are ignored, so a newer writer does not break an older reader.
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// Paths, relative to the chroot.
+const (
+	clusterIDPath        = "/cluster/id"
+	brokerIDsPath        = "/brokers/ids"
+	topicsPath           = "/brokers/topics"
+	controllerPath       = "/controller"
+	controllerEpochPath  = "/controller_epoch"
+	configTopicsPath     = "/config/topics"
+	deleteTopicsPath     = "/admin/delete_topics"
+	producerIDBlockPath  = "/latest_producer_id_block"
+	brokerSessionsPrefix = "/spool/broker_sessions" // Spool's own: the ZooKeeper session of each broker's last registration
+)
+
+// persistentPaths are created at startup when missing, as Kafka's brokers do.
+var persistentPaths = []string{"/cluster", "/brokers", brokerIDsPath, topicsPath, "/config", configTopicsPath, "/admin", deleteTopicsPath, "/spool", brokerSessionsPrefix}
+
+func brokerPath(id int32) string        { return brokerIDsPath + "/" + strconv.Itoa(int(id)) }
+func brokerSessionPath(id int32) string { return brokerSessionsPrefix + "/" + strconv.Itoa(int(id)) }
+func topicPath(t string) string         { return topicsPath + "/" + t }
+func partitionsPath(t string) string    { return topicPath(t) + "/partitions" }
+func partitionPath(t string, p int32) string {
+	return partitionsPath(t) + "/" + strconv.Itoa(int(p))
+}
+func partitionStatePath(t string, p int32) string { return partitionPath(t, p) + "/state" }
+func topicConfigPath(t string) string             { return configTopicsPath + "/" + t }
+func deleteTopicPath(t string) string             { return deleteTopicsPath + "/" + t }
+
+// clusterIDZNode is /cluster/id: {"version":"1","id":"..."}.
+type clusterIDZNode struct {
+	Version string `json:"version"`
+	ID      string `json:"id"`
+}
+
+// brokerZNode is /brokers/ids/N, version 5 (endpoints, rack, features).
+type brokerZNode struct {
+	Version                     int               `json:"version"`
+	Host                        string            `json:"host"`
+	Port                        int32             `json:"port"`
+	JMXPort                     int               `json:"jmx_port"`
+	Timestamp                   string            `json:"timestamp"`
+	Endpoints                   []string          `json:"endpoints"`
+	ListenerSecurityProtocolMap map[string]string `json:"listener_security_protocol_map"`
+	Rack                        *string           `json:"rack,omitempty"`
+	Features                    map[string]any    `json:"features"`
+}
+
+func encodeBroker(b cluster.Broker) []byte {
+	ep := "PLAINTEXT://" + net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	z := brokerZNode{Version: 5, Host: b.Host, Port: b.Port, JMXPort: -1, Timestamp: nowMs(), Endpoints: []string{ep},
+		ListenerSecurityProtocolMap: map[string]string{"PLAINTEXT": "PLAINTEXT"}, Rack: b.Rack, Features: map[string]any{}}
+	return mustJSON(z)
+}
+
+// decodeBroker reads a registration; the PLAINTEXT endpoint (or the first) is the address.
+func decodeBroker(id int32, data []byte) (cluster.Broker, error) {
+	var z brokerZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return cluster.Broker{}, fmt.Errorf("broker %d registration: %w", id, err)
+	}
+	b := cluster.Broker{NodeID: id, Host: z.Host, Port: z.Port, Rack: z.Rack}
+	for _, ep := range z.Endpoints {
+		_, hostPort, ok := strings.Cut(ep, "://")
+		if !ok {
+			continue
+		}
+		host, port, err := net.SplitHostPort(hostPort)
+		if err != nil {
+			continue
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			continue
+		}
+		b.Host, b.Port = host, int32(p)
+		break
+	}
+	return b, nil
+}
+
+// topicZNode is /brokers/topics/T, version 3: the replica assignment and the topic id.
+type topicZNode struct {
+	Version          int                `json:"version"`
+	TopicID          string             `json:"topic_id,omitempty"`
+	Partitions       map[string][]int32 `json:"partitions"`
+	AddingReplicas   map[string][]int32 `json:"adding_replicas"`
+	RemovingReplicas map[string][]int32 `json:"removing_replicas"`
+}
+
+// assignment is a topic's replica lists by partition index.
+type assignment [][]int32
+
+func encodeTopic(id wire.UUID, a assignment) []byte {
+	z := topicZNode{Version: 3, TopicID: encodeUUID(id), Partitions: map[string][]int32{},
+		AddingReplicas: map[string][]int32{}, RemovingReplicas: map[string][]int32{}}
+	for i, replicas := range a {
+		z.Partitions[strconv.Itoa(i)] = replicas
+	}
+	return mustJSON(z)
+}
+
+func decodeTopic(name string, data []byte) (wire.UUID, assignment, error) {
+	var z topicZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return wire.UUID{}, nil, fmt.Errorf("topic %s: %w", name, err)
+	}
+	id, err := decodeUUID(z.TopicID)
+	if err != nil {
+		return wire.UUID{}, nil, fmt.Errorf("topic %s id: %w", name, err)
+	}
+	a := make(assignment, len(z.Partitions))
+	for k, replicas := range z.Partitions {
+		i, err := strconv.Atoi(k)
+		if err != nil || i < 0 || i >= len(z.Partitions) {
+			return wire.UUID{}, nil, fmt.Errorf("topic %s: partition %q out of 0..%d", name, k, len(z.Partitions)-1)
+		}
+		a[i] = replicas
+	}
+	return id, a, nil
+}
+
+// partitionStateZNode is /brokers/topics/T/partitions/P/state, version 1.
+type partitionStateZNode struct {
+	ControllerEpoch int32   `json:"controller_epoch"`
+	Leader          int32   `json:"leader"`
+	Version         int     `json:"version"`
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	ISR             []int32 `json:"isr"`
+}
+
+// partitionState is a decoded partition state with its znode version.
+type partitionState struct {
+	Leader          int32
+	LeaderEpoch     int32
+	ISR             []int32
+	ControllerEpoch int32
+	ZkVersion       int32
+}
+
+func encodePartitionState(s partitionState) []byte {
+	isr := s.ISR
+	if isr == nil {
+		isr = []int32{}
+	}
+	return mustJSON(partitionStateZNode{ControllerEpoch: s.ControllerEpoch, Leader: s.Leader, Version: 1, LeaderEpoch: s.LeaderEpoch, ISR: isr})
+}
+
+func decodePartitionState(data []byte, zkVersion int32) (partitionState, error) {
+	var z partitionStateZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return partitionState{}, fmt.Errorf("partition state: %w", err)
+	}
+	return partitionState{Leader: z.Leader, LeaderEpoch: z.LeaderEpoch, ISR: z.ISR, ControllerEpoch: z.ControllerEpoch, ZkVersion: zkVersion}, nil
+}
+
+// controllerZNode is /controller, version 1.
+type controllerZNode struct {
+	Version   int    `json:"version"`
+	BrokerID  int32  `json:"brokerid"`
+	Timestamp string `json:"timestamp"`
+}
+
+func encodeController(id int32) []byte {
+	return mustJSON(controllerZNode{Version: 1, BrokerID: id, Timestamp: nowMs()})
+}
+
+func decodeController(data []byte) (int32, error) {
+	var z controllerZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return -1, fmt.Errorf("controller: %w", err)
+	}
+	return z.BrokerID, nil
+}
+
+// /controller_epoch holds the epoch as a decimal number.
+func encodeControllerEpoch(e int32) []byte { return []byte(strconv.Itoa(int(e))) }
+
+func decodeControllerEpoch(data []byte) (int32, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("controller epoch %q: %w", data, err)
+	}
+	return int32(n), nil
+}
+
+// configZNode is /config/topics/T, version 1.
+type configZNode struct {
+	Version int               `json:"version"`
+	Config  map[string]string `json:"config"`
+}
+
+func encodeConfig(c map[string]string) []byte {
+	if c == nil {
+		c = map[string]string{}
+	}
+	return mustJSON(configZNode{Version: 1, Config: c})
+}
+
+func decodeConfig(data []byte) (map[string]string, error) {
+	var z configZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return nil, fmt.Errorf("topic config: %w", err)
+	}
+	return z.Config, nil
+}
+
+// producerIDBlockZNode is /latest_producer_id_block, version 1: the last block handed out.
+type producerIDBlockZNode struct {
+	Version    int    `json:"version"`
+	Broker     int32  `json:"broker"`
+	BlockStart string `json:"block_start"`
+	BlockEnd   string `json:"block_end"`
+}
+
+func encodeProducerIDBlock(broker int32, start, end int64) []byte {
+	return mustJSON(producerIDBlockZNode{Version: 1, Broker: broker, BlockStart: strconv.FormatInt(start, 10), BlockEnd: strconv.FormatInt(end, 10)})
+}
+
+// decodeProducerIDBlock returns the block's last id.
+func decodeProducerIDBlock(data []byte) (int64, error) {
+	var z producerIDBlockZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return 0, fmt.Errorf("producer id block: %w", err)
+	}
+	end, err := strconv.ParseInt(z.BlockEnd, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("producer id block end %q: %w", z.BlockEnd, err)
+	}
+	return end, nil
+}
+
+// Kafka writes topic ids as URL-safe base64 without padding (Uuid.toString).
+func encodeUUID(u wire.UUID) string { return base64.RawURLEncoding.EncodeToString(u[:]) }
+
+func decodeUUID(s string) (wire.UUID, error) {
+	var u wire.UUID
+	if s == "" {
+		return u, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return u, fmt.Errorf("bad topic id %q", s)
+	}
+	copy(u[:], b)
+	return u, nil
+}
+
+func nowMs() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("zk registry: encoding %T: %v", v, err)) // plain structs and maps: cannot fail
+	}
+	return b
+}
+
+func sortedIDs(ids []int32) []int32 {
+	out := append([]int32(nil), ids...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,407 @@
+// Package replication owns each local partition replica: its log, its role (leader or
+// follower), leader epoch, ISR and high watermark; the leader's view of its followers; and the
+// followers' fetchers. A single node is the replication-factor-1 case of the same code: a
+// leader whose ISR is itself.
+//
+// # Ownership and concurrency
+//
+// A Replica's role, epoch, ISR, state version and follower records are guarded by its mu;
+// every exported method is safe for concurrent use and holds mu only for arithmetic, never
+// across I/O: the ISR write to the metadata store runs on its own goroutine with no lock held,
+// one at a time per replica (isrWriting), and its result is applied only if the replica is
+// still leader at the same epoch. The high watermark is an atomic read on the fetch path.
+//
+// The log is the storage package's, shared: appends come from the produce path (leader) or
+// the fetcher (follower), never both, because a role change happens under mu and each path
+// checks the role first (AppendAsLeader under mu; the fetcher drops a partition before it
+// becomes leader). Truncate (a follower diverged from its new leader) is the one operation
+// that shortens the log; it runs only in the follower's fetcher.
+//
+// # Invariants
+//
+//   - The high watermark never decreases while a replica leads, and never exceeds the position
+//     of any ISR member: an acknowledged acks=all write is on every ISR member's disk.
+//   - While the ISR is smaller than min.insync.replicas, the high watermark does not move and
+//     acks=all fails (NOT_ENOUGH_REPLICAS before the append, _AFTER_APPEND after).
+//   - A follower's fetch counts only when it carries the leader's epoch and does not diverge
+//     from the leader's log; a follower truncates by leader epoch (never to the high watermark).
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/broker/internal/storage"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// Role is a replica's role.
+type Role int
+
+const (
+	// RoleFollower replicas fetch from the leader.
+	RoleFollower Role = iota
+	// RoleLeader replicas take produce requests and serve consumers.
+	RoleLeader
+)
+
+// ISRWriter records a leader's ISR change in the metadata store, conditional on the state
+// version the leader acts on; it returns the new version (cluster.Metadata.AlterISR).
+type ISRWriter func(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32, version int32) (int32, error)
+
+// Settings are the broker-wide replication settings.
+type Settings struct {
+	Self int32
+	// LagMax is replica.lag.time.max.ms: a follower that has not caught up for this long
+	// leaves the ISR.
+	LagMax time.Duration
+	// DurableOnly: positions count only fsynced data (spool.fsync=always), so an ISR write is
+	// on disk everywhere before it is acknowledged.
+	DurableOnly bool
+	WriteISR    ISRWriter
+	Log         *slog.Logger
+}
+
+// State is a partition's state from the metadata store.
+type State struct {
+	Leader      int32
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+	Version     int32
+	MinISR      int
+}
+
+// Replica is one local replica of a partition.
+type Replica struct {
+	Topic string
+	Index int32
+	Log   *storage.Log
+	set   *Settings
+
+	hw atomic.Int64
+
+	mu         sync.Mutex
+	role       Role
+	state      State
+	epochStart int64 // the log end when this leadership began
+	followers  map[int32]*Follower
+	prevEnd    map[int32]int64     // leader end at each follower's previous fetch
+	prevFetch  map[int32]time.Time // time of each follower's previous fetch
+	isrWriting bool
+	changed    chan struct{} // closed on a high watermark, ISR or role change
+}
+
+// NewReplica wraps a log opened for a partition; it starts as a follower of nobody until
+// Apply.
+func NewReplica(topic string, index int32, log *storage.Log, set *Settings) *Replica {
+	r := &Replica{Topic: topic, Index: index, Log: log, set: set, changed: make(chan struct{}), state: State{Leader: -1, LeaderEpoch: -1}}
+	return r
+}
+
+// notifyLocked wakes the waiters of a change; r.mu is held.
+func (r *Replica) notifyLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// Apply takes the partition's state from the metadata store. It returns the role the replica
+// now has and whether the role or the leader epoch changed (the caller then starts or stops
+// fetching).
+func (r *Replica) Apply(st State) (Role, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	role := RoleFollower
+	if st.Leader == r.set.Self {
+		role = RoleLeader
+	}
+	changed := role != r.role || st.LeaderEpoch != r.state.LeaderEpoch || st.Leader != r.state.Leader
+	if st.LeaderEpoch < r.state.LeaderEpoch {
+		return r.role, false, nil // an older state arriving late
+	}
+	r.state = st
+	r.state.Replicas = slices.Clone(st.Replicas)
+	r.state.ISR = slices.Clone(st.ISR)
+	if r.state.MinISR < 1 {
+		r.state.MinISR = 1
+	}
+	if changed {
+		r.role = role
+		if role == RoleLeader {
+			if err := r.Log.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
+				return role, true, fmt.Errorf("becoming leader of %s-%d: %w", r.Topic, r.Index, err)
+			}
+			r.epochStart = r.Log.LogEndOffset()
+			r.followers = map[int32]*Follower{}
+			r.prevEnd = map[int32]int64{}
+			r.prevFetch = map[int32]time.Time{}
+			now := time.Now()
+			for _, id := range st.Replicas {
+				if id != r.set.Self {
+					// ISR members get a full lag period to show up under the new leader.
+					r.followers[id] = &Follower{ID: id, CaughtUp: now}
+				}
+			}
+		} else {
+			r.followers = nil
+		}
+	}
+	r.advanceLocked()
+	r.notifyLocked()
+	return role, changed, nil
+}
+
+// SetMinISR updates min.insync.replicas (a topic config change).
+func (r *Replica) SetMinISR(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state.MinISR = max(n, 1)
+	r.advanceLocked()
+	r.notifyLocked()
+}
+
+// Role returns the current role and leader epoch.
+func (r *Replica) Role() (Role, int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.role, r.state.LeaderEpoch
+}
+
+// Leader returns the leader this replica follows (or itself) and the epoch.
+func (r *Replica) Leader() (int32, int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Leader, r.state.LeaderEpoch
+}
+
+// HighWatermark is the offset below which consumers may read.
+func (r *Replica) HighWatermark() int64 {
+	if hw := r.hw.Load(); r.isSoleReplica() {
+		// A leader alone in its ISR follows its own log without waiting for a pass of
+		// advanceLocked after each fsync.
+		return max(hw, r.selfPosition())
+	}
+	return r.hw.Load()
+}
+
+func (r *Replica) isSoleReplica() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.role == RoleLeader && len(r.state.ISR) == 1 && r.state.ISR[0] == r.set.Self && r.state.MinISR <= 1
+}
+
+// selfPosition is the leader's own position: its durable end, or its log end when
+// durability is not per write.
+func (r *Replica) selfPosition() int64 {
+	if r.set.DurableOnly {
+		return r.Log.DurableEndOffset()
+	}
+	return r.Log.LogEndOffset()
+}
+
+// advanceLocked recomputes the high watermark; r.mu is held.
+func (r *Replica) advanceLocked() {
+	cur := r.hw.Load()
+	if r.role != RoleLeader {
+		return
+	}
+	positions := []Position{{ID: r.set.Self, Offset: r.selfPosition(), Known: true}}
+	for _, f := range r.followers {
+		positions = append(positions, Position{ID: f.ID, Offset: f.Offset, Known: f.Known})
+	}
+	hw := HighWatermark(cur, r.state.ISR, positions, r.state.MinISR)
+	if hw != cur {
+		r.hw.Store(hw)
+	}
+}
+
+// Errors of the leader's produce path.
+var (
+	ErrNotLeader                    = errors.New("not the leader")
+	ErrNotEnoughReplicas            = errors.New("ISR smaller than min.insync.replicas")
+	ErrNotEnoughReplicasAfterAppend = errors.New("ISR fell below min.insync.replicas after the append")
+)
+
+// AppendAsLeader appends a produce batch if this replica leads; with acksAll it first checks
+// the ISR against min.insync.replicas.
+func (r *Replica) AppendAsLeader(records []byte, acksAll bool, now time.Time) (storage.AppendResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.role != RoleLeader {
+		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d is led by %d", ErrNotLeader, r.Topic, r.Index, r.state.Leader)
+	}
+	if acksAll && len(r.state.ISR) < r.state.MinISR {
+		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d has ISR %v, min.insync.replicas=%d", ErrNotEnoughReplicas, r.Topic, r.Index, r.state.ISR, r.state.MinISR)
+	}
+	return r.Log.Append(records, storage.AppendOptions{LeaderEpoch: r.state.LeaderEpoch, AssignOffsets: true, Now: now})
+}
+
+// WaitReplicated waits until the high watermark reaches end (acks=all), the leadership is
+// lost (ErrNotLeader), the ISR falls below min.insync.replicas
+// (ErrNotEnoughReplicasAfterAppend), or ctx ends.
+func (r *Replica) WaitReplicated(ctx context.Context, epoch int32, end int64) error {
+	for {
+		r.mu.Lock()
+		r.advanceLocked()
+		hw, role, cur, isr, minISR := r.hw.Load(), r.role, r.state.LeaderEpoch, len(r.state.ISR), r.state.MinISR
+		changed := r.changed
+		r.mu.Unlock()
+		switch {
+		case role != RoleLeader || cur != epoch:
+			return fmt.Errorf("%w: %s-%d changed leader while waiting for replication", ErrNotLeader, r.Topic, r.Index)
+		case hw >= end:
+			return nil
+		case isr < minISR:
+			return fmt.Errorf("%w: %s-%d", ErrNotEnoughReplicasAfterAppend, r.Topic, r.Index)
+		}
+		select {
+		case <-changed:
+		case <-r.Log.Changed():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// FollowerFetch is a follower's fetch as the leader sees it.
+type FollowerFetch struct {
+	ID               int32
+	CurrentEpoch     int32
+	FetchOffset      int64
+	LastFetchedEpoch int32
+}
+
+// Divergence tells a follower where its log leaves the leader's.
+type Divergence struct {
+	Epoch     int32
+	EndOffset int64
+}
+
+// OnFollowerFetch records a follower's fetch on the leader. It returns a divergence when the
+// follower's log diverges (nothing is recorded then), or an error for a fetch the leader must
+// refuse: not the leader (NOT_LEADER_OR_FOLLOWER), an older epoch than the leader's
+// (FENCED_LEADER_EPOCH), a newer one (UNKNOWN_LEADER_EPOCH: this leader has not learnt it yet).
+func (r *Replica) OnFollowerFetch(f FollowerFetch, now time.Time) (*Divergence, error) {
+	r.mu.Lock()
+	if r.role != RoleLeader {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s-%d", wire.ErrNotLeaderOrFollower, r.Topic, r.Index)
+	}
+	if f.CurrentEpoch >= 0 && f.CurrentEpoch < r.state.LeaderEpoch {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s-%d is at epoch %d, the follower at %d", wire.ErrFencedLeaderEpoch, r.Topic, r.Index, r.state.LeaderEpoch, f.CurrentEpoch)
+	}
+	if f.CurrentEpoch > r.state.LeaderEpoch {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s-%d is at epoch %d, the follower at %d", wire.ErrUnknownLeaderEpoch, r.Topic, r.Index, r.state.LeaderEpoch, f.CurrentEpoch)
+	}
+	r.mu.Unlock()
+	if f.LastFetchedEpoch >= 0 {
+		e, end := r.Log.EndOffsetForEpoch(f.LastFetchedEpoch)
+		if e != f.LastFetchedEpoch || end < f.FetchOffset {
+			return &Divergence{Epoch: e, EndOffset: end}, nil
+		}
+	}
+	leo := r.Log.LogEndOffset()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fl, ok := r.followers[f.ID]
+	if r.role != RoleLeader || !ok {
+		return nil, nil // not a replica of this partition (any more)
+	}
+	fl.CaughtUp = CaughtUp(fl.CaughtUp, f.FetchOffset, leo, r.prevEnd[f.ID], r.prevFetch[f.ID], now)
+	fl.Offset, fl.Known = f.FetchOffset, true
+	r.prevEnd[f.ID], r.prevFetch[f.ID] = leo, now
+	before := r.hw.Load()
+	r.advanceLocked()
+	if r.hw.Load() != before {
+		r.notifyLocked()
+	}
+	if !slices.Contains(r.state.ISR, f.ID) && CanJoin(*fl, r.hw.Load(), r.epochStart) {
+		r.proposeISRLocked(append(slices.Clone(r.state.ISR), f.ID), "caught up")
+	}
+	return nil, nil
+}
+
+// MaybeShrinkISR drops followers that lag more than LagMax from the ISR (a leader's periodic
+// check).
+func (r *Replica) MaybeShrinkISR(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.role != RoleLeader {
+		return
+	}
+	fs := make([]Follower, 0, len(r.followers))
+	for _, f := range r.followers {
+		fs = append(fs, *f)
+	}
+	next := Shrink(r.state.ISR, r.set.Self, fs, now, r.set.LagMax)
+	if len(next) != len(r.state.ISR) {
+		r.proposeISRLocked(next, "lagging follower")
+	}
+}
+
+// proposeISRLocked writes a new ISR to the metadata store in the background; r.mu is held.
+// The new ISR applies once written (the next Apply brings it too); a lost race (the state
+// moved on) is dropped: the new state arrives through Apply.
+func (r *Replica) proposeISRLocked(isr []int32, why string) {
+	if r.isrWriting {
+		return
+	}
+	r.isrWriting = true
+	epoch, version, old := r.state.LeaderEpoch, r.state.Version, slices.Clone(r.state.ISR)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		v, err := r.set.WriteISR(ctx, r.Topic, r.Index, epoch, isr, version)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.isrWriting = false
+		if err != nil {
+			r.set.Log.Info("ISR change not written", "topic", r.Topic, "partition", r.Index, "isr", isr, "err", err)
+			return
+		}
+		if r.role != RoleLeader || r.state.LeaderEpoch != epoch || r.state.Version != version {
+			return
+		}
+		r.state.ISR, r.state.Version = slices.Clone(isr), v
+		r.set.Log.Info("ISR changed", "topic", r.Topic, "partition", r.Index, "from", old, "to", isr, "reason", why)
+		r.advanceLocked()
+		r.notifyLocked()
+	}()
+}
+
+// SetFollowerHighWatermark takes the leader's high watermark from a fetch response.
+func (r *Replica) SetFollowerHighWatermark(leaderHW int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.role == RoleLeader {
+		return
+	}
+	hw := min(leaderHW, r.Log.LogEndOffset())
+	if hw > r.hw.Load() {
+		r.hw.Store(hw)
+	}
+}
+
+// ISR returns the ISR the replica acts on.
+func (r *Replica) ISR() []int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.state.ISR)
+}
+
+// truncated keeps the high watermark within the log after a follower's truncation.
+func (r *Replica) truncated() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if leo := r.Log.LogEndOffset(); r.hw.Load() > leo {
+		r.hw.Store(leo)
+	}
+}

@@ -1,0 +1,499 @@
+package server_test
+
+// Cluster mode against a real ZooKeeper and three spoold processes: replication, failover
+// under load, and the history checker (no acknowledged record lost or moved, no duplicates).
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+	"github.com/spoolmq/spool/broker/internal/peer"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// clusterProps keep failure detection at its defaults except where a test says otherwise.
+var clusterProps = map[string]string{"num.partitions": "1", "replica.lag.time.max.ms": "2000", "broker.session.timeout.ms": "2000"}
+
+func startCluster(t *testing.T) (*brokertest.Cluster, *brokertest.ZooKeeper) {
+	t.Helper()
+	zk := brokertest.StartZooKeeper(t)
+	return brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps), zk
+}
+
+func admin(t *testing.T, addrs []string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// waitMetadata waits until cond holds for the topic's metadata as the cluster reports it.
+func waitMetadata(t *testing.T, adm *kadm.Client, topic string, what string, cond func(kadm.TopicDetail) bool) kadm.TopicDetail {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		md, err := adm.Metadata(ctx, topic)
+		cancel()
+		if err == nil {
+			if td, ok := md.Topics[topic]; ok && td.Err == nil && cond(td) {
+				return td
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metadata of %s: %s did not happen within 30s (last: %+v, %v)", topic, what, md.Topics[topic], err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func createReplicated(t *testing.T, adm *kadm.Client, topic string, partitions int32) kadm.TopicDetail {
+	t.Helper()
+	minISR := "2"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
+	}
+	return waitMetadata(t, adm, topic, "every partition led with a full ISR", func(td kadm.TopicDetail) bool {
+		if len(td.Partitions) != int(partitions) {
+			return false
+		}
+		for _, p := range td.Partitions {
+			if p.Leader < 0 || len(p.ISR) != 3 || len(p.Replicas) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// loadGen produces acks=all idempotent records to every partition until stopped, recording
+// every acknowledgement in the history.
+type loadGen struct {
+	clients []*kgo.Client
+	hist    *brokertest.History
+	stop    chan struct{}
+	done    sync.WaitGroup
+	seq     atomic.Int64
+	errs    atomic.Int64
+	lastErr atomic.Value
+}
+
+func startLoad(t *testing.T, addrs []string, topic string, partitions int32, producers int, hist *brokertest.History) *loadGen {
+	t.Helper()
+	g := &loadGen{hist: hist, stop: make(chan struct{})}
+	for w := 0; w < producers; w++ {
+		// Short client timeouts so that a paused broker costs the producer seconds, not the
+		// 40 s of franz-go's defaults; retries keep every record (idempotence dedupes them).
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
+			kgo.MetadataMinAge(50*time.Millisecond), kgo.ProduceRequestTimeout(2*time.Second), kgo.RequestTimeoutOverhead(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		// One goroutine per partition with its own in-flight window, so a stalled partition
+		// does not hold back the others.
+		for p := int32(0); p < partitions; p++ {
+			g.done.Add(1)
+			go func(w int, p int32) {
+				defer g.done.Done()
+				inflight := make(chan struct{}, 8)
+				for i := 0; ; i++ {
+					select {
+					case <-g.stop:
+						return
+					case inflight <- struct{}{}:
+					}
+					value := fmt.Sprintf("w%d-p%d-%d", w, p, i)
+					cl.Produce(context.Background(), &kgo.Record{Partition: p, Value: []byte(value)}, func(r *kgo.Record, err error) {
+						<-inflight
+						if err != nil {
+							g.errs.Add(1)
+							g.lastErr.Store(err.Error())
+							return
+						}
+						g.hist.Acked(r.Partition, r.Offset, string(r.Value))
+					})
+				}
+			}(w, p)
+		}
+		g.clients = append(g.clients, cl)
+	}
+	return g
+}
+
+func (g *loadGen) Stop() {
+	close(g.stop)
+	g.done.Wait()
+	for _, cl := range g.clients {
+		cl.Flush(context.Background())
+	}
+}
+
+// waitAcks waits until the history holds n more acknowledgements than from.
+func waitAcks(t *testing.T, h *brokertest.History, from, n int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for h.Count() < from+n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: only %d of %d acknowledgements within 60s", what, h.Count()-from, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readAll consumes every partition from the start up to its high watermark.
+func readAll(t *testing.T, addrs []string, topic string, adm *kadm.Client) []brokertest.Read {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var reads []brokertest.Read
+	next := map[int32]int64{}
+	done := func() bool {
+		for p, end := range want {
+			if next[p] < end {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading back: %v (have %v, want %v)", ctx.Err(), next, want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			reads = append(reads, brokertest.Read{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	sort.SliceStable(reads, func(i, j int) bool { return reads[i].Partition < reads[j].Partition })
+	return reads
+}
+
+func leaderOf(td kadm.TopicDetail, p int32) int32 { return td.Partitions[p].Leader }
+
+// partitionView is one partition as a broker reports it.
+type partitionView struct {
+	Leader int32
+	ISR    []int32
+}
+
+// clusterView is the metadata one broker reports: the controller and the topic's partitions.
+type clusterView struct {
+	Controller int32
+	Partitions map[int32]partitionView
+}
+
+// viewFrom asks one broker directly (no client-side caching, no retries elsewhere), so a test
+// can ask only the brokers it knows are up.
+func viewFrom(addr, topic string) (clusterView, error) {
+	conn, err := peer.Dial(context.Background(), addr, time.Second)
+	if err != nil {
+		return clusterView{}, err
+	}
+	defer conn.Close()
+	req, resp := &wire.MetadataRequest{}, &wire.MetadataResponse{}
+	req.Default()
+	name := topic
+	req.Topics = []wire.MetadataRequestTopic{{Name: &name}}
+	if err := conn.RoundTrip(req, resp, 12, time.Now().Add(2*time.Second)); err != nil {
+		return clusterView{}, err
+	}
+	v := clusterView{Controller: resp.ControllerId, Partitions: map[int32]partitionView{}}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			v.Partitions[p.PartitionIndex] = partitionView{Leader: p.LeaderId, ISR: p.IsrNodes}
+		}
+	}
+	return v, nil
+}
+
+// faultRun drives one fault under load and measures it.
+type faultRun struct {
+	t     *testing.T
+	c     *brokertest.Cluster
+	topic string
+	hist  *brokertest.History
+	down  map[int32]bool // brokers not to ask
+}
+
+// wait polls the view of a broker that is up until cond holds.
+func (f *faultRun) wait(what string, cond func(clusterView) bool) clusterView {
+	f.t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	var last clusterView
+	var lastErr error
+	for {
+		for id, b := range f.c.Brokers {
+			if f.down[id] {
+				continue
+			}
+			v, err := viewFrom(b.Addr, f.topic)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			last = v
+			if cond(v) {
+				return v
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s did not happen within 45s (last view %+v, %v)", what, last, lastErr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// led lists the partitions broker id leads in v.
+func led(v clusterView, id int32) []int32 {
+	var out []int32
+	for p, pv := range v.Partitions {
+		if pv.Leader == id {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// movedOff reports whether no partition is led by id, every partition has a leader, and id
+// is in no ISR.
+func movedOff(id int32) func(clusterView) bool {
+	return func(v clusterView) bool {
+		for _, pv := range v.Partitions {
+			if pv.Leader == id || pv.Leader < 0 || slices.Contains(pv.ISR, id) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// inEveryISR reports whether id is back in every partition's ISR.
+func inEveryISR(id int32) func(clusterView) bool {
+	return func(v clusterView) bool {
+		for _, pv := range v.Partitions {
+			if !slices.Contains(pv.ISR, id) {
+				return false
+			}
+		}
+		return len(v.Partitions) > 0
+	}
+}
+
+// unavailability reports, for the partitions, the time from the fault to their first
+// acknowledged write after it.
+func (f *faultRun) unavailability(name string, at time.Time, partitions []int32) {
+	f.t.Helper()
+	waitAcks(f.t, f.hist, f.hist.Count(), 500, name+": producing after the fault")
+	var gaps []time.Duration
+	for _, p := range partitions {
+		deadline := time.Now().Add(30 * time.Second)
+		for f.hist.FirstAckAfter(p, at) < 0 {
+			if time.Now().After(deadline) {
+				f.t.Fatalf("%s: partition %d took no write within 30s of the fault", name, p)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		gaps = append(gaps, f.hist.FirstAckAfter(p, at))
+	}
+	slices.Sort(gaps)
+	if len(gaps) == 0 {
+		f.t.Logf("%s: no partition affected", name)
+		return
+	}
+	f.t.Logf("%s: partitions %v unavailable p50 %v, max %v (from the fault to the first acknowledged write)", name, partitions, gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
+}
+
+// TestClusterFaults runs one cluster (3 brokers, RF 3, min.insync.replicas=2) under
+// acks=all idempotent load through a sequence of faults, then checks the history: nothing
+// acknowledged lost or moved, no duplicates, offsets increasing.
+func TestClusterFaults(t *testing.T) {
+	zk := brokertest.StartZooKeeper(t)
+	props := maps.Clone(clusterProps)
+	props["zookeeper.session.timeout.ms"] = "4000"
+	c := brokertest.StartCluster(t, 3, zk.Connect(""), props)
+	adm := admin(t, c.Addrs())
+	const topic, partitions = "orders", 6
+	createReplicated(t, adm, topic, partitions)
+	hist := brokertest.NewHistory()
+	load := startLoad(t, c.Addrs(), topic, partitions, 2, hist)
+	waitAcks(t, hist, 0, 1000, "before the faults")
+	f := &faultRun{t: t, c: c, topic: topic, hist: hist, down: map[int32]bool{}}
+
+	t.Run("kill -9 of a leader", func(t *testing.T) {
+		f.t = t
+		v := f.wait("a view", func(clusterView) bool { return true })
+		victim := v.Partitions[0].Leader
+		parts := led(v, victim)
+		at := time.Now()
+		c.Brokers[victim].Kill(t)
+		f.down[victim] = true
+		f.wait("leaders moved off the killed broker", movedOff(victim))
+		f.unavailability("kill -9 of leader "+fmt.Sprint(victim), at, parts)
+		c.Restart(t, victim)
+		delete(f.down, victim)
+		f.wait("the restarted broker back in every ISR", inEveryISR(victim))
+	})
+	t.Run("kill -9 of the controller", func(t *testing.T) {
+		f.t = t
+		v := f.wait("a view", func(clusterView) bool { return true })
+		victim := v.Controller
+		parts := led(v, victim)
+		at := time.Now()
+		c.Brokers[victim].Kill(t)
+		f.down[victim] = true
+		f.wait("a new controller, leaders moved off", func(v clusterView) bool {
+			return v.Controller >= 0 && v.Controller != victim && movedOff(victim)(v)
+		})
+		f.unavailability("kill -9 of controller "+fmt.Sprint(victim), at, parts)
+		c.Restart(t, victim)
+		delete(f.down, victim)
+		f.wait("the restarted controller back in every ISR", inEveryISR(victim))
+	})
+	t.Run("SIGSTOP of a leader past its session", func(t *testing.T) {
+		f.t = t
+		v := f.wait("a view", func(clusterView) bool { return true })
+		victim := v.Partitions[1].Leader
+		parts := led(v, victim)
+		at := time.Now()
+		c.Brokers[victim].Signal(t, syscall.SIGSTOP)
+		f.down[victim] = true
+		f.wait("leaders moved off the paused broker", movedOff(victim))
+		f.unavailability("SIGSTOP of leader "+fmt.Sprint(victim), at, parts)
+		// Past the ZooKeeper session timeout: on waking, its session has expired and it has
+		// been replaced; it must not acknowledge anything as the old leader.
+		time.Sleep(5 * time.Second)
+		c.Brokers[victim].Signal(t, syscall.SIGCONT)
+		delete(f.down, victim)
+		f.wait("the resumed broker back in every ISR", inEveryISR(victim))
+	})
+	t.Run("a follower cut off, then healed", func(t *testing.T) {
+		f.t = t
+		v := f.wait("a view", func(clusterView) bool { return true })
+		var victim int32 = -1
+		for id := range c.Brokers {
+			if len(led(v, id)) < partitions {
+				victim = id
+				break
+			}
+		}
+		for _, px := range c.Proxies {
+			px.Drop(brokertest.DropFollowerFetches(victim))
+		}
+		f.wait("the cut-off follower out of the ISRs it follows", func(v clusterView) bool {
+			for _, pv := range v.Partitions {
+				if pv.Leader != victim && slices.Contains(pv.ISR, victim) {
+					return false
+				}
+			}
+			return true
+		})
+		waitAcks(t, hist, hist.Count(), 500, "producing with the follower cut off")
+		for _, px := range c.Proxies {
+			px.Drop(nil)
+		}
+		f.wait("the healed follower back in every ISR", inEveryISR(victim))
+	})
+	t.Run("ZooKeeper restarted", func(t *testing.T) {
+		f.t = t
+		zk.Restart(t)
+		waitAcks(t, hist, hist.Count(), 500, "producing after ZooKeeper's restart")
+		// The controller still works: a leader killed now still fails over.
+		v := f.wait("a view", func(clusterView) bool { return true })
+		victim := v.Partitions[2].Leader
+		parts := led(v, victim)
+		at := time.Now()
+		c.Brokers[victim].Kill(t)
+		f.down[victim] = true
+		f.wait("leaders moved off after ZooKeeper's restart", movedOff(victim))
+		f.unavailability("kill -9 of leader "+fmt.Sprint(victim)+" after ZooKeeper's restart", at, parts)
+		c.Restart(t, victim)
+		delete(f.down, victim)
+		f.wait("back in every ISR", inEveryISR(victim))
+	})
+	f.t = t
+	waitAcks(t, hist, hist.Count(), 500, "after the faults")
+	load.Stop()
+	t.Logf("producer errors (retried by the client, never acknowledged): %d", load.errs.Load())
+	t.Log("history: " + hist.Check(t, readAll(t, c.Addrs(), topic, adm)))
+}
+
+func TestClusterRefusesAcksAllBelowMinISR(t *testing.T) {
+	c, _ := startCluster(t)
+	adm := admin(t, c.Addrs())
+	const topic = "strict"
+	td := createReplicated(t, adm, topic, 1)
+	leader := leaderOf(td, 0)
+	var others []int32
+	for id := range c.Brokers {
+		if id != leader {
+			others = append(others, id)
+		}
+	}
+	// Two of three down: the survivor may not acknowledge acks=all writes.
+	c.Brokers[others[0]].Kill(t)
+	c.Brokers[others[1]].Signal(t, syscall.SIGSTOP)
+	t.Cleanup(func() { c.Brokers[others[1]].Signal(t, syscall.SIGCONT) })
+	waitMetadata(t, adm, topic, "ISR down to the leader", func(td kadm.TopicDetail) bool {
+		return len(td.Partitions[0].ISR) == 1
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers[leader].Addr), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordRetries(0), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("refused")}).FirstErr()
+	if err == nil {
+		t.Fatal("acks=all write acknowledged with an ISR of 1 and min.insync.replicas=2")
+	}
+	t.Logf("acks=all with ISR below the minimum: %v", err)
+	// One follower comes back: producing resumes.
+	c.Brokers[others[1]].Signal(t, syscall.SIGCONT)
+	waitMetadata(t, adm, topic, "ISR back to two", func(td kadm.TopicDetail) bool {
+		return len(td.Partitions[0].ISR) >= 2
+	})
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	if err := cl2.ProduceSync(ctx, &kgo.Record{Value: []byte("accepted")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all with the ISR back at two: %v", err)
+	}
+}

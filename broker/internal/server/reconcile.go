@@ -1,0 +1,115 @@
+package server
+
+// Reconciliation: the server makes its local replicas match the metadata image. On every
+// change (and after each admin call on this broker) it opens the log of every partition that
+// names this broker as a replica and hands the replica its state: a leader stops fetching and
+// serves, a follower fetches from its leader; a replica whose topic is gone is stopped and its
+// data deleted. Admin handlers only call the metadata store; this is the one place where
+// metadata becomes local state. A single node reconciles too: it leads every partition, alone
+// in its ISR.
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/replication"
+)
+
+// reconcile applies the current image. It is serialised by reconcileMu.
+func (s *Server) reconcile() error {
+	s.reconcileMu.Lock()
+	defer s.reconcileMu.Unlock()
+	want := map[topicPartition]bool{}
+	var firstErr error
+	for _, t := range s.md.Topics() {
+		var cfg = s.logConfig(t)
+		minISR := s.minISR(t)
+		for _, p := range t.Partitions {
+			if !cluster.Has(p.Replicas, s.self.NodeID) {
+				continue
+			}
+			tp := topicPartition{t.Name, p.Index}
+			want[tp] = true
+			part := s.parts.get(t.Name, p.Index)
+			if part == nil {
+				l, err := s.logs.Open(t.Name, p.Index, cfg)
+				if err != nil {
+					s.log.Error("opening a replica's log", "topic", t.Name, "partition", p.Index, "err", err)
+					if firstErr == nil {
+						firstErr = err
+					}
+					continue
+				}
+				part = &partition{topic: t.Name, index: p.Index, log: l, replica: replication.NewReplica(t.Name, p.Index, l, s.repl)}
+				s.parts.put(part)
+			}
+			if p.LeaderEpoch < 0 {
+				continue // no state yet: the controller has not elected a leader
+			}
+			role, changed, err := part.replica.Apply(replication.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				Replicas: p.Replicas, ISR: p.ISR, Version: p.Version, MinISR: minISR})
+			if err != nil {
+				s.log.Error("applying a partition state", "topic", t.Name, "partition", p.Index, "err", err)
+				continue
+			}
+			if !changed {
+				continue
+			}
+			switch {
+			case role == replication.RoleLeader:
+				s.fetchers.Stop(part.replica)
+				if s.clustered {
+					s.log.Info("leading partition", "topic", t.Name, "partition", p.Index, "leader_epoch", p.LeaderEpoch, "isr", p.ISR)
+				}
+			case p.Leader >= 0:
+				s.fetchers.Follow(part.replica, p.Leader)
+				s.log.Info("following partition", "topic", t.Name, "partition", p.Index, "leader", p.Leader, "leader_epoch", p.LeaderEpoch)
+			default:
+				s.fetchers.Stop(part.replica)
+			}
+		}
+	}
+	for _, part := range s.parts.all() {
+		if want[topicPartition{part.topic, part.index}] {
+			continue
+		}
+		s.fetchers.Stop(part.replica)
+		s.parts.drop(part)
+		if err := s.logs.Remove(part.topic, part.index); err != nil {
+			s.log.Error("deleting a replica", "topic", part.topic, "partition", part.index, "err", err)
+		}
+	}
+	return firstErr
+}
+
+// minISR is a topic's min.insync.replicas.
+func (s *Server) minISR(t cluster.Topic) int {
+	v, _ := s.topicValue(t, "min.insync.replicas")
+	n, _ := strconv.Atoi(v)
+	return max(n, 1)
+}
+
+// runReconciler reconciles on every metadata change, and checks leaders' ISRs for lagging
+// followers, until ctx ends.
+func (s *Server) runReconciler(ctx context.Context) {
+	lag := s.repl.LagMax
+	tick := time.NewTicker(max(lag/4, 50*time.Millisecond))
+	defer tick.Stop()
+	for {
+		changed := s.md.Changes()
+		if err := s.reconcile(); err != nil {
+			s.log.Warn("reconciling replicas", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case now := <-tick.C:
+			for _, part := range s.parts.all() {
+				part.replica.MaybeShrinkISR(now)
+			}
+		}
+	}
+}

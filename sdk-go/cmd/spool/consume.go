@@ -58,7 +58,7 @@ func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout
 	var parts partitionsFlag
 	fs.Var(&parts, "partition", "read only these partitions, e.g. `0,2` (default: all; not with --group)")
 	fs.Var(&parts, "p", "short for --partition")
-	offset := fs.String("offset", "", "where to start: beginning, end, `N`, -N (N before the end), @UNIX_MS or an RFC 3339 time (default: end; with --group, the committed offset)")
+	offset := fs.String("offset", "", "`WHERE` to start: beginning, end, N, -N (N before the end), @UNIX_MS or an RFC 3339 time (default: end; with --group, the committed offset)")
 	fromTS := fs.String("from-timestamp", "", "start at the first record at or after this `TIME` (Unix ms or RFC 3339); same as --offset @TIME")
 	fromBeginning := fs.Bool("from-beginning", false, "same as --offset beginning")
 	exitAtEnd := fs.Bool("exit-at-end", false, "stop at the end of every partition read, as kcat -e (not with --group)")

@@ -148,11 +148,15 @@ func (fs *flagSet) usage() string {
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
 		typ, help := flag.UnquoteUsage(f)
-		dashes := "--"
 		if len(f.Name) == 1 {
-			dashes = "-" // a short form, as kcat spells it
+			// A short form, as kcat spells it: the long flag's argument, and its default.
+			if long := fs.Lookup(strings.TrimPrefix(help, "short for --")); long != nil {
+				typ, _ = flag.UnquoteUsage(long)
+			}
+			fmt.Fprintf(tw, "  -%s %s\t%s\n", f.Name, typ, help)
+			return
 		}
-		fmt.Fprintf(tw, "  %s%s %s\t%s%s\n", dashes, f.Name, typ, help, defaultNote(f, help))
+		fmt.Fprintf(tw, "  --%s %s\t%s%s\n", f.Name, typ, help, defaultNote(f, help))
 	})
 	if n == 0 {
 		fmt.Fprintln(tw, "  (none)")

@@ -49,11 +49,20 @@ func readmeBlocks(t *testing.T, file, heading string) []string {
 // block with bash -e -o pipefail, so that any command failing (a typo, an alternation such as
 // `a | b`, a placeholder) fails the test.
 func TestReadmeCommandsRunAsPasted(t *testing.T) {
-	for _, doc := range []struct{ file, heading string }{
-		{"README.md", "## The `spool` CLI"},
-		{"sdk-go/README.md", "## CLI"},
+	for _, doc := range []struct {
+		file, heading string
+		// kafkaClient: the block talks to 127.0.0.1:9092 after `make run &`; the test's broker
+		// stands in for it, and kcat must be installed.
+		kafkaClient bool
+	}{
+		{"README.md", "## The `spool` CLI", false},
+		{"sdk-go/README.md", "## CLI", false},
+		{"README.md", "### Using it with any Kafka client", true},
 	} {
-		t.Run(doc.file, func(t *testing.T) {
+		t.Run(doc.file+" "+doc.heading, func(t *testing.T) {
+			if doc.kafkaClient {
+				brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
+			}
 			addr := brokertest.Start(t, brokertest.Options{}).Addr
 			dir := t.TempDir()
 			if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
@@ -71,6 +80,9 @@ func TestReadmeCommandsRunAsPasted(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, block := range readmeBlocks(t, doc.file, doc.heading) {
+				if doc.kafkaClient {
+					block = strings.ReplaceAll(strings.ReplaceAll(block, "make run &\n", ""), "127.0.0.1:9092", addr)
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", block)
 				cmd.Dir = dir

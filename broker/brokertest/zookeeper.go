@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,12 +18,15 @@ var zkJars = []string{"zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "s
 	"netty-transport.jar", "netty-buffer.jar", "netty-codec.jar", "netty-resolver.jar", "netty-transport-native-epoll.jar",
 	"netty-transport-native-unix-common.jar", "metrics-core.jar", "snappy-java.jar"}
 
-// ZooKeeper is a real ZooKeeper server (Debian's zookeeper package) on a free loopback port.
+// ZooKeeper is a real ZooKeeper server (Debian's zookeeper package) on a free loopback port:
+// standalone, or one member of an Ensemble.
 type ZooKeeper struct {
 	Addr string // HOST:PORT
 	dir  string
+	main string // the server's main class
 	cmd  *exec.Cmd
-	done chan error
+	done chan struct{} // closed when the process has exited
+	err  error         // its exit status, once done
 }
 
 // Connect is the connect string for a chroot ("" for none), e.g. "127.0.0.1:41234/spool".
@@ -35,10 +39,8 @@ func StartZooKeeper(t testing.TB) *ZooKeeper {
 	java := NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
 	dir := t.TempDir()
 	port := freePort(t)
-	z := &ZooKeeper{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir}
-	cfg := fmt.Sprintf("tickTime=500\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxSessionTimeout=60000\n4lw.commands.whitelist=ruok\n",
-		filepath.Join(dir, "data"), port)
-	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+	z := &ZooKeeper{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, main: "org.apache.zookeeper.server.ZooKeeperServerMain"}
+	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(zkConfig(filepath.Join(dir, "data"), port)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	z.start(t, java)
@@ -46,41 +48,123 @@ func StartZooKeeper(t testing.TB) *ZooKeeper {
 	return z
 }
 
+func zkConfig(dataDir string, port int) string {
+	return fmt.Sprintf("tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxSessionTimeout=60000\n4lw.commands.whitelist=ruok,srvr\n",
+		dataDir, port)
+}
+
+// Ensemble is a ZooKeeper ensemble (QuorumPeerMain) on loopback.
+type Ensemble struct {
+	Members []*ZooKeeper
+}
+
+// Connect is the ensemble's connect string.
+func (e *Ensemble) Connect() string {
+	var addrs []string
+	for _, m := range e.Members {
+		addrs = append(addrs, m.Addr)
+	}
+	return strings.Join(addrs, ",")
+}
+
+// StartZooKeeperEnsemble starts n ZooKeeper servers as one ensemble and waits until each
+// serves (a quorum formed).
+func StartZooKeeperEnsemble(t testing.TB, n int) *Ensemble {
+	t.Helper()
+	NeedTool(t, "/usr/share/java/zookeeper.jar", "zookeeper")
+	java := NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
+	e := &Ensemble{}
+	var servers strings.Builder
+	ports := make([]int, n)
+	for i := range n {
+		ports[i] = freePort(t)
+		fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d\n", i+1, freePort(t), freePort(t))
+	}
+	for i := range n {
+		dir := t.TempDir()
+		data := filepath.Join(dir, "data")
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := zkConfig(data, ports[i]) + servers.String()
+		if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		z := &ZooKeeper{Addr: fmt.Sprintf("127.0.0.1:%d", ports[i]), dir: dir, main: "org.apache.zookeeper.server.quorum.QuorumPeerMain"}
+		z.launch(t, java)
+		t.Cleanup(func() { z.Stop(t) })
+		e.Members = append(e.Members, z)
+	}
+	for _, z := range e.Members {
+		z.waitServing(t)
+	}
+	return e
+}
+
+// Kill stops a ZooKeeper server with SIGKILL.
+func (z *ZooKeeper) Kill(t testing.TB) {
+	t.Helper()
+	z.cmd.Process.Kill()
+	<-z.done
+}
+
 func (z *ZooKeeper) start(t testing.TB, java string) {
+	t.Helper()
+	z.launch(t, java)
+	z.waitServing(t)
+}
+
+func (z *ZooKeeper) launch(t testing.TB, java string) {
 	t.Helper()
 	var cp []string
 	for _, j := range zkJars {
 		cp = append(cp, "/usr/share/java/"+j)
 	}
-	z.cmd = exec.Command(java, "-Xmx256m", "-cp", strings.Join(cp, ":"), "org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(z.dir, "zoo.cfg"))
-	z.cmd.Stdout, z.cmd.Stderr = nil, nil
+	z.cmd = exec.Command(java, "-Xmx256m", "-XX:+UseSerialGC", "-cp", strings.Join(cp, ":"), z.main, filepath.Join(z.dir, "zoo.cfg"))
 	if err := z.cmd.Start(); err != nil {
 		t.Fatalf("brokertest: starting zookeeper: %v", err)
 	}
-	z.done = make(chan error, 1)
-	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(z.cmd, z.done)
+	done := make(chan struct{})
+	z.done = done
+	go func(cmd *exec.Cmd) {
+		z.err = cmd.Wait()
+		close(done)
+	}(z.cmd)
+}
+
+// waitServing waits until the server serves requests (a standalone server at once, an
+// ensemble member once a quorum formed).
+func (z *ZooKeeper) waitServing(t testing.TB) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	for !z.ruok() {
+	for !strings.Contains(z.fourLetter("srvr"), "Mode:") {
+		select {
+		case <-z.done:
+			t.Fatalf("brokertest: zookeeper on %s exited at start: %v", z.Addr, z.err)
+		default:
+		}
 		if time.Now().After(deadline) {
 			z.cmd.Process.Kill()
-			t.Fatalf("brokertest: zookeeper did not answer on %s within 60s", z.Addr)
+			t.Fatalf("brokertest: zookeeper did not serve on %s within 60s", z.Addr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// ruok asks ZooKeeper's four-letter "ruok".
-func (z *ZooKeeper) ruok() bool {
+// fourLetter sends one of ZooKeeper's four-letter commands and returns the answer.
+func (z *ZooKeeper) fourLetter(cmd string) string {
 	c, err := net.DialTimeout("tcp", z.Addr, time.Second)
 	if err != nil {
-		return false
+		return ""
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
-	c.Write([]byte("ruok"))
-	b := make([]byte, 4)
-	n, _ := c.Read(b)
-	return string(b[:n]) == "imok"
+	c.Write([]byte(cmd))
+	b, _ := io.ReadAll(c)
+	return string(b)
 }
 
 // Stop stops ZooKeeper (SIGTERM, then SIGKILL).

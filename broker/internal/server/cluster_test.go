@@ -497,3 +497,34 @@ func TestClusterRefusesAcksAllBelowMinISR(t *testing.T) {
 		t.Fatalf("acks=all with the ISR back at two: %v", err)
 	}
 }
+
+// TestClusterSurvivesZooKeeperNodeLoss runs the cluster on a three-node ZooKeeper ensemble and
+// kills one ZooKeeper node under load: producing goes on, a leader failover afterwards still
+// works, and nothing acknowledged is lost.
+func TestClusterSurvivesZooKeeperNodeLoss(t *testing.T) {
+	ens := brokertest.StartZooKeeperEnsemble(t, 3)
+	c := brokertest.StartCluster(t, 3, ens.Connect(), clusterProps)
+	adm := admin(t, c.Addrs())
+	const topic, partitions = "ensemble", 3
+	createReplicated(t, adm, topic, partitions)
+	hist := brokertest.NewHistory()
+	load := startLoad(t, c.Addrs(), topic, partitions, 1, hist)
+	waitAcks(t, hist, 0, 500, "before the ZooKeeper node dies")
+	ens.Members[0].Kill(t)
+	waitAcks(t, hist, hist.Count(), 500, "after a ZooKeeper node died")
+
+	f := &faultRun{t: t, c: c, topic: topic, hist: hist, down: map[int32]bool{}}
+	v := f.wait("a view", func(clusterView) bool { return true })
+	victim := v.Partitions[0].Leader
+	parts := led(v, victim)
+	at := time.Now()
+	c.Brokers[victim].Kill(t)
+	f.down[victim] = true
+	f.wait("leaders moved off with two ZooKeeper nodes left", movedOff(victim))
+	f.unavailability("kill -9 of leader "+fmt.Sprint(victim)+" on a degraded ensemble", at, parts)
+	c.Restart(t, victim)
+	delete(f.down, victim)
+	f.wait("back in every ISR", inEveryISR(victim))
+	load.Stop()
+	t.Log("history: " + hist.Check(t, readAll(t, c.Addrs(), topic, adm)))
+}

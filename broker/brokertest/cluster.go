@@ -58,6 +58,13 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
+// Kill crashes broker id with SIGKILL; its advertised port refuses connections until Restart.
+func (c *Cluster) Kill(t testing.TB, id int32) {
+	t.Helper()
+	c.Brokers[id].Kill(t)
+	c.Proxies[id].Down()
+}
+
 // Restart starts a stopped or killed broker again on its data directory, behind its proxy. It
 // belongs to the cluster's test, even when a subtest restarts it.
 func (c *Cluster) Restart(t testing.TB, id int32) *Broker {
@@ -65,6 +72,7 @@ func (c *Cluster) Restart(t testing.TB, id int32) *Broker {
 	b := StartProcess(c.t, c.opts[id])
 	c.Brokers[id] = b
 	c.Proxies[id].SetTarget(b.Addr)
+	c.Proxies[id].Up(t)
 	return b
 }
 
@@ -154,6 +162,26 @@ func (h *History) FirstAckAfter(partition int32, t time.Time) time.Duration {
 	for _, at := range h.times[partition] {
 		if at.After(t) {
 			return at.Sub(t)
+		}
+	}
+	return -1
+}
+
+// LongestGap is the longest time partition went without an acknowledged write in the window
+// from t to the first acknowledgement after until (or -1 if none came by then): how long a
+// fault made it unavailable, counting from the fault itself.
+func (h *History) LongestGap(partition int32, t, until time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	prev, longest := t, time.Duration(0)
+	for _, at := range h.times[partition] {
+		if !at.After(t) {
+			continue
+		}
+		longest = max(longest, at.Sub(prev))
+		prev = at
+		if at.After(until) {
+			return longest
 		}
 	}
 	return -1

@@ -23,6 +23,7 @@ type Proxy struct {
 	target    string
 	delay     time.Duration
 	blackhole bool
+	down      bool // Down closed the port
 	drop      func(h *wire.RequestHeader, req wire.Message) bool
 	conns     map[net.Conn]struct{}
 }
@@ -35,9 +36,46 @@ func StartProxy(t testing.TB) *Proxy {
 		t.Fatal(err)
 	}
 	p := &Proxy{Addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]struct{}{}}
-	go p.accept()
+	go p.accept(ln)
 	t.Cleanup(p.Close)
 	return p
+}
+
+// Down closes the proxy's port and every connection, so that dials are refused, as they are
+// for a killed process (a proxy that accepted and then hung up would look like a live broker
+// that drops connections, which clients treat differently).
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ln.Close()
+	p.down = true
+	p.cutLocked()
+}
+
+// Up opens the proxy's port again after Down.
+func (p *Proxy) Up(t testing.TB) {
+	t.Helper()
+	p.mu.Lock()
+	down := p.down
+	p.mu.Unlock()
+	if !down {
+		return
+	}
+	var ln net.Listener
+	var err error
+	for range 100 { // the port may linger for a moment after Close
+		if ln, err = net.Listen("tcp", p.Addr); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("brokertest: reopening proxy %s: %v", p.Addr, err)
+	}
+	p.mu.Lock()
+	p.ln, p.down = ln, false
+	p.mu.Unlock()
+	go p.accept(ln)
 }
 
 // SetTarget sets the broker address new connections go to.
@@ -90,16 +128,11 @@ func DropFollowerFetches(id int32) func(h *wire.RequestHeader, req wire.Message)
 }
 
 // Close stops the proxy and every connection.
-func (p *Proxy) Close() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cutLocked()
-}
+func (p *Proxy) Close() { p.Down() }
 
-func (p *Proxy) accept() {
+func (p *Proxy) accept(ln net.Listener) {
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}

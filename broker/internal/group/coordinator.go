@@ -1,8 +1,14 @@
 // Package group is the broker's group coordinator: Kafka's classic group protocol (JoinGroup,
 // SyncGroup, Heartbeat, LeaveGroup with the state machine Empty → PreparingRebalance →
 // CompletingRebalance → Stable → Dead) and committed offsets, persisted as records of the
-// compacted internal topic __consumer_offsets in Kafka's layouts (records.go) and loaded when
-// the coordinator starts.
+// compacted internal topic __consumer_offsets in Kafka's layouts (records.go).
+//
+// Ownership: a group belongs to the __consumer_offsets partition its id hashes to
+// (PartitionFor), and is coordinated by that partition's leader. The coordinator serves only
+// the groups of the partitions it was given with OnElection, which loads them from the
+// partition's log; OnResignation drops them (their pending joins and syncs answer
+// NOT_COORDINATOR, so members find the new coordinator). Callers check Owns first and answer
+// NOT_COORDINATOR otherwise; a group of a partition not owned is never created.
 //
 // Concurrency: the coordinator's map of groups has its own lock; each group has a lock that
 // every operation on it holds. Callbacks handed to Join and Sync (and the completion of
@@ -60,13 +66,31 @@ type Config struct {
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// MaxMetadataBytes is offset.metadata.max.bytes.
 	MaxMetadataBytes int
-	// Logs returns the partition logs of __consumer_offsets, index = partition, creating the
-	// topic when create is set; with create unset and no topic it returns nil, nil.
-	Logs func(create bool) ([]*storage.Log, error)
-	// Partitions is offsets.topic.num.partitions, used when the topic does not exist yet.
-	Partitions int32
-	Log        *slog.Logger
+	Log              *slog.Logger
 }
+
+// Partition is a __consumer_offsets partition this broker leads: where the coordinator
+// writes the records of its groups.
+type Partition interface {
+	// Append appends records (one batch) as the partition's leader.
+	Append(records []byte) (storage.AppendResult, error)
+	// Wait returns once everything below end is committed: durable, and in a cluster on
+	// every in-sync replica.
+	Wait(ctx context.Context, end int64) error
+	// Log is the partition's log, read when the partition is loaded.
+	Log() *storage.Log
+}
+
+// LogPartition is a Partition on a log alone (one node, no replication).
+func LogPartition(l *storage.Log) Partition { return logPartition{l} }
+
+type logPartition struct{ l *storage.Log }
+
+func (p logPartition) Append(records []byte) (storage.AppendResult, error) {
+	return p.l.Append(records, storage.AppendOptions{AssignOffsets: true})
+}
+func (p logPartition) Wait(ctx context.Context, end int64) error { return p.l.WaitDurable(ctx, end) }
+func (p logPartition) Log() *storage.Log                         { return p.l }
 
 // Protocol is one protocol a member supports, with its opaque metadata.
 type Protocol struct {
@@ -150,6 +174,8 @@ type Coordinator struct {
 	log    *slog.Logger
 	mu     sync.Mutex
 	groups map[string]*group
+	owned  map[int32]Partition // the __consumer_offsets partitions led here
+	nparts int32               // __consumer_offsets' partition count
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -157,7 +183,7 @@ type Coordinator struct {
 	expiry *time.Timer
 }
 
-// New creates a coordinator and loads the groups and offsets stored in __consumer_offsets.
+// New creates a coordinator that owns no partition yet (see OnElection).
 func New(cfg Config) (*Coordinator, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -174,13 +200,93 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.RetentionCheckInterval == 0 {
 		cfg.RetentionCheckInterval = 10 * time.Minute
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Log, groups: map[string]*group{}}
+	c := &Coordinator{cfg: cfg, log: cfg.Log, groups: map[string]*group{}, owned: map[int32]Partition{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	if err := c.load(); err != nil {
-		return nil, err
-	}
 	c.scheduleExpiry()
 	return c, nil
+}
+
+// PartitionFor is the __consumer_offsets partition of a group, as Kafka computes it.
+func PartitionFor(groupID string, partitions int32) int32 { return partitionFor(groupID, partitions) }
+
+// Owns reports whether this coordinator serves the group (it leads its partition and has
+// loaded it).
+func (c *Coordinator) Owns(groupID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ownsLocked(groupID)
+}
+
+func (c *Coordinator) ownsLocked(groupID string) bool {
+	if c.nparts == 0 {
+		return false
+	}
+	_, ok := c.owned[partitionFor(groupID, c.nparts)]
+	return ok
+}
+
+// OnElection makes the coordinator serve the groups of partition p (of n): it loads them
+// from the partition's log, then takes requests for them.
+func (c *Coordinator) OnElection(p, n int32, part Partition) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	if _, ok := c.owned[p]; ok {
+		c.owned[p] = part
+		return nil
+	}
+	c.nparts = n
+	start := time.Now()
+	loaded, err := c.loadLocked(part.Log(), func(id string) bool { return partitionFor(id, n) == p })
+	if err != nil {
+		return fmt.Errorf("loading %s-%d: %w", Topic, p, err)
+	}
+	c.owned[p] = part
+	if loaded > 0 {
+		c.log.Info("loaded consumer groups", "partition", p, "groups", loaded, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// OnResignation stops serving the groups of partition p: they leave memory, their members'
+// pending joins and syncs answer NOT_COORDINATOR.
+func (c *Coordinator) OnResignation(p int32) {
+	c.mu.Lock()
+	if _, ok := c.owned[p]; !ok {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.owned, p)
+	var gone []*group
+	for id, g := range c.groups {
+		if partitionFor(id, c.nparts) == p {
+			gone = append(gone, g)
+			delete(c.groups, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, g := range gone {
+		g.mu.Lock()
+		g.stopTimers()
+		for _, m := range g.members {
+			m.stopTimer()
+			if m.joinCb != nil {
+				m.joinCb(JoinResult{Err: wire.ErrNotCoordinator.Code, Generation: -1})
+				m.joinCb = nil
+			}
+			if m.syncCb != nil {
+				m.syncCb(SyncResult{Err: wire.ErrNotCoordinator.Code})
+				m.syncCb = nil
+			}
+		}
+		g.setState(Dead)
+		g.mu.Unlock()
+	}
+	if len(gone) > 0 {
+		c.log.Info("unloaded consumer groups", "partition", p, "groups", len(gone))
+	}
 }
 
 // Close stops the timers; pending joins and syncs are answered COORDINATOR_NOT_AVAILABLE.
@@ -248,7 +354,7 @@ func (c *Coordinator) lookup(id string, create bool) *group {
 		c.mu.Lock()
 		g := c.groups[id]
 		if g == nil {
-			if !create || c.closed {
+			if !create || c.closed || !c.ownsLocked(id) {
 				c.mu.Unlock()
 				return nil
 			}
@@ -305,6 +411,10 @@ func (c *Coordinator) Join(r JoinRequest, done func(JoinResult)) {
 	fail := func(code int16) { done(JoinResult{Err: code, Generation: -1, MemberID: r.MemberID}) }
 	if r.GroupID == "" {
 		fail(wire.ErrInvalidGroupId.Code)
+		return
+	}
+	if !c.Owns(r.GroupID) {
+		fail(wire.ErrNotCoordinator.Code)
 		return
 	}
 	if r.SessionTimeout < c.cfg.MinSessionTimeout || r.SessionTimeout > c.cfg.MaxSessionTimeout {
@@ -826,6 +936,10 @@ func (c *Coordinator) Sync(r SyncRequest, done func(SyncResult)) {
 		fail(wire.ErrInvalidGroupId)
 		return
 	}
+	if !c.Owns(r.GroupID) {
+		fail(wire.ErrNotCoordinator)
+		return
+	}
 	g := c.lookup(r.GroupID, false)
 	if g == nil {
 		fail(wire.ErrUnknownMemberId)
@@ -917,6 +1031,9 @@ func (g *group) validateMember(memberID string, instanceID *string, generation i
 
 // Heartbeat handles a Heartbeat and returns its error code.
 func (c *Coordinator) Heartbeat(groupID, memberID string, instanceID *string, generation int32) int16 {
+	if !c.Owns(groupID) {
+		return wire.ErrNotCoordinator.Code
+	}
 	g := c.lookup(groupID, false)
 	if g == nil {
 		return wire.ErrUnknownMemberId.Code
@@ -950,6 +1067,9 @@ type Leaving struct {
 // Leave removes members; it returns a top-level error code and one code per member.
 func (c *Coordinator) Leave(groupID string, members []Leaving) (int16, []int16) {
 	codes := make([]int16, len(members))
+	if !c.Owns(groupID) {
+		return wire.ErrNotCoordinator.Code, codes
+	}
 	g := c.lookup(groupID, false)
 	if g == nil {
 		for i := range codes {
@@ -1034,6 +1154,10 @@ func (c *Coordinator) Commit(r CommitRequest, done func([]int16)) {
 	}
 	if r.GroupID == "" {
 		done(all(wire.ErrInvalidGroupId.Code))
+		return
+	}
+	if !c.Owns(r.GroupID) {
+		done(all(wire.ErrNotCoordinator.Code))
 		return
 	}
 	g := c.lookup(r.GroupID, r.Generation < 0)
@@ -1146,8 +1270,11 @@ type TopicPartitions struct {
 }
 
 // FetchOffsets returns committed offsets: of the given partitions, or every committed one when
-// topics is nil.
-func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions, all bool) []FetchedOffset {
+// topics is nil; or NOT_COORDINATOR's code when the group is not coordinated here.
+func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions, all bool) ([]FetchedOffset, int16) {
+	if !c.Owns(groupID) {
+		return nil, wire.ErrNotCoordinator.Code
+	}
 	var out []FetchedOffset
 	g := c.lookup(groupID, false)
 	var offsets map[tp]offsetEntry
@@ -1165,7 +1292,7 @@ func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions, all
 			}
 			return out[i].Partition < out[j].Partition
 		})
-		return out
+		return out, 0
 	}
 	for _, t := range topics {
 		for _, p := range t.Partitions {
@@ -1176,20 +1303,26 @@ func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions, all
 			out = append(out, f)
 		}
 	}
-	return out
+	return out, 0
 }
 
 // --- Describe, List, Delete ---
 
-// Description is a DescribeGroups entry.
+// Description is a DescribeGroups entry; Err is NOT_COORDINATOR's code for a group not
+// coordinated here.
 type Description struct {
 	GroupID, State, ProtocolType, Protocol string
 	Members                                []MemberInfo
+	Err                                    int16
 }
 
 // Describe describes a group; an unknown group is Dead with no members, as Kafka answers.
 func (c *Coordinator) Describe(groupID string) Description {
 	d := Description{GroupID: groupID, State: Dead.String()}
+	if groupID != "" && !c.Owns(groupID) {
+		d.Err = wire.ErrNotCoordinator.Code
+		return d
+	}
 	g := c.lookup(groupID, false)
 	if g == nil {
 		return d
@@ -1244,6 +1377,9 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) int16 {
 	if groupID == "" {
 		return wire.ErrInvalidGroupId.Code
 	}
+	if !c.Owns(groupID) {
+		return wire.ErrNotCoordinator.Code
+	}
 	g := c.lookup(groupID, false)
 	if g == nil {
 		return wire.ErrGroupIdNotFound.Code
@@ -1286,29 +1422,33 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) int16 {
 type kv struct{ key, value []byte }
 
 type written struct {
-	log  *storage.Log
+	part Partition
 	base int64
 	end  int64
 }
 
 func (w written) wait(ctx context.Context) error {
-	if w.log == nil {
+	if w.part == nil {
 		return nil
 	}
-	return w.log.WaitDurable(ctx, w.end)
+	return w.part.Wait(ctx, w.end)
 }
 
-// append writes records to the group's partition of __consumer_offsets (the topic is
-// created on first use). Callers hold the group lock, so a group's records keep their order.
+// errNotOwned: the group's partition is not led here (any more).
+var errNotOwned = errors.New("this broker does not coordinate the group")
+
+// append writes records to the group's partition of __consumer_offsets. Callers hold the
+// group lock, so a group's records keep their order.
 func (c *Coordinator) append(groupID string, kvs []kv) (written, error) {
-	logs, err := c.cfg.Logs(true)
-	if err != nil {
-		return written{}, err
+	c.mu.Lock()
+	var part Partition
+	if c.nparts > 0 {
+		part = c.owned[partitionFor(groupID, c.nparts)]
 	}
-	if len(logs) == 0 {
-		return written{}, errors.New("no __consumer_offsets partitions")
+	c.mu.Unlock()
+	if part == nil {
+		return written{}, fmt.Errorf("%w: %s", errNotOwned, groupID)
 	}
-	l := logs[partitionFor(groupID, int32(len(logs)))]
 	b := batch.NewBuilder()
 	now := time.Now().UnixMilli()
 	for _, r := range kvs {
@@ -1318,11 +1458,11 @@ func (c *Coordinator) append(groupID string, kvs []kv) (written, error) {
 	if err != nil {
 		return written{}, err
 	}
-	res, err := l.Append(recs, storage.AppendOptions{AssignOffsets: true})
+	res, err := part.Append(recs)
 	if err != nil {
 		return written{}, err
 	}
-	return written{log: l, base: res.BaseOffset, end: res.LastOffset + 1}, nil
+	return written{part: part, base: res.BaseOffset, end: res.LastOffset + 1}, nil
 }
 
 // storeGroup writes the group's metadata record and waits until it is durable. Called with
@@ -1352,37 +1492,41 @@ func (c *Coordinator) storeGroup(g *group) error {
 	return w.wait(ctx)
 }
 
-// load replays __consumer_offsets.
-func (c *Coordinator) load() error {
-	logs, err := c.cfg.Logs(false)
-	if err != nil || logs == nil {
-		return err
-	}
+// loadLocked replays one partition's log; c.mu is held. Only the groups mine picks are
+// touched. It returns how many groups it loaded.
+func (c *Coordinator) loadLocked(l *storage.Log, mine func(string) bool) (int, error) {
 	var it batch.Iterator
-	for _, l := range logs {
-		off, end := l.LogStartOffset(), l.LogEndOffset()
-		for off < end {
-			data, err := l.ReadBytes(off, 1<<20, end)
-			if err != nil {
-				return fmt.Errorf("loading %s: %w", Topic, err)
+	loaded := map[string]bool{}
+	off, end := l.LogStartOffset(), l.LogEndOffset()
+	for off < end {
+		data, err := l.ReadBytes(off, 1<<20, end)
+		if err != nil {
+			return 0, fmt.Errorf("reading: %w", err)
+		}
+		if len(data) == 0 {
+			break
+		}
+		sc := batch.NewScanner(data)
+		for sc.Next() {
+			if err := it.Reset(sc.Batch(), 64<<20); err != nil {
+				return 0, fmt.Errorf("decoding: %w", err)
 			}
-			if len(data) == 0 {
-				break
-			}
-			sc := batch.NewScanner(data)
-			for sc.Next() {
-				if err := it.Reset(sc.Batch(), 64<<20); err != nil {
-					return fmt.Errorf("loading %s: %w", Topic, err)
+			for it.Next() {
+				if id := c.replay(it.Record(), mine); id != "" {
+					loaded[id] = true
 				}
-				for it.Next() {
-					c.replay(it.Record())
-				}
-				off = it.Header().NextOffset()
 			}
+			off = it.Header().NextOffset()
 		}
 	}
 	now := time.Now()
-	for _, g := range c.groups {
+	n := 0
+	for id := range loaded {
+		g := c.groups[id]
+		if g == nil {
+			continue // deleted by a later record
+		}
+		n++
 		if len(g.members) > 0 {
 			g.state = Stable
 			for _, m := range g.members {
@@ -1391,14 +1535,19 @@ func (c *Coordinator) load() error {
 		}
 		g.stateTime = now
 	}
-	return nil
+	return n, nil
 }
 
-func (c *Coordinator) replay(r batch.Record) {
+// replay applies one __consumer_offsets record of a group mine picks; it returns the group's
+// id, or "" when the record was skipped.
+func (c *Coordinator) replay(r batch.Record, mine func(string) bool) string {
 	k, err := parseKey(r.Key)
 	if err != nil {
 		c.log.Warn("skipping a __consumer_offsets record", "offset", r.Offset, "err", err)
-		return
+		return ""
+	}
+	if !mine(k.group) {
+		return ""
 	}
 	g := c.groups[k.group]
 	if k.version <= 1 {
@@ -1406,12 +1555,12 @@ func (c *Coordinator) replay(r batch.Record) {
 			if g != nil {
 				delete(g.offsets, tp{k.topic, k.partition})
 			}
-			return
+			return k.group
 		}
 		o, err := parseOffsetValue(r.Value)
 		if err != nil {
 			c.log.Warn("skipping an offset record", "offset", r.Offset, "err", err)
-			return
+			return k.group
 		}
 		if g == nil {
 			g = newGroup(k.group)
@@ -1419,16 +1568,16 @@ func (c *Coordinator) replay(r batch.Record) {
 		}
 		o.seq = r.Offset
 		g.offsets[tp{k.topic, k.partition}] = o
-		return
+		return k.group
 	}
 	if r.Value == nil {
 		delete(c.groups, k.group)
-		return
+		return k.group
 	}
 	s, err := parseGroupValue(r.Value)
 	if err != nil {
 		c.log.Warn("skipping a group record", "offset", r.Offset, "err", err)
-		return
+		return k.group
 	}
 	if g == nil {
 		g = newGroup(k.group)
@@ -1454,6 +1603,7 @@ func (c *Coordinator) replay(r batch.Record) {
 		}
 	}
 	g.state = Empty
+	return k.group
 }
 
 // scheduleExpiry runs the offset retention check periodically.

@@ -71,7 +71,7 @@ func TestRecordLayouts(t *testing.T) {
 }
 
 // testLogs opens n compacted logs standing in for __consumer_offsets.
-func testLogs(t *testing.T, dir string, n int) func(bool) ([]*storage.Log, error) {
+func testLogs(t *testing.T, dir string, n int) []*storage.Log {
 	var logs []*storage.Log
 	for i := 0; i < n; i++ {
 		cfg := storage.DefaultLogConfig()
@@ -87,7 +87,22 @@ func testLogs(t *testing.T, dir string, n int) func(bool) ([]*storage.Log, error
 			l.Close()
 		}
 	})
-	return func(bool) ([]*storage.Log, error) { return logs, nil }
+	return logs
+}
+
+// newLoaded makes a coordinator that leads every partition of logs.
+func newLoaded(t *testing.T, cfg Config, logs []*storage.Log) *Coordinator {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range logs {
+		if err := c.OnElection(int32(i), int32(len(logs)), LogPartition(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
 }
 
 func commit(t *testing.T, c *Coordinator, r CommitRequest) []int16 {
@@ -100,10 +115,7 @@ func commit(t *testing.T, c *Coordinator, r CommitRequest) []int16 {
 func TestOffsetRetentionAndReload(t *testing.T) {
 	dir := t.TempDir()
 	logs := testLogs(t, dir, 3)
-	c, err := New(Config{OffsetsRetention: time.Hour, Logs: logs, Partitions: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newLoaded(t, Config{OffsetsRetention: time.Hour}, logs)
 	md := "x"
 	codes := commit(t, c, CommitRequest{GroupID: "solo", Generation: -1, Retention: -1, Commits: []Commit{{Topic: "t", Partition: 0, Offset: 10, LeaderEpoch: -1, Metadata: &md}}})
 	codes = append(codes, commit(t, c, CommitRequest{GroupID: "short", Generation: -1, Retention: time.Minute, Commits: []Commit{{Topic: "t", Partition: 0, Offset: 3, LeaderEpoch: -1}}})...)
@@ -114,21 +126,18 @@ func TestOffsetRetentionAndReload(t *testing.T) {
 	}
 	// A reload sees both.
 	c.Close()
-	c2, err := New(Config{OffsetsRetention: time.Hour, Logs: logs, Partitions: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := newLoaded(t, Config{OffsetsRetention: time.Hour}, logs)
 	defer c2.Close()
-	got := c2.FetchOffsets("solo", []TopicPartitions{{Topic: "t", Partitions: []int32{0}}}, false)
+	got, _ := c2.FetchOffsets("solo", []TopicPartitions{{Topic: "t", Partitions: []int32{0}}}, false)
 	if got[0].Offset != 10 || got[0].Metadata != "x" {
 		t.Fatalf("reloaded %+v", got)
 	}
 	// Two minutes on: the explicit one-minute retention has expired, the hour has not.
 	c2.ExpireOffsets(time.Now().Add(2 * time.Minute))
-	if got := c2.FetchOffsets("short", nil, true); len(got) != 0 {
+	if got, _ := c2.FetchOffsets("short", nil, true); len(got) != 0 {
 		t.Fatalf("short retention kept %+v", got)
 	}
-	if got := c2.FetchOffsets("solo", nil, true); len(got) != 1 {
+	if got, _ := c2.FetchOffsets("solo", nil, true); len(got) != 1 {
 		t.Fatalf("solo lost %+v", got)
 	}
 	if l := c2.List(nil); len(l) != 1 || l[0].GroupID != "solo" {
@@ -140,25 +149,14 @@ func TestOffsetRetentionAndReload(t *testing.T) {
 		t.Fatalf("groups after full expiry %+v", l)
 	}
 	// The tombstones are durable: a reload agrees.
-	for _, l := range mustLogs(t, logs) {
+	for _, l := range logs {
 		if err := l.WaitDurable(context.Background(), l.LogEndOffset()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c3, err := New(Config{OffsetsRetention: time.Hour, Logs: logs, Partitions: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c3 := newLoaded(t, Config{OffsetsRetention: time.Hour}, logs)
 	defer c3.Close()
 	if l := c3.List(nil); len(l) != 0 {
 		t.Fatalf("groups after reload %+v", l)
 	}
-}
-
-func mustLogs(t *testing.T, f func(bool) ([]*storage.Log, error)) []*storage.Log {
-	logs, err := f(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return logs
 }

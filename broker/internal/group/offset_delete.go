@@ -27,6 +27,10 @@ func (c *Coordinator) DeleteOffsets(groupID string, dels []OffsetDeletion, done 
 		done(wire.ErrInvalidGroupId.Code, nil)
 		return
 	}
+	if !c.Owns(groupID) {
+		done(wire.ErrNotCoordinator.Code, nil)
+		return
+	}
 	g := c.lookup(groupID, false)
 	if g == nil {
 		done(wire.ErrGroupIdNotFound.Code, nil)

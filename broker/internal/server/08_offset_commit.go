@@ -20,7 +20,8 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-func handleOffsetCommit(s *Server, _ context.Context, req *request) *pending {
+func handleOffsetCommit(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.OffsetCommitRequest)
 	cr := group.CommitRequest{
 		GroupID:    strings.Clone(r.GroupId),

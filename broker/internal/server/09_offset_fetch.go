@@ -14,7 +14,8 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-func handleOffsetFetch(s *Server, _ context.Context, req *request) *pending {
+func handleOffsetFetch(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.OffsetFetchRequest)
 	resp := &wire.OffsetFetchResponse{}
 	resp.Default()
@@ -27,7 +28,11 @@ func handleOffsetFetch(s *Server, _ context.Context, req *request) *pending {
 	for _, t := range r.Topics {
 		ask = append(ask, group.TopicPartitions{Topic: t.Name, Partitions: t.PartitionIndexes})
 	}
-	got := s.groups.FetchOffsets(r.GroupId, ask, all)
+	got, code := s.groups.FetchOffsets(r.GroupId, ask, all)
+	if code != 0 {
+		resp.ErrorCode = code
+		return ready(reply{msg: resp})
+	}
 	byTopic := map[string]int{}
 	for _, f := range got {
 		i, ok := byTopic[f.Topic]

@@ -2,28 +2,53 @@ package server
 
 // FindCoordinator (key 10), versions 0-3; flexible from 3.
 //
-// On a single node this broker coordinates every group. v0 must be served: librdkafka enables
-// LZ4 and its group consumer only when FindCoordinator v0 is advertised. Key type 1
-// (transactions) gets INVALID_REQUEST until transactions exist.
+// A group's coordinator is the leader of the __consumer_offsets partition its id hashes to
+// (Kafka's rule: abs(hashCode(groupId)) % offsets.topic.num.partitions), so any broker
+// answers for any group, and the coordinator moves with that partition's leadership. The
+// topic is created on the first lookup, as Kafka does; while it cannot be, or while the
+// partition has no leader, the answer is COORDINATOR_NOT_AVAILABLE (retriable). On a single
+// node this broker coordinates every group. v0 must be served: librdkafka enables LZ4 and its
+// group consumer only when FindCoordinator v0 is advertised. Key type 1 (transactions) gets
+// INVALID_REQUEST until transactions exist. The lookup runs on the connection's goroutine
+// (creating the topic waits for its leaders).
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-func handleFindCoordinator(s *Server, _ context.Context, req *request) *pending {
+func handleFindCoordinator(s *Server, ctx context.Context, req *request) *pending {
 	r := req.msg.(*wire.FindCoordinatorRequest)
 	resp := &wire.FindCoordinatorResponse{}
 	resp.Default()
-	if r.KeyType != 0 {
-		err := errors.New("transactions are not supported")
-		resp.ErrorCode, resp.ErrorMessage = wire.ErrInvalidRequest.Code, errMessage(err)
+	fail := func(code *wire.Error, err error) *pending {
+		resp.ErrorCode = code.Code
+		if req.version >= 1 {
+			resp.ErrorMessage = errMessage(err)
+		}
 		resp.NodeId, resp.Port = -1, -1
 		return ready(reply{msg: resp})
 	}
-	b := s.md.Brokers()[0]
-	resp.NodeId, resp.Host, resp.Port = b.NodeID, b.Host, b.Port
-	return ready(reply{msg: resp})
+	if r.KeyType != 0 {
+		return fail(wire.ErrInvalidRequest, errors.New("transactions are not supported"))
+	}
+	if err := s.ensureOffsetsTopic(ctx); err != nil {
+		return fail(wire.ErrCoordinatorNotAvailable, err)
+	}
+	t, ok := s.md.Topic(group.Topic)
+	if !ok {
+		return fail(wire.ErrCoordinatorNotAvailable, fmt.Errorf("%s is being deleted", group.Topic))
+	}
+	p := t.Partitions[group.PartitionFor(r.Key, int32(len(t.Partitions)))]
+	for _, b := range s.md.Brokers() {
+		if b.NodeID == p.Leader {
+			resp.NodeId, resp.Host, resp.Port = b.NodeID, b.Host, b.Port
+			return ready(reply{msg: resp})
+		}
+	}
+	return fail(wire.ErrCoordinatorNotAvailable, fmt.Errorf("%s-%d has no live leader", group.Topic, p.Index))
 }

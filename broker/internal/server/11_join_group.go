@@ -20,7 +20,8 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-func handleJoinGroup(s *Server, _ context.Context, req *request) *pending {
+func handleJoinGroup(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.JoinGroupRequest)
 	jr := group.JoinRequest{
 		GroupID:              strings.Clone(r.GroupId),

@@ -14,7 +14,8 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-func handleHeartbeat(s *Server, _ context.Context, req *request) *pending {
+func handleHeartbeat(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.HeartbeatRequest)
 	resp := &wire.HeartbeatResponse{}
 	resp.Default()

@@ -15,7 +15,8 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-func handleLeaveGroup(s *Server, _ context.Context, req *request) *pending {
+func handleLeaveGroup(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.LeaveGroupRequest)
 	resp := &wire.LeaveGroupResponse{}
 	resp.Default()

@@ -17,7 +17,8 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-func handleSyncGroup(s *Server, _ context.Context, req *request) *pending {
+func handleSyncGroup(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.SyncGroupRequest)
 	sr := group.SyncRequest{
 		GroupID:      strings.Clone(r.GroupId),

@@ -13,7 +13,8 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-func handleDescribeGroups(s *Server, _ context.Context, req *request) *pending {
+func handleDescribeGroups(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.DescribeGroupsRequest)
 	resp := &wire.DescribeGroupsResponse{}
 	resp.Default()
@@ -22,6 +23,8 @@ func handleDescribeGroups(s *Server, _ context.Context, req *request) *pending {
 		dg := wire.DescribeGroupsResponseDescribedGroup{GroupId: d.GroupID, GroupState: d.State, ProtocolType: d.ProtocolType, ProtocolData: d.Protocol, AuthorizedOperations: -1 << 31}
 		if id == "" {
 			dg.ErrorCode = wire.ErrInvalidGroupId.Code
+		} else if d.Err != 0 {
+			dg.ErrorCode = d.Err
 		}
 		dg.Members = []wire.DescribeGroupsResponseDescribedGroupMember{}
 		for _, m := range d.Members {

@@ -13,6 +13,7 @@ import (
 )
 
 func handleDeleteGroups(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.DeleteGroupsRequest)
 	resp := &wire.DeleteGroupsResponse{}
 	resp.Default()

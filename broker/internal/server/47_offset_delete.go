@@ -19,7 +19,8 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-func handleOffsetDelete(s *Server, _ context.Context, req *request) *pending {
+func handleOffsetDelete(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.OffsetDeleteRequest)
 	resp := &wire.OffsetDeleteResponse{}
 	resp.Default()

@@ -18,8 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// buildJavaMember compiles testdata/group_GroupMember.java against the kafka-clients
-// classpath of testdata/java/pom.xml and returns the java command's classpath.
+// buildJavaMember compiles testdata/group_GroupMember.java and testdata/cluster_Producer.java
+// against the kafka-clients classpath of testdata/java/pom.xml and returns the java command's
+// classpath.
 func buildJavaMember(t *testing.T) (java, cp string) {
 	mvn := brokertest.NeedTool(t, "/usr/bin/mvn", "maven")
 	java = brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
@@ -41,7 +42,7 @@ func buildJavaMember(t *testing.T) (java, cp string) {
 		t.Fatal(err)
 	}
 	classes := filepath.Join(build, "group-classes")
-	if out, err := exec.CommandContext(ctx, javac, "-d", classes, "-cp", strings.TrimSpace(string(deps)), "testdata/group_GroupMember.java").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, javac, "-d", classes, "-cp", strings.TrimSpace(string(deps)), "testdata/group_GroupMember.java", "testdata/cluster_Producer.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
 	return java, classes + string(os.PathListSeparator) + strings.TrimSpace(string(deps))

@@ -16,44 +16,70 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-// newGroupCoordinator starts the coordinator, loading __consumer_offsets if it exists.
+// newGroupCoordinator starts the coordinator; it serves the groups of the __consumer_offsets
+// partitions this broker leads, as reconcile hands them over.
 func (s *Server) newGroupCoordinator() (*group.Coordinator, error) {
 	return group.New(group.Config{
 		InitialRebalanceDelay: time.Duration(s.conf.Int64(config.GroupInitialRebalanceDelay)) * time.Millisecond,
 		OffsetsRetention:      time.Duration(s.conf.Int64(config.OffsetsRetentionMinutes)) * time.Minute,
-		Partitions:            int32(s.conf.Int(config.OffsetsTopicNumPartitions)),
-		Logs:                  s.offsetsLogs,
 		Log:                   s.log.With("component", "group-coordinator"),
 	})
 }
 
-// offsetsLogs returns the logs of __consumer_offsets by partition, creating the topic when
-// create is set.
-func (s *Server) offsetsLogs(create bool) ([]*storage.Log, error) {
-	t, ok := s.md.Topic(group.Topic)
-	if !ok {
-		if !create {
-			return nil, nil
-		}
-		n := int32(s.conf.Int(config.OffsetsTopicNumPartitions))
-		_, err := s.createTopic(context.Background(), group.Topic, n, 1, map[string]string{"cleanup.policy": "compact"}, false)
-		if err != nil && !errors.Is(err, wire.ErrTopicAlreadyExists) {
-			return nil, fmt.Errorf("creating %s: %w", group.Topic, err)
-		}
-		if t, ok = s.md.Topic(group.Topic); !ok {
-			return nil, fmt.Errorf("%s vanished after creation", group.Topic)
+// ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka does when a client
+// first looks for a coordinator: offsets.topic.num.partitions partitions, compacted, with
+// offsets.topic.replication.factor replicas, capped (with a warning) by the live brokers.
+// Concurrent first calls wait for the one creating it, so none sees the topic before this
+// broker has taken up its leaderships.
+func (s *Server) ensureOffsetsTopic(ctx context.Context) error {
+	if s.offsetsReady.Load() {
+		return nil
+	}
+	s.offsetsMu.Lock()
+	defer s.offsetsMu.Unlock()
+	if _, ok := s.md.Topic(group.Topic); ok {
+		s.offsetsReady.Store(true)
+		return nil
+	}
+	n := int32(s.conf.Int(config.OffsetsTopicNumPartitions))
+	rf := int16(1)
+	if s.clustered {
+		want := s.conf.Int(config.OffsetsTopicReplicationFactor)
+		live := len(s.md.Brokers())
+		rf = int16(min(want, live))
+		if live < want {
+			s.log.Warn("creating "+group.Topic+" with fewer replicas than offsets.topic.replication.factor: not enough live brokers",
+				"replication_factor", rf, "offsets.topic.replication.factor", want)
 		}
 	}
-	logs := make([]*storage.Log, len(t.Partitions))
-	for _, p := range t.Partitions {
-		part := s.parts.get(group.Topic, p.Index)
-		if part == nil || int(p.Index) >= len(logs) {
-			return nil, fmt.Errorf("%s-%d is not open here", group.Topic, p.Index)
-		}
-		logs[p.Index] = part.log
+	_, err := s.createTopic(ctx, group.Topic, n, rf, map[string]string{"cleanup.policy": "compact"}, false)
+	if err != nil && !errors.Is(err, wire.ErrTopicAlreadyExists) {
+		return fmt.Errorf("creating %s: %w", group.Topic, err)
 	}
-	return logs, nil
+	s.offsetsReady.Store(true)
+	return nil
 }
+
+// offsetsPartition is a __consumer_offsets partition led here, as the coordinator writes it:
+// appends as leader and commits that are durable and, in a cluster, on every ISR member
+// (Kafka's offsets.commit.required.acks=-1).
+type offsetsPartition struct {
+	part  *partition
+	epoch int32
+}
+
+func (o offsetsPartition) Append(records []byte) (storage.AppendResult, error) {
+	return o.part.replica.AppendAsLeader(records, false, time.Now())
+}
+
+func (o offsetsPartition) Wait(ctx context.Context, end int64) error {
+	if err := o.part.log.WaitDurable(ctx, end); err != nil {
+		return err
+	}
+	return o.part.replica.WaitReplicated(ctx, o.epoch, end)
+}
+
+func (o offsetsPartition) Log() *storage.Log { return o.part.log }
 
 // clientHost is the host a member connected from, as Kafka shows it ("/127.0.0.1").
 func clientHost(req *request) string {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/replication"
 )
 
@@ -60,13 +61,20 @@ func (s *Server) reconcile() error {
 			switch {
 			case role == replication.RoleLeader:
 				s.fetchers.Stop(part.replica)
+				if t.Name == group.Topic {
+					if err := s.groups.OnElection(p.Index, int32(len(t.Partitions)), offsetsPartition{part: part, epoch: p.LeaderEpoch}); err != nil {
+						s.log.Error("loading consumer groups", "partition", p.Index, "err", err)
+					}
+				}
 				if s.clustered {
 					s.log.Info("leading partition", "topic", t.Name, "partition", p.Index, "leader_epoch", p.LeaderEpoch, "isr", p.ISR)
 				}
 			case p.Leader >= 0:
+				s.resign(part)
 				s.fetchers.Follow(part.replica, p.Leader)
 				s.log.Info("following partition", "topic", t.Name, "partition", p.Index, "leader", p.Leader, "leader_epoch", p.LeaderEpoch)
 			default:
+				s.resign(part)
 				s.fetchers.Stop(part.replica)
 			}
 		}
@@ -75,6 +83,7 @@ func (s *Server) reconcile() error {
 		if want[topicPartition{part.topic, part.index}] {
 			continue
 		}
+		s.resign(part)
 		s.fetchers.Stop(part.replica)
 		s.parts.drop(part)
 		if err := s.logs.Remove(part.topic, part.index); err != nil {
@@ -82,6 +91,13 @@ func (s *Server) reconcile() error {
 		}
 	}
 	return firstErr
+}
+
+// resign hands a partition's consumer groups away when it stops leading here.
+func (s *Server) resign(part *partition) {
+	if part.topic == group.Topic {
+		s.groups.OnResignation(part.index)
+	}
 }
 
 // minISR is a topic's min.insync.replicas.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
@@ -51,17 +52,19 @@ type Server struct {
 	lifeMu sync.Mutex
 	closed bool
 
-	parts       partitions
-	reconcileMu sync.Mutex // serialises reconcile
-	repl        *replication.Settings
-	fetchers    *replication.Fetchers
-	clustered   bool           // zookeeper.connect is set
-	zk          *zkstore.Store // nil on a single node
-	producers   *producerIDs
-	groups      *group.Coordinator
-	createMu    sync.Mutex // serialises topic creation with opening its logs
-	closeOnce   sync.Once
-	closeError  error
+	parts        partitions
+	reconcileMu  sync.Mutex // serialises reconcile
+	repl         *replication.Settings
+	fetchers     *replication.Fetchers
+	clustered    bool           // zookeeper.connect is set
+	zk           *zkstore.Store // nil on a single node
+	producers    *producerIDs
+	offsetsMu    sync.Mutex  // serialises the creation of __consumer_offsets
+	offsetsReady atomic.Bool // __consumer_offsets exists
+	groups       *group.Coordinator
+	createMu     sync.Mutex // serialises topic creation with opening its logs
+	closeOnce    sync.Once
+	closeError   error
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions, broker-wide as in Kafka
 }
@@ -118,15 +121,16 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		ConnectTimeout: 5 * time.Second,
 	})
 	s.parts.init()
-	if err := s.reconcile(); err != nil {
-		s.logs.Close()
-		s.md.Close()
-		return nil, err
-	}
 	if s.groups, err = s.newGroupCoordinator(); err != nil {
 		s.logs.Close()
 		s.md.Close()
-		return nil, fmt.Errorf("loading consumer groups: %w", err)
+		return nil, fmt.Errorf("starting the group coordinator: %w", err)
+	}
+	if err := s.reconcile(); err != nil {
+		s.groups.Close()
+		s.logs.Close()
+		s.md.Close()
+		return nil, err
 	}
 	return s, nil
 }

@@ -208,10 +208,16 @@ func (c *controller) reconcile() error {
 		registered[id] = true
 	}
 	s.mu.RUnlock()
-	c.live.track(s.Brokers())
+	c.live.track(s.registeredBrokers())
 	alive := func(id int32) bool { return registered[id] && (id == s.self.NodeID || c.live.alive(id)) }
 
 	var errs []error
+	if err := c.publishFenced(registered, alive); err != nil {
+		if errors.Is(err, errFenced) {
+			return err
+		}
+		errs = append(errs, err)
+	}
 	for _, name := range deleting {
 		errs = append(errs, c.deleteTopic(name))
 	}
@@ -246,6 +252,39 @@ func (c *controller) reconcile() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// publishFenced writes the registered brokers that are not alive to /spool/fenced_brokers
+// when that differs from what the image holds, so that every broker leaves them out of the
+// metadata it gives clients.
+func (c *controller) publishFenced(registered map[int32]bool, alive func(int32) bool) error {
+	var dead []int32
+	for id := range registered {
+		if !alive(id) {
+			dead = append(dead, id)
+		}
+	}
+	c.s.mu.RLock()
+	same := len(dead) == len(c.s.fenced)
+	for _, id := range dead {
+		same = same && c.s.fenced[id]
+	}
+	c.s.mu.RUnlock()
+	if same {
+		return nil
+	}
+	path := c.s.p(fencedBrokersPath)
+	op := any(&zk.SetDataRequest{Path: path, Data: encodeFenced(c.epoch, dead), Version: -1})
+	if ok, _, _ := c.s.conn.Exists(path); !ok {
+		op = &zk.CreateRequest{Path: path, Data: encodeFenced(c.epoch, dead), Acl: zk.WorldACL(zk.PermAll)}
+	}
+	if err := c.write(op); err != nil {
+		if errors.Is(err, errFenced) {
+			return err
+		}
+		return fmt.Errorf("writing the fenced brokers: %w", err)
+	}
+	return nil
 }
 
 // decide is the controller's rule for one partition: the state it should have, or false when

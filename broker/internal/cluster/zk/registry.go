@@ -31,6 +31,7 @@ const (
 	deleteTopicsPath     = "/admin/delete_topics"
 	producerIDBlockPath  = "/latest_producer_id_block"
 	brokerSessionsPrefix = "/spool/broker_sessions" // Spool's own: the ZooKeeper session of each broker's last registration
+	fencedBrokersPath    = "/spool/fenced_brokers"  // Spool's own: registered brokers the controller found dead
 )
 
 // persistentPaths are created at startup when missing, as Kafka's brokers do.
@@ -280,4 +281,32 @@ func sortedIDs(ids []int32) []int32 {
 	out := append([]int32(nil), ids...)
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// fencedBrokersZNode is /spool/fenced_brokers: the registered brokers the controller's probes
+// found dead (their ZooKeeper sessions may live on for a while). Clients are not told about
+// them, as KRaft does not list fenced brokers.
+type fencedBrokersZNode struct {
+	Version         int     `json:"version"`
+	ControllerEpoch int32   `json:"controller_epoch"`
+	Brokers         []int32 `json:"brokers"`
+}
+
+func encodeFenced(epoch int32, ids []int32) []byte {
+	if ids == nil {
+		ids = []int32{}
+	}
+	return mustJSON(fencedBrokersZNode{Version: 1, ControllerEpoch: epoch, Brokers: sortedIDs(ids)})
+}
+
+func decodeFenced(data []byte) (map[int32]bool, error) {
+	var z fencedBrokersZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return nil, fmt.Errorf("fenced brokers: %w", err)
+	}
+	out := map[int32]bool{}
+	for _, id := range z.Brokers {
+		out[id] = true
+	}
+	return out, nil
 }

@@ -84,6 +84,7 @@ type Store struct {
 	self       cluster.Broker
 	clusterID  string
 	brokers    map[int32]brokerEntry
+	fenced     map[int32]bool // registered brokers the controller found dead
 	controller int32
 	topics     map[string]*topicEntry
 	deleting   map[string]bool
@@ -413,8 +414,22 @@ func (s *Store) ControllerID() int32 {
 	return s.controller
 }
 
-// Brokers implements cluster.Metadata: the registered brokers, by id.
+// Brokers implements cluster.Metadata: the live brokers (registered and not fenced by the
+// controller), by id.
 func (s *Store) Brokers() []cluster.Broker {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]cluster.Broker, 0, len(s.brokers))
+	for _, id := range slices.Sorted(maps.Keys(s.brokers)) {
+		if !s.fenced[id] {
+			out = append(out, s.brokers[id].broker)
+		}
+	}
+	return out
+}
+
+// registeredBrokers are the brokers registered in ZooKeeper, fenced or not.
+func (s *Store) registeredBrokers() []cluster.Broker {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]cluster.Broker, 0, len(s.brokers))
@@ -469,7 +484,7 @@ func (s *Store) topicLocked(name string, t *topicEntry) cluster.Topic {
 			p.Leader, p.LeaderEpoch, p.ISR, p.Version = st.Leader, st.LeaderEpoch, slices.Clone(st.ISR), st.ZkVersion
 		}
 		for _, r := range replicas {
-			if _, ok := s.brokers[r]; !ok {
+			if _, ok := s.brokers[r]; !ok || s.fenced[r] {
 				p.Offline = append(p.Offline, r)
 			}
 		}

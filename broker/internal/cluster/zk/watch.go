@@ -122,6 +122,22 @@ func (s *Store) startWatches() {
 		return true
 	})
 	s.watchChildren(brokerIDsPath, s.applyBrokers)
+	s.watchData(fencedBrokersPath, nil, func(data []byte, _ *zk.Stat, exists bool) bool {
+		fenced := map[int32]bool{}
+		if exists {
+			f, err := decodeFenced(data)
+			if err != nil {
+				s.log.Warn("ignoring the fenced broker list", "err", err)
+				return true
+			}
+			fenced = f
+		}
+		s.mu.Lock()
+		s.fenced = fenced
+		s.notifyLocked()
+		s.mu.Unlock()
+		return true
+	})
 	s.watchChildren(topicsPath, s.applyTopics)
 	s.watchChildren(deleteTopicsPath, func(children []string) {
 		s.mu.Lock()

@@ -5,7 +5,7 @@ MODULES := protocol-spec broker sdk-go sdk-cgo conformance examples
 FUZZTIME ?= 3s
 BENCHTIME ?= 1s
 
-.PHONY: all build run test deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke clean
+.PHONY: all build install run test deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke clean
 
 all: build
 
@@ -16,6 +16,12 @@ build:
 	@if [ -d broker/cmd/spoold ]; then cd broker && $(GO) build -o ../bin/spoold ./cmd/spoold; fi
 	@if [ -d sdk-go/cmd/spool ]; then cd sdk-go && $(GO) build -o ../bin/spool ./cmd/spool; fi
 	@if [ -d conformance/cmd/spool-conformance ]; then cd conformance && $(GO) build -o ../bin/spool-conformance ./cmd/spool-conformance; fi
+
+## install: build, then copy spoold and spool into $(PREFIX)/bin (PREFIX defaults to /usr/local)
+PREFIX ?= /usr/local
+install: build
+	install -d $(PREFIX)/bin
+	install -m 0755 bin/spoold bin/spool $(PREFIX)/bin/
 
 ## run: build and start a single-node broker on 127.0.0.1:9092 with data under ./data
 run: build

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
@@ -132,10 +133,20 @@ func (a *Admin) waitTopic(ctx context.Context, name string, exists bool) error {
 }
 
 func withMessage(err error, msg *string) error {
-	if msg != nil && *msg != "" {
-		return fmt.Errorf("%w (%s)", err, *msg)
+	if msg == nil || *msg == "" {
+		return err
 	}
-	return err
+	// Brokers (Spool's among them) often start the message with the error's own text; say
+	// only what the message adds.
+	m := *msg
+	var we *wire.Error
+	if errors.As(err, &we) {
+		m = strings.TrimPrefix(strings.TrimPrefix(m, we.Error()), ": ")
+	}
+	if m == "" {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, m)
 }
 
 // DeleteTopics deletes topics.

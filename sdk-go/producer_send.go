@@ -393,8 +393,8 @@ func produceResults(resp *wire.ProduceResponse, n int) map[tp]partResult {
 				err = nil
 				pr.BaseOffset = -1
 			}
-			if err != nil && pr.ErrorMessage != nil && *pr.ErrorMessage != "" {
-				err = fmt.Errorf("%w (%s)", err, *pr.ErrorMessage)
+			if err != nil {
+				err = withMessage(err, pr.ErrorMessage)
 			}
 			results[tp{t.Name, pr.Index}] = partResult{pr.BaseOffset, err}
 		}

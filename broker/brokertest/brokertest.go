@@ -39,6 +39,8 @@ type Options struct {
 	NodeID int32
 	// ZooKeeper is zookeeper.connect: set, the broker runs in cluster mode.
 	ZooKeeper string
+	// Args are more spoold flags, after the ones above (e.g. --config FILE).
+	Args []string
 }
 
 // Broker is a running test broker.
@@ -72,7 +74,7 @@ func (o Options) args(t testing.TB) (dataDir string, args []string) {
 	for k, v := range o.Props {
 		args = append(args, "--set", k+"="+v)
 	}
-	return dataDir, args
+	return dataDir, append(args, o.Args...)
 }
 
 func levelName(l slog.Level) string {

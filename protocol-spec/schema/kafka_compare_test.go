@@ -1,18 +1,21 @@
 package schema_test
 
 // TestSpecMatchesKafka compares our protocol spec (../messages/*.spool) with Apache Kafka 3.9's
-// own message schemas, read at run time from shared/reference/kafka-3.9-messages (never copied
-// into this repository). The comparison is restricted to the versions we implement: a difference
+// own message schemas, read at run time from shared/reference/kafka-3.9-messages or else from
+// the kafka-clients jar of the local Maven repository (never copied into this repository). The comparison is restricted to the versions we implement: a difference
 // that only concerns versions outside an API's `versions` range (or outside the versions of the
 // struct holding a field) never reaches the wire and is not reported.
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -121,25 +124,28 @@ func TestSpecMatchesKafka(t *testing.T) {
 }
 
 // kafkaSchemaDir finds the Kafka schema folder: $SPOOL_KAFKA_SCHEMAS, else
-// shared/reference/kafka-3.9-messages under the working directory or one of its ancestors. When
-// it is missing the test is skipped, except under CI=true, where it fails.
+// shared/reference/kafka-3.9-messages under the working directory or one of its ancestors, else
+// the schemas inside the kafka-clients jar (kafkaSchemasFromJar), so that a fresh clone runs the
+// comparison too. SPOOL_KAFKA_SCHEMAS=jar goes to the jar directly. Only when all of these fail
+// is the test skipped, and under CI=true it fails instead.
 func kafkaSchemaDir(t testing.TB) string {
 	t.Helper()
 	valid := func(dir string) bool {
 		st, err := os.Stat(filepath.Join(dir, "RequestHeader.json"))
 		return err == nil && st.Mode().IsRegular()
 	}
-	if d := os.Getenv("SPOOL_KAFKA_SCHEMAS"); d != "" {
-		if !valid(d) {
-			t.Fatalf("SPOOL_KAFKA_SCHEMAS=%q does not hold Kafka's message schemas (no RequestHeader.json)", d)
+	env := os.Getenv("SPOOL_KAFKA_SCHEMAS")
+	if env != "" && env != "jar" {
+		if !valid(env) {
+			t.Fatalf("SPOOL_KAFKA_SCHEMAS=%q does not hold Kafka's message schemas (no RequestHeader.json)", env)
 		}
-		return d
+		return env
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatalf("getwd: %v", err)
 	}
-	for dir := wd; ; {
+	for dir := wd; env == ""; {
 		if cand := filepath.Join(dir, filepath.FromSlash(kafkaSchemasRel)); valid(cand) {
 			return cand
 		}
@@ -149,12 +155,69 @@ func kafkaSchemaDir(t testing.TB) string {
 		}
 		dir = parent
 	}
-	msg := fmt.Sprintf("Kafka 3.9 message schemas not found: no %s in %s or any ancestor, and SPOOL_KAFKA_SCHEMAS is unset", kafkaSchemasRel, wd)
+	dir, err := kafkaSchemasFromJar(t)
+	if err == nil && valid(dir) {
+		return dir
+	}
+	msg := fmt.Sprintf("Kafka 3.9 message schemas not found: no %s in %s or any ancestor, SPOOL_KAFKA_SCHEMAS is unset, and the kafka-clients jar gave none (%v)", kafkaSchemasRel, wd, err)
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + " (CI=true: a missing dependency must fail, not skip)")
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// kafkaClientsVersion is the kafka-clients jar whose common/message/*.json the comparison
+// reads when shared/reference is not at hand: the version make bench-compare runs. Its schemas
+// differ from the 3.9.0 ones of shared/reference only in deprecatedVersions, which the
+// comparison does not read.
+const kafkaClientsVersion = "3.9.2"
+
+// kafkaSchemasFromJar extracts Kafka's message schemas from the kafka-clients jar in the local
+// Maven repository, fetching the jar with mvn (as make bench-compare fetches Kafka) when it is
+// not there yet, into a temporary folder.
+func kafkaSchemasFromJar(t testing.TB) (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	v := kafkaClientsVersion
+	jar := filepath.Join(home, ".m2", "repository", "org", "apache", "kafka", "kafka-clients", v, "kafka-clients-"+v+".jar")
+	if _, err := os.Stat(jar); err != nil {
+		mvn, lerr := exec.LookPath("mvn")
+		if lerr != nil {
+			return "", fmt.Errorf("no %s, and no mvn to fetch it", jar)
+		}
+		out, err := exec.Command(mvn, "-q", "-B", "dependency:get", "-Dartifact=org.apache.kafka:kafka-clients:"+v, "-Dtransitive=false").CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("mvn dependency:get kafka-clients %s: %v\n%s", v, err, out)
+		}
+	}
+	zr, err := zip.OpenReader(jar)
+	if err != nil {
+		return "", err
+	}
+	defer zr.Close()
+	dir := t.TempDir()
+	for _, f := range zr.File {
+		name, ok := strings.CutPrefix(f.Name, "common/message/")
+		if !ok || !strings.HasSuffix(name, ".json") || strings.Contains(name, "/") {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return "", fmt.Errorf("%s in %s: %w", f.Name, jar, err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return "", fmt.Errorf("%s in %s: %w", f.Name, jar, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // ---- Kafka's schema model ----

@@ -4,8 +4,10 @@
 //
 // It runs a single node with embedded metadata (the default) and stops cleanly on SIGTERM or
 // SIGINT: in-flight requests finish, logs are flushed and checkpointed, and it exits 0.
-// A bad flag, property or config file prints the problem and exits 2. Run spoold --help for
-// every flag and property.
+// A bad flag, property or config file prints the problem (every bad property of a file at
+// once) and exits 2. Kafka's server.properties loads as it is: every Kafka 3.9 broker property
+// is accepted, and the ones that have no effect in Spool are logged once at startup with the
+// reason. Run spoold --help for every flag and property.
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spoolmq/spool/broker/internal/config"
@@ -27,7 +30,7 @@ import (
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	conf, err := config.Load(args, stderr)
+	conf, err := config.Load(args, stdout)
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}
@@ -37,6 +40,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: conf.LogLevel}))
+	for _, ig := range conf.NoEffect() {
+		log.Warn("properties with no effect in Spool", "keys", strings.Join(ig.Names, ","), "why", ig.Why)
+	}
 	if limit := conf.Int64(config.MemoryLimitBytes); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 	}

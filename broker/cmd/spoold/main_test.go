@@ -12,9 +12,11 @@ func TestExitCodes(t *testing.T) {
 		says string
 	}{
 		{[]string{"--help"}, 0, "usage: spoold"},
-		{[]string{"--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"--bogus"}, 2, "flag provided but not defined: --bogus\nrun 'spoold --help' for usage\n"},
 		{[]string{"--set", "num.partitions=-4"}, 2, "num.partitions"},
 		{[]string{"--set", "no.such.property=1"}, 2, `unknown property "no.such.property"`},
+		{[]string{"--set", "num.partition=1", "--set", "log.retention.hourz=1"}, 2,
+			`unknown property "num.partition" (did you mean num.partitions?)` + "\n" + `--set: unknown property "log.retention.hourz" (did you mean log.retention.hours?)`},
 		{[]string{"--fsync", "maybe"}, 2, "spool.fsync"},
 		{[]string{"--config", "/nonexistent/server.properties"}, 2, "reading config file"},
 		// A data directory that cannot be created is a start failure, not a usage error.
@@ -23,6 +25,12 @@ func TestExitCodes(t *testing.T) {
 	for _, tc := range cases {
 		var out, errs strings.Builder
 		code := run(tc.args, &out, &errs)
+		if tc.code == 2 && strings.Count(errs.String(), "\n") > 4 {
+			t.Errorf("spoold %v: a usage error prints the problem and a pointer to --help, not the usage:\n%s", tc.args, errs.String())
+		}
+		if tc.code == 0 && (errs.Len() > 0 || !strings.Contains(out.String(), "--listen HOST:PORT")) {
+			t.Errorf("spoold %v: help goes to stdout with -- flags; stdout:\n%s\nstderr:\n%s", tc.args, out.String(), errs.String())
+		}
 		if code != tc.code {
 			t.Errorf("spoold %v: exit %d, want %d\n%s", tc.args, code, tc.code, errs.String())
 		}

@@ -45,39 +45,31 @@ func (s *setFlags) String() string     { return strings.Join(*s, ",") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
 // Load reads the command line: defaults, then the --config properties file, then --set
-// overrides, then the dedicated flags. Usage goes to out.
+// overrides, then the dedicated flags. --help writes the usage to out. Every bad property of
+// a file or of --set is reported at once, each with a "did you mean" when a known name is
+// close.
 func Load(args []string, out io.Writer) (*Config, error) {
 	fs := flag.NewFlagSet("spoold", flag.ContinueOnError)
-	fs.SetOutput(out)
-	listen := fs.String("listen", "", "address to listen on, HOST:PORT (listeners; default 127.0.0.1:9092)")
-	advertised := fs.String("advertised-listener", "", "address given to clients, HOST:PORT (advertised.listeners; default: the listen address)")
-	dataDir := fs.String("data-dir", "", "data directory (log.dirs; default ./data)")
-	nodeID := fs.String("node-id", "", "broker id (node.id; default 0)")
-	zk := fs.String("zookeeper", "", "ZooKeeper connect string for cluster mode (zookeeper.connect); empty: single node, embedded metadata")
-	file := fs.String("config", "", "Kafka-style properties file")
-	fsync := fs.String("fsync", "", "durability: always (fsync before ack, default), interval, never (spool.fsync)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	// A bad flag is reported by the caller in one line; the usage is for --help only.
+	fs.SetOutput(io.Discard)
+	listen := fs.String("listen", "", "address to listen on, `HOST:PORT` (listeners; default 127.0.0.1:9092)")
+	advertised := fs.String("advertised-listener", "", "address given to clients, `HOST:PORT` (advertised.listeners; default: the listen address)")
+	dataDir := fs.String("data-dir", "", "`DIR` holding the data (log.dirs; default ./data)")
+	nodeID := fs.String("node-id", "", "broker `ID` (node.id; default 0)")
+	zk := fs.String("zookeeper", "", "ZooKeeper connect `STRING` for cluster mode (zookeeper.connect); empty: single node, embedded metadata")
+	file := fs.String("config", "", "Kafka-style properties `FILE`, e.g. Kafka's config/server.properties")
+	fsync := fs.String("fsync", "", "durability `MODE`: always (fsync before ack, default), interval, never (spool.fsync)")
+	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
 	var sets setFlags
-	fs.Var(&sets, "set", "override a property, key=value (repeatable)")
-	fs.Usage = func() {
-		fmt.Fprintln(out, "usage: spoold [flags]")
-		fmt.Fprintln(out, "\nspoold is the Spool broker: a Kafka-compatible streaming log.")
-		fmt.Fprintln(out, "\nflags:")
-		fs.PrintDefaults()
-		fmt.Fprintln(out, "\nproperties (for --config files and --set):")
-		for _, d := range BrokerDefs {
-			def := d.Default
-			if def == "" {
-				def = "(unset)"
-			}
-			fmt.Fprintf(out, "  %-36s default %s\n        %s\n", d.Name, def, d.Doc)
-		}
-	}
+	fs.Var(&sets, "set", "override a property, `KEY=VALUE` (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs, out)
 			return nil, ErrHelp
 		}
-		return nil, &UsageError{err}
+		// The flag package names flags with one dash; spoold's are written with two.
+		msg := strings.NewReplacer(": -", ": --", "flag -", "flag --").Replace(err.Error())
+		return nil, &UsageError{errors.New(msg)}
 	}
 	if fs.NArg() > 0 {
 		return nil, &UsageError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
@@ -86,6 +78,8 @@ func Load(args []string, out io.Writer) (*Config, error) {
 	if err := c.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return nil, &UsageError{fmt.Errorf("bad --log-level %q: want debug, info, warn or error", *logLevel)}
 	}
+	// Every bad property and contradiction is reported, not only the first.
+	var errs []error
 	if *file != "" {
 		props, err := ReadPropertiesFile(*file)
 		if err != nil {
@@ -96,19 +90,22 @@ func Load(args []string, out io.Writer) (*Config, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		var fileErrs []error
 		for _, k := range keys {
-			if err := c.Set(k, props[k]); err != nil {
-				return nil, &UsageError{fmt.Errorf("%s: %w", *file, err)}
-			}
+			fileErrs = append(fileErrs, c.Set(k, props[k]))
+		}
+		if err := errors.Join(fileErrs...); err != nil {
+			errs = append(errs, fmt.Errorf("%s:\n%w", *file, err))
 		}
 	}
 	for _, kv := range sets {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, &UsageError{fmt.Errorf("--set %q: want key=value", kv)}
+			errs = append(errs, fmt.Errorf("--set %q: want key=value", kv))
+			continue
 		}
 		if err := c.Set(strings.TrimSpace(k), v); err != nil {
-			return nil, &UsageError{fmt.Errorf("--set: %w", err)}
+			errs = append(errs, fmt.Errorf("--set: %w", err))
 		}
 	}
 	for name, v := range map[string]string{Listeners: *listen, AdvertisedListeners: *advertised, LogDirs: *dataDir,
@@ -117,18 +114,56 @@ func Load(args []string, out io.Writer) (*Config, error) {
 			continue
 		}
 		if err := c.Set(name, v); err != nil {
-			return nil, &UsageError{err}
+			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.resolve())
+	if err := errors.Join(errs...); err != nil {
+		return nil, &UsageError{err}
+	}
 	return c, nil
+}
+
+// printUsage is --help: the flags with their -- names, then every property.
+func printUsage(fs *flag.FlagSet, out io.Writer) {
+	fmt.Fprintln(out, "usage: spoold [flags]")
+	fmt.Fprintln(out, "\nspoold is the Spool broker: a Kafka-compatible streaming log.")
+	fmt.Fprintln(out, "\nflags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, help := flag.UnquoteUsage(f)
+		fmt.Fprintf(out, "  --%s %s\n        %s\n", f.Name, arg, help)
+	})
+	fmt.Fprintln(out, "\nproperties (for --config files and --set):")
+	for _, d := range BrokerDefs {
+		fmt.Fprintf(out, "  %-36s default %s\n        %s\n", d.Name, shownDefault(d), d.Doc)
+	}
+	fmt.Fprintln(out, "\nKafka properties Spool reads to set the ones above:")
+	for _, d := range kafkaDefs {
+		if d.NoEffect == "" {
+			fmt.Fprintf(out, "  %-36s default %s\n        %s\n", d.Name, shownDefault(d), d.Doc)
+		}
+	}
+	fmt.Fprintln(out, "\nEvery other Kafka 3.9 broker property is accepted with Kafka's type and default, has no")
+	fmt.Fprintln(out, "effect in Spool, and is logged at startup with the reason when set; spool cluster configs")
+	fmt.Fprintln(out, "(DescribeConfigs) lists them all.")
+}
+
+func shownDefault(d Def) string {
+	if d.Default == "" {
+		return "(unset)"
+	}
+	return d.Default
 }
 
 // New returns the defaults.
 func New() *Config {
 	c := &Config{values: map[string]string{}, sources: map[string]Source{}}
-	for _, d := range BrokerDefs {
+	for _, d := range AllBrokerDefs() {
 		c.values[d.Name] = d.Default
 		c.sources[d.Name] = SourceDefault
+	}
+	if err := c.resolve(); err != nil {
+		panic("config: the defaults do not resolve: " + err.Error())
 	}
 	return c
 }
@@ -140,11 +175,11 @@ func (c *Config) Set(name, value string) error {
 	if name == "broker.id" {
 		name = NodeID
 	}
-	if name == Listeners || name == AdvertisedListeners {
-		value = stripListenerName(value)
-	}
 	d := LookupBroker(name)
 	if d == nil {
+		if s := suggest(name); s != "" {
+			return fmt.Errorf("unknown property %q (did you mean %s?)", name, s)
+		}
 		return fmt.Errorf("unknown property %q", name)
 	}
 	if err := d.Parse(value); err != nil {
@@ -153,14 +188,6 @@ func (c *Config) Set(name, value string) error {
 	c.values[name] = value
 	c.sources[name] = SourceStatic
 	return nil
-}
-
-// stripListenerName turns "PLAINTEXT://host:9092" into "host:9092".
-func stripListenerName(v string) string {
-	if _, rest, ok := strings.Cut(v, "://"); ok {
-		return rest
-	}
-	return v
 }
 
 // Get returns a property's value.
@@ -184,9 +211,9 @@ func (c *Config) Bool(name string) bool { return c.values[name] == "true" }
 // Advertised is the address clients are told to use.
 func (c *Config) Advertised() string {
 	if a := c.values[AdvertisedListeners]; a != "" {
-		return a
+		return advertisedHost(a)
 	}
-	return c.values[Listeners]
+	return advertisedHost(c.values[Listeners])
 }
 
 // ReadPropertiesFile reads a Java-style properties file: key=value or key: value lines,

@@ -64,6 +64,7 @@ func TestBadInputIsAUsageError(t *testing.T) {
 	cases := map[string][]string{
 		"unknown flag":      {"--no-such-flag"},
 		"unknown property":  {"--set", "log.retention.hourz=1"},
+		"ssl listener":      {"--set", "listeners=SSL://:9093"},
 		"bad number":        {"--set", "num.partitions=x"},
 		"below minimum":     {"--set", "num.partitions=0"},
 		"bad enum":          {"--fsync", "sometimes"},
@@ -110,8 +111,20 @@ func TestTopicConfigValidation(t *testing.T) {
 		}
 	}
 	for _, d := range TopicDefs {
-		if LookupBroker(d.Broker) == nil {
+		if d.Broker == "" {
+			if err := ValidateTopic(d.Name, d.Default); err != nil {
+				t.Errorf("topic-only config %s: its default does not validate: %v", d.Name, err)
+			}
+			continue
+		}
+		b := LookupBroker(d.Broker)
+		if b == nil {
 			t.Errorf("topic config %s falls back to unknown broker property %s", d.Name, d.Broker)
+			continue
+		}
+		// The broker default (resolved, e.g. log.roll.jitter.ms from its hours) is valid here.
+		if err := ValidateTopic(d.Name, New().Get(d.Broker)); err != nil {
+			t.Errorf("topic config %s: broker default %s=%q does not validate: %v", d.Name, d.Broker, New().Get(d.Broker), err)
 		}
 	}
 }

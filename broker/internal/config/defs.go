@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,12 +15,15 @@ type Type int8
 
 // The configuration types.
 const (
-	Boolean Type = 1
-	String  Type = 2
-	Int     Type = 3
-	Long    Type = 5
-	Double  Type = 6
-	List    Type = 7
+	Boolean  Type = 1
+	String   Type = 2
+	Int      Type = 3
+	Short    Type = 4
+	Long     Type = 5
+	Double   Type = 6
+	List     Type = 7
+	Class    Type = 8
+	Password Type = 9
 )
 
 // Def defines one property.
@@ -32,6 +36,8 @@ type Def struct {
 	Check func(v string) error
 	// Nullable properties may be unset.
 	Nullable bool
+	// NoEffect, when set, says why the property is accepted but changes nothing in Spool.
+	NoEffect string
 }
 
 // Parse validates v against the definition.
@@ -46,12 +52,22 @@ func (d *Def) Parse(v string) error {
 		if v != "true" && v != "false" {
 			err = fmt.Errorf("want true or false")
 		}
+	case Short:
+		if _, e := strconv.ParseInt(v, 10, 16); e != nil {
+			err = fmt.Errorf("want an integer from -32768 to 32767")
+		}
 	case Int:
-		_, err = strconv.ParseInt(v, 10, 32)
+		if _, e := strconv.ParseInt(v, 10, 32); e != nil {
+			err = fmt.Errorf("want an integer from -2147483648 to 2147483647")
+		}
 	case Long:
-		_, err = strconv.ParseInt(v, 10, 64)
+		if _, e := strconv.ParseInt(v, 10, 64); e != nil {
+			err = fmt.Errorf("want a 64-bit integer")
+		}
 	case Double:
-		_, err = strconv.ParseFloat(v, 64)
+		if _, e := strconv.ParseFloat(v, 64); e != nil {
+			err = fmt.Errorf("want a number")
+		}
 	}
 	if err == nil && d.Check != nil {
 		err = d.Check(v)
@@ -70,6 +86,74 @@ func atLeast(n int64) func(string) error {
 		}
 		return nil
 	}
+}
+
+func between(lo, hi int64) func(string) error {
+	return func(v string) error {
+		x, _ := strconv.ParseInt(v, 10, 64)
+		if x < lo || x > hi {
+			return fmt.Errorf("must be from %d to %d", lo, hi)
+		}
+		return nil
+	}
+}
+
+// gzipLevel is Kafka's compression.gzip.level: 1 to 9, or -1 for gzip's default.
+func gzipLevel(v string) error {
+	if v == "-1" {
+		return nil
+	}
+	return between(1, 9)(v)
+}
+
+// ratio is a fraction from 0 to 1.
+func ratio(v string) error {
+	if x, _ := strconv.ParseFloat(v, 64); x < 0 || x > 1 {
+		return fmt.Errorf("must be from 0 to 1")
+	}
+	return nil
+}
+
+// messageFormatVersion accepts Kafka's version strings (0.8.0, 2.8-IV1, 3.0-IV1, ...); the
+// value has no effect in Spool, which always writes the v2 record format.
+func messageFormatVersion(v string) error {
+	parts := strings.SplitN(v, "-IV", 2)
+	nums := strings.Split(parts[0], ".")
+	ok := len(nums) >= 2 && len(nums) <= 3
+	for _, n := range append(nums, parts[1:]...) {
+		if _, err := strconv.ParseUint(n, 10, 16); err != nil {
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("want a Kafka version such as 3.0-IV1")
+	}
+	return nil
+}
+
+// throttledReplicas is Kafka's [partition]:[broker],... list, or * for all replicas.
+func throttledReplicas(v string) error {
+	if v == "" || v == "*" {
+		return nil
+	}
+	for _, pr := range strings.Split(v, ",") {
+		p, b, ok := strings.Cut(strings.TrimSpace(pr), ":")
+		_, errP := strconv.ParseUint(p, 10, 31)
+		_, errB := strconv.ParseUint(b, 10, 31)
+		if !ok || errP != nil || errB != nil {
+			return fmt.Errorf("want * or PARTITION:BROKER,... (e.g. 0:101,1:102)")
+		}
+	}
+	return nil
+}
+
+// noRemoteStorage refuses remote.storage.enable=true, as Kafka does on a broker without
+// remote.log.storage.system.enable: Spool has no tiered storage.
+func noRemoteStorage(v string) error {
+	if v == "true" {
+		return fmt.Errorf("Spool has no tiered storage; every segment stays on the broker's disk")
+	}
+	return nil
 }
 
 func oneOf(values ...string) func(string) error {
@@ -157,10 +241,10 @@ const (
 
 // BrokerDefs are every broker property, with Kafka's defaults unless the doc says why not.
 var BrokerDefs = []Def{
-	{Name: Listeners, Type: String, Default: "127.0.0.1:9092", Check: hostPort,
-		Doc: "Address the broker listens on, HOST:PORT (Kafka's listeners, without the PLAINTEXT:// prefix, which is also accepted)."},
-	{Name: AdvertisedListeners, Type: String, Nullable: true, Check: hostPort,
-		Doc: "Address given to clients in metadata; defaults to the listen address."},
+	{Name: Listeners, Type: String, Default: "127.0.0.1:9092", Check: listenerList,
+		Doc: "Address the broker listens on, HOST:PORT, or Kafka's NAME://HOST:PORT list: the one PLAINTEXT listener not named in controller.listener.names is used; an empty host means every interface."},
+	{Name: AdvertisedListeners, Type: String, Nullable: true, Check: listenerList,
+		Doc: "Address given to clients in metadata (HOST:PORT or Kafka's list, as listeners); defaults to the listen address."},
 	{Name: LogDirs, Type: String, Default: "./data", Doc: "Directory holding the partition logs and broker metadata."},
 	{Name: NodeID, Type: Int, Default: "0", Check: atLeast(0), Doc: "This broker's id."},
 	{Name: ZooKeeperConnect, Type: String, Nullable: true,
@@ -219,39 +303,102 @@ var BrokerDefs = []Def{
 // TopicDef is a topic-level property and the broker property that supplies its default.
 type TopicDef struct {
 	Name   string
-	Broker string // the broker property whose value is the default
-	Type   Type
-	Check  func(v string) error
-	Doc    string
+	Broker string // the broker property whose value is the default; "" for a topic-only config
+	// Default is a topic-only config's default (Broker "").
+	Default string
+	Type    Type
+	Check   func(v string) error
+	Doc     string
 }
 
-// TopicDefs are the topic-level overrides Spool honours.
+// TopicDefs are every topic-level config of Kafka 3.9, sorted by name. Each is accepted by
+// CreateTopics and IncrementalAlterConfigs and reported by DescribeConfigs; a Doc that starts
+// with "No effect in Spool" says why the value is only stored.
 var TopicDefs = []TopicDef{
 	{Name: "cleanup.policy", Broker: LogCleanupPolicy, Type: List, Check: cleanupPolicy, Doc: "delete, compact, or both."},
-	{Name: "retention.ms", Broker: LogRetentionMs, Type: Long, Check: atLeast(-1), Doc: "How long to keep data, -1 for ever."},
-	{Name: "retention.bytes", Broker: LogRetentionBytes, Type: Long, Check: atLeast(-1), Doc: "Partition size limit, -1 for none."},
-	{Name: "segment.bytes", Broker: LogSegmentBytes, Type: Int, Check: atLeast(14), Doc: "Segment file size."},
-	{Name: "segment.ms", Broker: LogRollMs, Type: Long, Check: atLeast(1), Doc: "Maximum segment age before a roll."},
-	{Name: "segment.index.bytes", Broker: LogIndexSizeMaxBytes, Type: Int, Check: atLeast(4), Doc: "Offset index size."},
-	{Name: "index.interval.bytes", Broker: LogIndexIntervalBytes, Type: Int, Check: atLeast(0), Doc: "Bytes between index entries."},
+	{Name: "compression.gzip.level", Broker: "compression.gzip.level", Type: Int, Check: gzipLevel,
+		Doc: "No effect in Spool: it never recompresses (see compression.type)."},
+	{Name: "compression.lz4.level", Broker: "compression.lz4.level", Type: Int, Check: between(1, 17),
+		Doc: "No effect in Spool: it never recompresses (see compression.type)."},
+	{Name: "compression.type", Broker: "compression.type", Type: String, Check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+		Doc: "producer keeps each batch as the producer compressed it. Spool never recompresses, so any other value is stored and reported but batches are still kept as produced."},
+	{Name: "compression.zstd.level", Broker: "compression.zstd.level", Type: Int, Check: between(-131072, 22),
+		Doc: "No effect in Spool: it never recompresses (see compression.type)."},
 	{Name: "delete.retention.ms", Broker: LogCleanerDeleteRetentionMs, Type: Long, Check: atLeast(0), Doc: "Tombstone retention for compacted topics."},
-	{Name: "min.compaction.lag.ms", Broker: LogCleanerMinCompactionLag, Type: Long, Check: atLeast(0), Doc: "Minimum age before compaction."},
-	{Name: "max.message.bytes", Broker: MessageMaxBytes, Type: Int, Check: atLeast(0), Doc: "Largest record batch."},
-	{Name: "message.timestamp.type", Broker: LogMessageTimestampType, Type: String, Check: oneOf("CreateTime", "LogAppendTime"), Doc: "CreateTime or LogAppendTime."},
-	{Name: "min.insync.replicas", Broker: MinInsyncReplicas, Type: Int, Check: atLeast(1), Doc: "Replicas needed for acks=all."},
+	{Name: "file.delete.delay.ms", Broker: "log.segment.delete.delay.ms", Type: Long, Check: atLeast(0),
+		Doc: "No effect in Spool: segments past retention are deleted at once."},
 	{Name: "flush.messages", Broker: LogFlushIntervalMessages, Type: Long, Check: atLeast(1), Doc: "fsync interval in messages (spool.fsync=interval)."},
 	{Name: "flush.ms", Broker: LogFlushIntervalMs, Type: Long, Check: atLeast(1), Doc: "fsync interval in ms (spool.fsync=interval)."},
-	{Name: "unclean.leader.election.enable", Broker: UncleanLeaderElection, Type: Boolean, Doc: "Allow a leader outside the ISR when no ISR member is alive."},
+	{Name: "follower.replication.throttled.replicas", Type: List, Check: throttledReplicas,
+		Doc: "No effect in Spool: replication is not throttled."},
+	{Name: "index.interval.bytes", Broker: LogIndexIntervalBytes, Type: Int, Check: atLeast(0), Doc: "Bytes between index entries."},
+	{Name: "leader.replication.throttled.replicas", Type: List, Check: throttledReplicas,
+		Doc: "No effect in Spool: replication is not throttled."},
+	{Name: "local.retention.bytes", Broker: "log.local.retention.bytes", Type: Long, Check: atLeast(-2),
+		Doc: "No effect in Spool: it has no tiered storage, so retention.bytes is the only size limit."},
+	{Name: "local.retention.ms", Broker: "log.local.retention.ms", Type: Long, Check: atLeast(-2),
+		Doc: "No effect in Spool: it has no tiered storage, so retention.ms is the only time limit."},
+	{Name: "max.compaction.lag.ms", Broker: "log.cleaner.max.compaction.lag.ms", Type: Long, Check: atLeast(1),
+		Doc: "A segment not yet compacted whose newest record is this old is compacted whatever min.cleanable.dirty.ratio says."},
+	{Name: "max.message.bytes", Broker: MessageMaxBytes, Type: Int, Check: atLeast(0), Doc: "Largest record batch."},
+	{Name: "message.downconversion.enable", Broker: "log.message.downconversion.enable", Type: Boolean,
+		Doc: "No effect in Spool: it serves only the v2 record format and never down-converts."},
+	{Name: "message.format.version", Broker: "log.message.format.version", Type: String, Check: messageFormatVersion,
+		Doc: "No effect in Spool: it always stores the v2 record format (Kafka ignores it too from 3.0-IV1)."},
+	{Name: "message.timestamp.after.max.ms", Broker: "log.message.timestamp.after.max.ms", Type: Long, Check: atLeast(0),
+		Doc: "With CreateTime, a produced record whose timestamp is more than this ahead of the broker's clock is refused with INVALID_TIMESTAMP."},
+	{Name: "message.timestamp.before.max.ms", Broker: "log.message.timestamp.before.max.ms", Type: Long, Check: atLeast(0),
+		Doc: "With CreateTime, a produced record whose timestamp is more than this behind the broker's clock is refused with INVALID_TIMESTAMP."},
+	{Name: "message.timestamp.difference.max.ms", Broker: "log.message.timestamp.difference.max.ms", Type: Long, Check: atLeast(0),
+		Doc: "Deprecated by Kafka: the bound in both directions where message.timestamp.before.max.ms or after.max.ms is left at its default."},
+	{Name: "message.timestamp.type", Broker: LogMessageTimestampType, Type: String, Check: oneOf("CreateTime", "LogAppendTime"), Doc: "CreateTime or LogAppendTime."},
+	{Name: "min.cleanable.dirty.ratio", Broker: "log.cleaner.min.cleanable.ratio", Type: Double, Check: ratio,
+		Doc: "Share of not yet compacted bytes at which the background cleaner compacts a compacted topic."},
+	{Name: "min.compaction.lag.ms", Broker: LogCleanerMinCompactionLag, Type: Long, Check: atLeast(0), Doc: "Minimum age before compaction."},
+	{Name: "min.insync.replicas", Broker: MinInsyncReplicas, Type: Int, Check: atLeast(1), Doc: "Replicas needed for acks=all."},
+	{Name: "preallocate", Broker: "log.preallocate", Type: Boolean,
+		Doc: "No effect in Spool: segment files grow as they are written."},
+	{Name: "remote.log.copy.disable", Type: Boolean, Default: "false",
+		Doc: "No effect in Spool: it has no tiered storage."},
+	{Name: "remote.log.delete.on.disable", Type: Boolean, Default: "false",
+		Doc: "No effect in Spool: it has no tiered storage."},
+	{Name: "remote.storage.enable", Type: Boolean, Default: "false", Check: noRemoteStorage,
+		Doc: "Spool has no tiered storage: only false is accepted, as on a Kafka broker without remote.log.storage.system.enable."},
+	{Name: "retention.bytes", Broker: LogRetentionBytes, Type: Long, Check: atLeast(-1), Doc: "Partition size limit, -1 for none."},
+	{Name: "retention.ms", Broker: LogRetentionMs, Type: Long, Check: atLeast(-1), Doc: "How long to keep data, -1 for ever."},
+	{Name: "segment.bytes", Broker: LogSegmentBytes, Type: Int, Check: atLeast(14), Doc: "Segment file size."},
+	{Name: "segment.index.bytes", Broker: LogIndexSizeMaxBytes, Type: Int, Check: atLeast(4), Doc: "Offset index size."},
+	{Name: "segment.jitter.ms", Broker: "log.roll.jitter.ms", Type: Long, Check: atLeast(0),
+		Doc: "Each segment rolls up to this much (random, drawn per segment) before segment.ms, so that partitions do not roll together."},
+	{Name: "segment.ms", Broker: LogRollMs, Type: Long, Check: atLeast(1), Doc: "Maximum segment age before a roll."},
+	{Name: "unclean.leader.election.enable", Broker: UncleanLeaderElection, Type: Boolean,
+		Doc: "Allow a leader outside the ISR when no ISR member is alive (may lose acknowledged data); cluster mode only."},
 }
 
-// LookupBroker finds a broker property definition.
+// LookupBroker finds a broker property definition: Spool's own, else Kafka's.
 func LookupBroker(name string) *Def {
 	for i := range BrokerDefs {
 		if BrokerDefs[i].Name == name {
 			return &BrokerDefs[i]
 		}
 	}
+	for i := range kafkaDefs {
+		if kafkaDefs[i].Name == name {
+			return &kafkaDefs[i]
+		}
+	}
 	return nil
+}
+
+// AllBrokerDefs are BrokerDefs followed by the Kafka properties they do not define.
+func AllBrokerDefs() []Def {
+	out := append([]Def(nil), BrokerDefs...)
+	for _, d := range kafkaDefs {
+		if !slices.ContainsFunc(BrokerDefs, func(b Def) bool { return b.Name == d.Name }) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // LookupTopic finds a topic property definition.

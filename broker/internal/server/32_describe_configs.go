@@ -82,15 +82,17 @@ func (s *Server) describeResource(res wire.DescribeConfigsRequestResource, synon
 		if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(s.self.NodeID)) {
 			return nil, fmt.Errorf("%w: this is broker %d, not %s", wire.ErrInvalidRequest, s.self.NodeID, res.ResourceName)
 		}
-		for _, d := range config.BrokerDefs {
+		for _, d := range config.AllBrokerDefs() {
 			if !want(d.Name) {
 				continue
 			}
 			e := entry(d.Name, s.conf.Get(d.Name), s.conf.Source(d.Name), d.Type, d.Doc)
 			e.ReadOnly = true
+			if d.Type == config.Password {
+				e.Value, e.IsSensitive = nil, true
+			}
 			if synonyms {
-				v := s.conf.Get(d.Name)
-				e.Synonyms = []wire.DescribeConfigsResponseSynonym{{Name: d.Name, Value: &v, Source: int8(s.conf.Source(d.Name))}}
+				e.Synonyms = []wire.DescribeConfigsResponseSynonym{{Name: d.Name, Value: e.Value, Source: int8(s.conf.Source(d.Name))}}
 			}
 			out = append(out, e)
 		}
@@ -105,6 +107,9 @@ func (s *Server) synonyms(t cluster.Topic, d config.TopicDef) []wire.DescribeCon
 	var out []wire.DescribeConfigsResponseSynonym
 	if v, ok := t.Configs[d.Name]; ok {
 		out = append(out, wire.DescribeConfigsResponseSynonym{Name: d.Name, Value: &v, Source: int8(config.SourceTopic)})
+	}
+	if d.Broker == "" {
+		return out
 	}
 	bv := s.conf.Get(d.Broker)
 	out = append(out, wire.DescribeConfigsResponseSynonym{Name: d.Broker, Value: &bv, Source: int8(s.conf.Source(d.Broker))})

@@ -16,20 +16,28 @@ import (
 // TestJavaAdminGroupOffsets runs the Java AdminClient's group offset calls against our broker,
 // deleteConsumerGroupOffsets (OffsetDelete) among them.
 func TestJavaAdminGroupOffsets(t *testing.T) {
-	java, cp := buildJavaMember(t)
-	javac := brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
-	classes := filepath.Join(t.TempDir(), "admin-classes")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, javac, "-d", classes, "-cp", cp, "testdata/group_admin_GroupOffsets.java").CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
 	b := startBroker(t, nil)
 	createTopicKadm(t, ctx, b.Addr, "jadmin", 2)
-	cmd := exec.CommandContext(ctx, java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classes+string(os.PathListSeparator)+cp, "GroupOffsets", b.Addr, "jadmin", "jadmin-group")
+	runJavaProgram(t, ctx, "testdata/group_admin_GroupOffsets.java", "GroupOffsets", b.Addr, "jadmin", "jadmin-group")
+}
+
+// runJavaProgram compiles one Java source of testdata against the Kafka client and runs its
+// class with args; the program must print a line "OK".
+func runJavaProgram(t *testing.T, ctx context.Context, source, class string, args ...string) {
+	t.Helper()
+	java, cp := buildJavaMember(t)
+	javac := brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
+	classes := filepath.Join(t.TempDir(), class+"-classes")
+	if out, err := exec.CommandContext(ctx, javac, "-d", classes, "-cp", cp, source).CombinedOutput(); err != nil {
+		t.Fatalf("javac %s: %v\n%s", source, err, out)
+	}
+	cmd := exec.CommandContext(ctx, java, append([]string{"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-cp", classes + string(os.PathListSeparator) + cp, class}, args...)...)
 	cmd.Stderr = testWriter{t}
 	out, err := cmd.Output()
 	if err != nil || !slices.Contains(strings.Split(string(out), "\n"), "OK") {
-		t.Fatalf("java GroupOffsets: %v\n%s", err, out)
+		t.Fatalf("java %s: %v\n%s", class, err, out)
 	}
 }

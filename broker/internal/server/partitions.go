@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +86,9 @@ func (s *Server) topicValue(t cluster.Topic, name string) (string, config.Source
 		return v, config.SourceTopic
 	}
 	d := config.LookupTopic(name)
+	if d.Broker == "" {
+		return d.Default, config.SourceDefault
+	}
 	return s.conf.Get(d.Broker), s.conf.Source(d.Broker)
 }
 
@@ -98,15 +102,30 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 	cfg := storage.DefaultLogConfig()
 	cfg.SegmentBytes = num("segment.bytes")
 	cfg.SegmentMs = num("segment.ms")
+	cfg.SegmentJitterMs = num("segment.jitter.ms")
 	cfg.RetentionMs = num("retention.ms")
 	cfg.RetentionBytes = num("retention.bytes")
 	cfg.IndexIntervalBytes = int32(num("index.interval.bytes"))
 	cfg.MaxIndexBytes = int32(num("segment.index.bytes"))
 	cfg.DeleteRetentionMs = num("delete.retention.ms")
 	cfg.MinCompactionLagMs = num("min.compaction.lag.ms")
+	cfg.MaxCompactionLagMs = num("max.compaction.lag.ms")
 	cfg.MaxMessageBytes = int32(num("max.message.bytes"))
+	// Kafka's message.timestamp.difference.max.ms bounds both directions where before/after
+	// are left at their default (no bound).
+	cfg.TimestampBeforeMaxMs, cfg.TimestampAfterMaxMs = num("message.timestamp.before.max.ms"), num("message.timestamp.after.max.ms")
+	if diff := num("message.timestamp.difference.max.ms"); diff != math.MaxInt64 {
+		if cfg.TimestampBeforeMaxMs == math.MaxInt64 {
+			cfg.TimestampBeforeMaxMs = diff
+		}
+		if cfg.TimestampAfterMaxMs == math.MaxInt64 {
+			cfg.TimestampAfterMaxMs = diff
+		}
+	}
 	cfg.FlushIntervalMessages = num("flush.messages")
 	cfg.FlushIntervalMs = num("flush.ms")
+	ratio, _ := s.topicValue(t, "min.cleanable.dirty.ratio")
+	cfg.MinCleanableDirtyRatio, _ = strconv.ParseFloat(ratio, 64)
 	policy, _ := s.topicValue(t, "cleanup.policy")
 	cfg.Delete = strings.Contains(policy, "delete")
 	cfg.Compact = strings.Contains(policy, "compact")

@@ -82,7 +82,7 @@ func (l *Log) Append(records []byte, opt AppendOptions) (AppendResult, error) {
 	}
 	sc := appendScratches.Get().(*appendScratch)
 	defer appendScratches.Put(sc)
-	infos, err := validateBatches(records, cfg, opt.AssignOffsets, sc)
+	infos, err := validateBatches(records, cfg, opt.AssignOffsets, nowMs, sc)
 	sc.infos = infos[:0]
 	if err != nil {
 		return res, err
@@ -178,7 +178,7 @@ func (l *Log) Append(records []byte, opt AppendOptions) (AppendResult, error) {
 // validateBatches splits records into batches and validates each, filling infos (from the
 // scratch) with what the append needs. No lock is held: validation of concurrent appends runs
 // in parallel.
-func validateBatches(records []byte, cfg *LogConfig, client bool, sc *appendScratch) ([]batchInfo, error) {
+func validateBatches(records []byte, cfg *LogConfig, client bool, nowMs int64, sc *appendScratch) ([]batchInfo, error) {
 	infos := sc.infos[:0]
 	s := batch.NewScanner(records)
 	for s.Next() {
@@ -203,8 +203,14 @@ func validateBatches(records []byte, cfg *LogConfig, client bool, sc *appendScra
 				return infos, fmt.Errorf("%w: batch %d: clients may not produce control batches", ErrInvalidRecord, i)
 			}
 			for it.Next() {
-				if cfg.Compact && it.Record().Key == nil {
+				r := it.Record()
+				if cfg.Compact && r.Key == nil {
 					return infos, fmt.Errorf("%w: batch %d: a compacted topic does not accept a record without key", ErrInvalidRecord, i)
+				}
+				if cfg.TimestampType == CreateTime {
+					if err := checkTimestamp(cfg, r.Timestamp, nowMs); err != nil {
+						return infos, fmt.Errorf("%w: batch %d, offset delta %d: %v", ErrInvalidTimestamp, i, r.OffsetDelta, err)
+					}
 				}
 			}
 			if err := it.Err(); err != nil {
@@ -239,6 +245,18 @@ func validateBatches(records []byte, cfg *LogConfig, client bool, sc *appendScra
 	return infos, nil
 }
 
+// checkTimestamp applies message.timestamp.before.max.ms and after.max.ms to a CreateTime
+// record timestamp.
+func checkTimestamp(cfg *LogConfig, ts, nowMs int64) error {
+	switch {
+	case ts < nowMs && nowMs-ts > cfg.TimestampBeforeMaxMs:
+		return fmt.Errorf("timestamp %d is %d ms behind the broker's clock, more than message.timestamp.before.max.ms %d", ts, nowMs-ts, cfg.TimestampBeforeMaxMs)
+	case ts > nowMs && ts-nowMs > cfg.TimestampAfterMaxMs:
+		return fmt.Errorf("timestamp %d is %d ms ahead of the broker's clock, more than message.timestamp.after.max.ms %d", ts, ts-nowMs, cfg.TimestampAfterMaxMs)
+	}
+	return nil
+}
+
 // needsRoll decides whether the append must go to a new segment.
 func (l *Log) needsRoll(s *segment, cfg *LogConfig, size, batches int, first, last int64, nowMs int64) bool {
 	if s.size.Load() == 0 {
@@ -246,7 +264,7 @@ func (l *Log) needsRoll(s *segment, cfg *LogConfig, size, batches int, first, la
 	}
 	switch {
 	case s.size.Load()+int64(size) > cfg.SegmentBytes:
-	case nowMs-s.rollBase > cfg.SegmentMs:
+	case nowMs-s.rollBase > cfg.SegmentMs-s.rollJitterMs:
 	case !s.oidx.roomFor(batches) || !s.tidx.roomFor(batches+1): // +1: the entry sealing adds
 	case last-s.base > math.MaxInt32:
 	default:

@@ -52,8 +52,8 @@ func (l *Log) Compact(now time.Time) error {
 	return err
 }
 
-// compactIfNeeded runs a pass when the dirty share reaches MinCleanableDirtyRatio or a retained
-// tombstone may have expired.
+// compactIfNeeded runs a pass when the dirty share reaches MinCleanableDirtyRatio, a dirty
+// segment is older than MaxCompactionLagMs, or a retained tombstone may have expired.
 func (l *Log) compactIfNeeded(now time.Time) (bool, error) { return l.compact(now, false) }
 
 // keyMap maps key hashes to the latest offset seen, bounded in size.
@@ -153,14 +153,18 @@ func (l *Log) compact(now time.Time, force bool) (bool, error) {
 	dirtyStart := max(l.cleanerCheckpoint, l.logStart.Load())
 	if !force {
 		var dirty, total int64
+		lagDue := false // a dirty segment's records are all older than max.compaction.lag.ms
 		for _, s := range segs {
 			total += s.size.Load()
 			if s.base >= dirtyStart {
 				dirty += s.size.Load()
+				if ts := s.maxTs.Load(); ts >= 0 && nowMs-ts >= cfg.MaxCompactionLagMs {
+					lagDue = true
+				}
 			}
 		}
 		tombstonesDue := l.tombstoneExpiry != 0 && nowMs >= l.tombstoneExpiry
-		if !tombstonesDue && (dirtyStart >= cleanableEnd || float64(dirty) < cfg.MinCleanableDirtyRatio*float64(total)) {
+		if !tombstonesDue && (dirtyStart >= cleanableEnd || !lagDue && float64(dirty) < cfg.MinCleanableDirtyRatio*float64(total)) {
 			return false, nil
 		}
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -295,5 +296,40 @@ func TestCompactionReadersKeepOldFiles(t *testing.T) {
 	}
 	if got := readAll(t, l); got[0].Value == "0" {
 		t.Fatal("compaction did nothing")
+	}
+}
+
+// max.compaction.lag.ms compacts a dirty segment once its records are that old, even when the
+// dirty share is below min.cleanable.dirty.ratio.
+func TestCompactionMaxLag(t *testing.T) {
+	for _, lag := range []int64{math.MaxInt64, 3_600_000} {
+		cfg := compactConfig()
+		cfg.MinCleanableDirtyRatio = 1 // never reached once a clean part exists
+		cfg.MaxCompactionLagMs = lag
+		l := openLog(t, t.TempDir(), cfg)
+		appendKeys := func(n int) {
+			for i := range n {
+				leaderAppend(t, l, buildBatch(t, batchSpec{recs: []rec{{Timestamp: t0.UnixMilli(), Key: fmt.Sprintf("k%d", i%10), Value: strings.Repeat("v", 100)}}, pid: -1}))
+			}
+			l.Flush()
+		}
+		appendKeys(200)
+		if err := l.Compact(t0); err != nil { // everything below the active segment is clean now
+			t.Fatal(err)
+		}
+		active := l.activeBase()
+		appendKeys(200) // dirty segments behind a new active one
+		if l.activeBase() == active {
+			t.Fatal("no new closed segment")
+		}
+		for _, at := range []time.Duration{time.Minute, 2 * time.Hour} {
+			did, err := l.compactIfNeeded(t0.Add(at))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := lag != math.MaxInt64 && at > time.Hour; did != want {
+				t.Errorf("max.compaction.lag.ms %d, %v after the records: compacted %v, want %v", lag, at, did, want)
+			}
+		}
 	}
 }

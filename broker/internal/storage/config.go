@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 )
 
 // FsyncMode is the durability policy: when appended data is forced to disk, and so when
@@ -61,6 +62,9 @@ type LogConfig struct {
 	SegmentBytes int64
 	// SegmentMs (segment.ms) rolls a non-empty active segment this long after its first append.
 	SegmentMs int64
+	// SegmentJitterMs (segment.jitter.ms): each segment rolls up to this much (drawn at random
+	// when it is created, less than SegmentMs) before SegmentMs. 0: exactly at SegmentMs.
+	SegmentJitterMs int64
 	// RetentionMs (retention.ms) deletes a segment whose newest timestamp is older; -1 keeps
 	// segments forever.
 	RetentionMs int64
@@ -84,8 +88,16 @@ type LogConfig struct {
 	// MinCleanableDirtyRatio (min.cleanable.dirty.ratio) is the share of uncompacted bytes that
 	// makes the background compact the log. Compact called directly ignores it.
 	MinCleanableDirtyRatio float64
+	// MaxCompactionLagMs (max.compaction.lag.ms): a closed segment not yet compacted whose
+	// newest record is at least this old is compacted whatever the dirty ratio, so no record
+	// stays uncompacted much longer than this plus one segment's span. math.MaxInt64: never.
+	MaxCompactionLagMs int64
 	// TimestampType (message.timestamp.type).
 	TimestampType TimestampType
+	// TimestampBeforeMaxMs and TimestampAfterMaxMs (message.timestamp.before.max.ms and
+	// after.max.ms): with CreateTime, a produced record whose timestamp is further behind or
+	// ahead of the broker's clock is refused with ErrInvalidTimestamp. math.MaxInt64: no bound.
+	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
 	// MaxMessageBytes (max.message.bytes) is the largest batch accepted, measured after offset
 	// assignment (the batch's total size).
 	MaxMessageBytes int32
@@ -123,6 +135,9 @@ func DefaultLogConfig() LogConfig {
 		MinCleanableDirtyRatio:    0.5,
 		TimestampType:             CreateTime,
 		MaxMessageBytes:           1048588,
+		TimestampBeforeMaxMs:      math.MaxInt64,
+		MaxCompactionLagMs:        math.MaxInt64,
+		TimestampAfterMaxMs:       math.MaxInt64,
 		MaxUncompressedBatchBytes: 64 << 20,
 		Fsync:                     FsyncAlways,
 		FlushIntervalMs:           math.MaxInt64,
@@ -130,6 +145,15 @@ func DefaultLogConfig() LogConfig {
 		ProducerIDExpirationMs:    24 * 3600 * 1000,
 		CompactionMaxKeys:         1 << 18,
 	}
+}
+
+// randomRollJitter draws a segment's roll jitter, as Kafka does: uniform below
+// min(segment.jitter.ms, segment.ms).
+func (cfg *LogConfig) randomRollJitter() int64 {
+	if cfg.SegmentJitterMs <= 0 || cfg.SegmentMs <= 0 {
+		return 0
+	}
+	return rand.Int64N(min(cfg.SegmentJitterMs, cfg.SegmentMs))
 }
 
 // Smallest sizes accepted; smaller settings are raised to them.
@@ -155,6 +179,15 @@ func (cfg LogConfig) normalized() LogConfig {
 	}
 	if cfg.MaxUncompressedBatchBytes <= 0 {
 		cfg.MaxUncompressedBatchBytes = d.MaxUncompressedBatchBytes
+	}
+	if cfg.MaxCompactionLagMs <= 0 {
+		cfg.MaxCompactionLagMs = math.MaxInt64
+	}
+	if cfg.TimestampBeforeMaxMs < 0 {
+		cfg.TimestampBeforeMaxMs = math.MaxInt64
+	}
+	if cfg.TimestampAfterMaxMs < 0 {
+		cfg.TimestampAfterMaxMs = math.MaxInt64
 	}
 	if cfg.FlushIntervalMs <= 0 {
 		cfg.FlushIntervalMs = math.MaxInt64

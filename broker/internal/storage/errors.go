@@ -30,8 +30,8 @@ var (
 	ErrOutOfOrderSequence = errors.New("storage: out of order sequence number")
 	// ErrInvalidProducerEpoch: a batch from an older producer epoch, fenced (INVALID_PRODUCER_EPOCH).
 	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
-	// ErrInvalidTimestamp is reserved for timestamp checks (INVALID_TIMESTAMP). Kafka's
-	// defaults check nothing, and neither does this package yet.
+	// ErrInvalidTimestamp: a CreateTime record timestamp outside message.timestamp.before.max.ms
+	// or after.max.ms of the broker's clock (INVALID_TIMESTAMP). The defaults check nothing.
 	ErrInvalidTimestamp = errors.New("storage: invalid timestamp")
 	// ErrUnexpectedAppendOffset: a follower append (AssignOffsets false) whose batches do not
 	// follow the log end offset in increasing order.

@@ -398,6 +398,7 @@ func (l *Log) loadSegments(bases []int64, swapped map[int64]bool, opts OpenOptio
 		return err
 	}
 	active.rollBase = time.Now().UnixMilli()
+	active.rollJitterMs = cfg.randomRollJitter()
 	if active.size.Load() > 0 {
 		r := newHeaderReader(active.file, active.size.Load())
 		if h, err := r.header(0); err == nil && h.MaxTimestamp > 0 && h.MaxTimestamp < active.rollBase {

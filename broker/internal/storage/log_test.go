@@ -686,3 +686,42 @@ func TestSegmentOffsetOverflowRolls(t *testing.T) {
 		t.Fatalf("records %v", got)
 	}
 }
+
+// segment.jitter.ms makes segments roll before segment.ms by a random amount drawn per segment,
+// and never later than segment.ms.
+func TestSegmentJitter(t *testing.T) {
+	for _, jitter := range []int64{0, 3_600_000} {
+		cfg := smallConfig()
+		cfg.SegmentBytes = 1 << 30
+		cfg.SegmentMs = 3_600_000
+		cfg.SegmentJitterMs = jitter
+		l := openLog(t, t.TempDir(), cfg)
+		now := t0
+		appendAt := func(at time.Time) (rolled bool) {
+			before := l.activeBase()
+			b := buildBatch(t, batchSpec{recs: []rec{{Timestamp: at.UnixMilli(), Key: "k", Value: "v"}}, pid: -1})
+			if _, err := l.Append(b, AppendOptions{AssignOffsets: true, Now: at}); err != nil {
+				t.Fatal(err)
+			}
+			return l.activeBase() != before
+		}
+		appendAt(now)
+		early := 0
+		for range 64 {
+			// Half-way through segment.ms: a roll only by jitter (about half the segments).
+			if appendAt(now.Add(30 * time.Minute)) {
+				early++
+				now = now.Add(30 * time.Minute)
+				continue
+			}
+			// Past segment.ms: always a roll, jitter or not.
+			now = now.Add(time.Hour + time.Millisecond)
+			if !appendAt(now) {
+				t.Fatalf("jitter %d: no roll past segment.ms", jitter)
+			}
+		}
+		if jitter == 0 && early != 0 || jitter > 0 && early == 0 {
+			t.Errorf("segment.jitter.ms %d: %d of 64 segments rolled half-way through segment.ms", jitter, early)
+		}
+	}
+}

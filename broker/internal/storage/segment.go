@@ -51,6 +51,9 @@ type segment struct {
 	maxTs    atomic.Int64 // largest batch maxTimestamp, -1 when none
 	maxTsOff atomic.Int64 // last offset of the batch that first reached maxTs
 	rollBase int64        // ms: when the segment got its first append, for segment.ms
+	// rollJitterMs is subtracted from segment.ms for this segment (segment.jitter.ms), drawn
+	// once when it is created so that segments of many partitions do not roll together.
+	rollJitterMs int64
 
 	// Appender-only state.
 	bytesSinceIndex int64
@@ -74,7 +77,7 @@ func createSegment(dir string, base int64, cfg *LogConfig, nowMs int64) (*segmen
 	if err != nil {
 		return nil, fmt.Errorf("creating segment %s: %w", path, err)
 	}
-	s := &segment{dir: dir, base: base, file: f, rollBase: nowMs, lastTimeEntry: -1}
+	s := &segment{dir: dir, base: base, file: f, rollBase: nowMs, rollJitterMs: cfg.randomRollJitter(), lastTimeEntry: -1}
 	s.end.Store(base)
 	s.maxTs.Store(-1)
 	s.maxTsOff.Store(base)

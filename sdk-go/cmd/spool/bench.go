@@ -106,7 +106,7 @@ func parseBenchOpts(sub string, args []string) (o benchOpts, fs *flagSet, err er
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case fs.NArg() > 0:
-		return o, fs, fs.bad("bench %s: takes no arguments", sub)
+		return o, fs, fs.noArgs()
 	case o.topic == "":
 		return o, fs, fs.bad("bench: --topic is required")
 	case set["records"] && set["duration"]:

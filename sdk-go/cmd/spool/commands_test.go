@@ -32,9 +32,9 @@ func TestCLIConsumeFormatVerbs(t *testing.T) {
 		}
 	}
 	r := ok(t, runCLI(t, addr, "", "consume", "--topic", "fmt", "--from-beginning", "--count", "2",
-		"--format", `%t|%p|%o|%k|%v|%h|%T|%%|%x\t\\\n`))
-	want := "fmt|1|0|kfirst|first|trace=abc,n=first|1700000000123|%|%x\t\\\n" +
-		"fmt|1|1|ksecond|second|trace=abc,n=second|1700000000124|%|%x\t\\\n"
+		"--format", `%t|%p|%o|%k|%v|%h|%T|%K|%S|%%\t\\\n`))
+	want := "fmt|1|0|kfirst|first|trace=abc,n=first|1700000000123|6|5|%\t\\\n" +
+		"fmt|1|1|ksecond|second|trace=abc,n=second|1700000000124|7|6|%\t\\\n"
 	if r.stdout != want {
 		t.Fatalf("formatted\n%q\nwant\n%q", r.stdout, want)
 	}
@@ -86,7 +86,7 @@ func TestCLIProducePartitioners(t *testing.T) {
 	// A line without the separator has no key.
 	ok(t, runCLI(t, addr, "nokey\n", "produce", "--topic", "keyed", "--key-separator", "=", "--partitioner", "sticky", "--acks", "0"))
 	r = ok(t, runCLI(t, addr, "", "consume", "--topic", "keyed", "--from-beginning", "--count", "2", "--format", `[%k]%v\n`))
-	if !strings.Contains(r.stdout, "[]nokey\n") {
+	if !strings.Contains(r.stdout, "[NULL]nokey\n") {
 		t.Fatalf("unkeyed line: %q", r.stdout)
 	}
 }
@@ -183,7 +183,7 @@ func TestCLIProduceChecksFirst(t *testing.T) {
 		t.Fatalf("auto-created, empty stdin: %q", r.stderr)
 	}
 	r = ok(t, runCLI(t, auto, "", "topic", "list"))
-	if !strings.Contains(r.stdout, "fresh\n") {
+	if !regexp.MustCompile(`(?m)^fresh\s+1\s+1$`).MatchString(r.stdout) {
 		t.Fatalf("the lookup did not create the topic: %q", r.stdout)
 	}
 	ok(t, runCLI(t, auto, "a\n", "produce", "--topic", "fresh"))

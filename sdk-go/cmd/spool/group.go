@@ -73,7 +73,10 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	var topic, to *string
 	var create *bool
 	var parts partitionsFlag
+	asJSON := new(bool)
 	switch sub {
+	case "list", "describe":
+		asJSON = fs.Bool("json", false, "print one JSON document (fields in the README) instead of a table")
 	case "seek":
 		topic = fs.String("topic", "", "the topic whose offsets move (required)")
 		to = fs.String("to", "", "where to: earliest, latest, OFFSET, RFC3339-TIME or @UNIX_MS (required)")
@@ -89,7 +92,7 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	groups := fs.Args()
 	switch {
 	case sub == "list" && len(groups) > 0:
-		return fs.bad("group list: takes no arguments")
+		return fs.noArgs()
 	case sub == "delete" && len(groups) == 0:
 		return fs.bad("group delete: missing group name")
 	case sub != "list" && sub != "delete" && len(groups) != 1:
@@ -115,9 +118,9 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	ad := cl.Admin()
 	switch sub {
 	case "list":
-		return groupList(ctx, ad, stdout)
+		return groupList(ctx, ad, *asJSON, stdout)
 	case "describe":
-		return groupDescribe(ctx, ad, groups[0], stdout)
+		return groupDescribe(ctx, ad, groups[0], *asJSON, stdout)
 	case "delete":
 		return groupDelete(ctx, ad, groups, stdout, stderr)
 	case "seek":
@@ -127,22 +130,68 @@ func groupCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	}
 }
 
-func groupList(ctx context.Context, ad *spool.Admin, stdout io.Writer) error {
+func groupList(ctx context.Context, ad *spool.Admin, asJSON bool, stdout io.Writer) error {
 	// Groups of the brokers that answered are printed even when others failed; the failures
 	// then make the exit status non-zero.
 	gs, err := ad.ListGroups(ctx)
 	if len(gs) == 0 && err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+	rows := []groupJSON{}
 	for _, g := range gs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.GroupID, orDash(g.State), orDash(g.ProtocolType), g.Coordinator)
+		members, lag := groupTotals(ctx, ad, g.GroupID)
+		rows = append(rows, groupJSON{Group: g.GroupID, State: g.State, ProtocolType: g.ProtocolType, Coordinator: g.Coordinator,
+			Members: members, Lag: lag})
+	}
+	if asJSON {
+		if jerr := writeJSON(stdout, rows); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR\tMEMBERS\tLAG")
+	for _, g := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", g.Group, orDash(g.State), orDash(g.ProtocolType), g.Coordinator,
+			numberOrDash(g.Members), numberOrDash(g.Lag))
 	}
 	if ferr := tw.Flush(); ferr != nil {
 		return ferr
 	}
 	return err
+}
+
+// numberOrDash prints a count that may be unknown (nil).
+func numberOrDash[T int | int64](n *T) string {
+	if n == nil {
+		return "-"
+	}
+	return strconv.FormatInt(int64(*n), 10)
+}
+
+// groupTotals are a group's member count and total lag over its committed partitions, nil
+// when they cannot be read (the group went away, or a partition's end is unknown).
+func groupTotals(ctx context.Context, ad *spool.Admin, group string) (members *int, lag *int64) {
+	d, err := describeGroup(ctx, ad, group)
+	if err != nil {
+		return nil, nil
+	}
+	n := len(d.Members)
+	rows, err := ad.GroupLag(ctx, group)
+	if err != nil {
+		return &n, nil
+	}
+	var total int64
+	for _, r := range rows {
+		if r.Committed < 0 {
+			continue // assigned, nothing committed: no lag to count
+		}
+		if r.Lag < 0 {
+			return &n, nil
+		}
+		total += r.Lag
+	}
+	return &n, &total
 }
 
 // describeGroup describes one group, turning "does not exist" into a plain error.
@@ -160,7 +209,7 @@ func describeGroup(ctx context.Context, ad *spool.Admin, group string) (spool.Gr
 	return ds[0], nil
 }
 
-func groupDescribe(ctx context.Context, ad *spool.Admin, group string, stdout io.Writer) error {
+func groupDescribe(ctx context.Context, ad *spool.Admin, group string, asJSON bool, stdout io.Writer) error {
 	d, err := describeGroup(ctx, ad, group)
 	if err != nil {
 		return err
@@ -168,6 +217,9 @@ func groupDescribe(ctx context.Context, ad *spool.Admin, group string, stdout io
 	lag, err := ad.GroupLag(ctx, group)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(stdout, groupDescriptionJSON(d, lag))
 	}
 	fmt.Fprintf(stdout, "group %s state %s protocol-type %s protocol %s members %d\n\n", d.GroupID, d.State, orDash(d.ProtocolType), orDash(d.Protocol), len(d.Members))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -279,7 +331,7 @@ func groupSeek(ctx context.Context, ad *spool.Admin, group, topic string, parts 
 	case err != nil:
 		return err
 	case len(d.Members) > 0:
-		return fmt.Errorf("group %q has %d active members; stop its consumers before seeking: %w", group, len(d.Members), spool.ErrGroupActive)
+		return fmt.Errorf("seeking group %q (%d members): %w", group, len(d.Members), spool.ErrGroupActive)
 	}
 	parts, err = topicPartitions(ctx, ad, topic, parts)
 	if err != nil {

@@ -53,7 +53,7 @@ func TestCLIGroupOffsets(t *testing.T) {
 	ok(t, runCLI(t, addr, "", "topic", "create", "orders", "--partitions", "3"))
 	ok(t, runCLI(t, addr, "a\nb\nc\nd\ne\nf\n", "produce", "--topic", "orders", "--partitioner", "roundrobin"))
 
-	if r := ok(t, runCLI(t, addr, "", "group", "list")); strings.TrimSpace(r.stdout) != "GROUP  STATE  PROTOCOL-TYPE  COORDINATOR" {
+	if r := ok(t, runCLI(t, addr, "", "group", "list")); strings.TrimSpace(r.stdout) != "GROUP  STATE  PROTOCOL-TYPE  COORDINATOR  MEMBERS  LAG" {
 		t.Fatalf("empty list: %q", r.stdout)
 	}
 	// A group that does not exist is not created by accident.
@@ -105,8 +105,14 @@ func TestCLIGroupOffsets(t *testing.T) {
 	if got := seek("2100-01-01T00:00:00Z", "0"); !equalMaps(got, want) {
 		t.Fatalf("seek to a future time: %v", got)
 	}
-	if r := ok(t, runCLI(t, addr, "", "group", "list")); !regexp.MustCompile(`(?m)^reports\s+Empty\s+-\s+0$`).MatchString(r.stdout) {
-		t.Fatalf("list: %q", r.stdout)
+	// The list's total lag is the sum of the LAG column of describe.
+	total := 0
+	for _, m := range regexp.MustCompile(`(?m)^orders\s+\d+\s+\d+\s+\d+\s+(\d+)\s`).FindAllStringSubmatch(ok(t, runCLI(t, addr, "", "group", "describe", "reports")).stdout, -1) {
+		n, _ := strconv.Atoi(m[1])
+		total += n
+	}
+	if r := ok(t, runCLI(t, addr, "", "group", "list")); !regexp.MustCompile(fmt.Sprintf(`(?m)^reports\s+Empty\s+-\s+0\s+0\s+%d$`, total)).MatchString(r.stdout) || total == 0 {
+		t.Fatalf("list, want members 0 and lag %d: %q", total, r.stdout)
 	}
 
 	r = ok(t, runCLI(t, addr, "", "group", "delete-offsets", "reports", "--topic", "orders", "--partitions", "0"))
@@ -179,7 +185,7 @@ func TestCLIGroupWithMembers(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{[]string{"group", "seek", "live", "--topic", "orders", "--to", "earliest"}, "has 1 active members; stop its consumers"},
+		{[]string{"group", "seek", "live", "--topic", "orders", "--to", "earliest"}, `seeking group "live" (1 members): group has active members; stop its consumers first`},
 		{[]string{"group", "delete", "live"}, `group "live" has active members`},
 		{[]string{"group", "delete-offsets", "live", "--topic", "orders", "--partitions", "0"}, "GROUP_SUBSCRIBED_TO_TOPIC"},
 	} {

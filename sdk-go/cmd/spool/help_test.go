@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,18 +16,21 @@ import (
 // so a flag that loses its help line, or a help that lists another command's flags, fails.
 var subcommandFlags = map[string][]string{
 	"topic create":         {"partitions", "replication-factor", "config"},
-	"topic list":           nil,
-	"topic describe":       nil,
+	"topic list":           {"json"},
+	"topic describe":       {"json"},
+	"topic alter-config":   {"set", "delete"},
+	"topic add-partitions": {"num"},
 	"topic delete":         nil,
-	"produce":              {"topic", "key-separator", "partitioner", "acks", "compression"},
-	"consume":              {"topic", "group", "from-beginning", "count", "format"},
-	"group list":           nil,
-	"group describe":       nil,
+	"produce":              {"topic", "key-separator", "key", "file", "json", "partitioner", "partition", "header", "null-empty", "max-message-bytes", "acks", "compression"},
+	"consume":              {"topic", "group", "partition", "offset", "from-timestamp", "from-beginning", "exit-at-end", "count", "format", "null", "json"},
+	"group list":           {"json"},
+	"group describe":       {"json"},
 	"group delete":         nil,
 	"group seek":           {"topic", "to", "create", "partitions"},
 	"group delete-offsets": {"topic", "partitions"},
-	"cluster info":         nil,
-	"cluster configs":      nil,
+	"completion":           nil,
+	"cluster info":         {"json"},
+	"cluster configs":      {"json"},
 	"bench produce":        {"topic", "records", "duration", "size", "rate", "acks", "compression", "partitions", "linger", "batch-bytes", "max-in-flight", "idempotence", "json"},
 	"bench consume":        {"topic", "records", "duration", "size", "timeout", "json"},
 	"bench e2e":            {"topic", "records", "duration", "size", "rate", "acks", "compression", "partitions", "linger", "batch-bytes", "max-in-flight", "idempotence", "json"},
@@ -151,5 +158,64 @@ func TestBenchConsumeStopsAtEnd(t *testing.T) {
 	res := benchJSON(t, addr, "consume", "--topic", "short", "--records", "50", "--timeout", "1h")
 	if res.Records != 50 {
 		t.Fatalf("consume of all 50: %+v", res)
+	}
+}
+
+// complete runs the bash completion function on a command line whose last word is being
+// typed, in shell (bash, or zsh through bashcompinit), and returns the candidates.
+func complete(t *testing.T, shell string, words ...string) []string {
+	t.Helper()
+	script := fmt.Sprintf(`source <(%q completion %s)
+COMP_WORDS=(%s); COMP_CWORD=%d; _spool; print_reply() { printf '%%s\n' "${COMPREPLY[@]}"; }; print_reply`,
+		bin, shell, strings.Join(append([]string{bin}, quoteAll(words)...), " "), len(words))
+	out, err := exec.Command(shell, "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s completion of %q: %v\n%s", shell, words, err, out)
+	}
+	// zsh's compgen (bashcompinit) leaves matching the typed prefix to compadd, as zsh's
+	// completion system does; do it here.
+	var got []string
+	for _, w := range strings.Fields(string(out)) {
+		if strings.HasPrefix(w, words[len(words)-1]) {
+			got = append(got, w)
+		}
+	}
+	return got
+}
+
+func quoteAll(ws []string) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = fmt.Sprintf("%q", w)
+	}
+	return out
+}
+
+// TestCLICompletion: the bash and zsh scripts complete commands, subcommands and flags.
+func TestCLICompletion(t *testing.T) {
+	shells := []string{brokertest.NeedTool(t, "/usr/bin/bash", "bash")}
+	if _, err := os.Stat("/usr/bin/zsh"); err == nil || os.Getenv("CI") == "true" {
+		shells = append(shells, brokertest.NeedTool(t, "/usr/bin/zsh", "zsh"))
+	}
+	for _, sh := range shells {
+		shell := filepath.Base(sh)
+		for _, tc := range []struct {
+			words []string
+			want  string
+		}{
+			{[]string{"to"}, "topic"},
+			{[]string{"topic", "al"}, "alter-config"},
+			{[]string{"consume", "--exit"}, "--exit-at-end"},
+			{[]string{"topic", "add-partitions", "orders", "--n"}, "--num"},
+			{[]string{"--brokers", "x", "gr"}, "group"},
+		} {
+			got := complete(t, shell, tc.words...)
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("%s: completing %q: %q, want %q", shell, tc.words, got, tc.want)
+			}
+		}
+	}
+	if r := runCLI(t, "127.0.0.1:1", "", "completion", "fish"); r.code != 2 || !strings.Contains(r.stderr, `want bash or zsh, got "fish"`) {
+		t.Errorf("completion fish: exit %d %q", r.code, r.stderr)
 	}
 }

@@ -10,19 +10,19 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -73,9 +73,21 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	g.SetOutput(io.Discard)
 	def := os.Getenv("SPOOL_BROKERS")
 	if def == "" {
+		profile, err := loadProfile()
+		if err != nil {
+			return err
+		}
+		def = profile["brokers"]
+	}
+	if def == "" {
 		def = "127.0.0.1:9092"
 	}
 	brokers := g.String("brokers", def, "")
+	version := g.Bool("version", false, "")
+	args, err := hoistGlobalFlags(args)
+	if err != nil {
+		return err
+	}
 	if err := g.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return helpRequest{overview()}
@@ -83,6 +95,17 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{msg: err.Error()}
 	}
 	rest := g.Args()
+	if *version {
+		fmt.Fprintln(stdout, versionString())
+		return nil
+	}
+	if len(rest) > 0 && rest[0] == "help" {
+		// spool help [COMMAND [SUBCOMMAND]] is COMMAND [SUBCOMMAND] --help.
+		if len(rest) == 1 {
+			return helpRequest{overview()}
+		}
+		rest = append(rest[1:len(rest):len(rest)], "--help")
+	}
 	if len(rest) == 0 {
 		return usageError{msg: "no command"}
 	}
@@ -116,7 +139,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "produce":
 		return produceCmd(ctx, clientFor, rest, stdin, stderr)
 	case "consume":
-		return consumeCmd(ctx, clientFor, rest, stdout)
+		return consumeCmd(ctx, clientFor, rest, stdout, stderr)
 	case "group":
 		return groupCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	case "cluster":
@@ -126,17 +149,63 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return clusterInfo(ctx, clientFor, rest, stdout)
 	case "bench":
 		return benchCmd(ctx, clientFor, sub, rest, stdout, stderr)
+	case "completion":
+		return completionCmd(ctx, rest, stdout)
 	}
 	return usageError{msg: "unknown command " + cmd}
 }
 
+// hoistGlobalFlags moves --brokers (in any of the flag package's spellings) from wherever it
+// is to the front, so that it may follow the subcommand as rpk's and kcat's global flags do.
+func hoistGlobalFlags(args []string) ([]string, error) {
+	var global, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "brokers" {
+			rest = append(rest, a)
+			continue
+		}
+		global = append(global, a)
+		if !hasValue {
+			if i+1 == len(args) {
+				return nil, usageError{msg: "flag needs an argument: --brokers"}
+			}
+			global = append(global, args[i+1])
+			i++
+		}
+	}
+	return append(global, rest...), nil
+}
+
+// versionString is the module version and VCS revision go build recorded.
+func versionString() string {
+	v, rev := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " " + s.Value[:12]
+			}
+		}
+	}
+	return "spool " + v + rev
+}
+
 func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
 	fs := newFlags("cluster info")
+	asJSON := fs.Bool("json", false, "print one JSON document (fields in the README)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fs.bad("cluster info: takes no arguments")
+	if err := fs.noArgs(); err != nil {
+		return err
 	}
 	cl, err := clientFor()
 	if err != nil {
@@ -147,17 +216,27 @@ func clusterInfo(ctx context.Context, clientFor clientFunc, args []string, stdou
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "cluster id: %s\ncontroller: %d\nbrokers:\n", ci.ClusterID, ci.Controller)
-	for _, b := range ci.Brokers {
-		fmt.Fprintf(stdout, "  %d\t%s:%d\t%s\n", b.NodeID, b.Host, b.Port, b.Rack)
+	if *asJSON {
+		out := clusterJSON{ClusterID: ci.ClusterID, Controller: ci.Controller, Brokers: []brokerJSON{}}
+		for _, b := range ci.Brokers {
+			out.Brokers = append(out.Brokers, brokerJSON{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		}
+		return writeJSON(stdout, out)
 	}
-	return nil
+	fmt.Fprintf(stdout, "cluster id: %s\ncontroller: %d\nbrokers:\n", ci.ClusterID, ci.Controller)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tADDRESS\tRACK")
+	for _, b := range ci.Brokers {
+		fmt.Fprintf(tw, "  %d\t%s:%d\t%s\n", b.NodeID, b.Host, b.Port, orDash(b.Rack))
+	}
+	return tw.Flush()
 }
 
 // clusterConfigs prints a broker's configs, as kafka-configs.sh --describe --all does for
 // --entity-type brokers: the controller's when no broker id is given.
 func clusterConfigs(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
 	fs := newFlags("cluster configs")
+	asJSON := fs.Bool("json", false, "print one JSON document (fields in the README)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -188,6 +267,13 @@ func clusterConfigs(ctx context.Context, clientFor clientFunc, args []string, st
 	cfgs, err := ad.DescribeConfigs(ctx, spool.BrokerResource(int32(id)))
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		out := brokerConfigsJSON{Broker: id, Configs: []configJSON{}}
+		for _, c := range cfgs {
+			out.Configs = append(out.Configs, configJSON{Name: c.Name, Value: c.Value, Source: configSource(c.Source), Sensitive: c.Sensitive})
+		}
+		return writeJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "broker %d\nNAME\tVALUE\tSOURCE\n", id)
@@ -234,12 +320,23 @@ func (k kvFlag) Set(s string) error {
 
 func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout io.Writer) error {
 	fs := newFlags("topic " + sub)
-	var partitions, rf *int
+	var partitions, rf, add *int
 	configs := kvFlag{}
-	if sub == "create" {
+	var deletes listFlag
+	switch sub {
+	case "create":
 		partitions = fs.Int("partitions", -1, "number of partitions (default: the broker's num.partitions)")
 		rf = fs.Int("replication-factor", -1, "copies of each partition (default: the broker's default.replication.factor)")
 		fs.Var(configs, "config", "a topic config `k=v`, e.g. retention.ms=86400000; repeatable")
+	case "alter-config":
+		fs.Var(configs, "set", "set a topic config `k=v`, e.g. retention.ms=86400000; repeatable")
+		fs.Var(&deletes, "delete", "remove a topic override `NAME`, back to the broker's default; repeatable")
+	case "add-partitions":
+		add = fs.Int("num", 0, "how many partitions to add (required)")
+	}
+	asJSON := new(bool)
+	if sub == "list" || sub == "describe" {
+		asJSON = fs.Bool("json", false, "print one JSON document (fields in the README) instead of a table")
 	}
 	if err := fs.parse(args); err != nil {
 		return err
@@ -249,13 +346,17 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case sub == "list" && len(names) > 0:
-		return fs.bad("topic list: takes no arguments")
+		return fs.noArgs()
 	case sub != "list" && len(names) == 0:
 		return fs.bad("topic %s: missing topic name", sub)
 	case set["partitions"] && (*partitions < 1 || *partitions > math.MaxInt32):
 		return fs.bad("topic create: --partitions must be from 1 to %d, got %d", math.MaxInt32, *partitions)
 	case set["replication-factor"] && (*rf < 1 || *rf > math.MaxInt16):
 		return fs.bad("topic create: --replication-factor must be from 1 to %d, got %d", math.MaxInt16, *rf)
+	case sub == "alter-config" && len(configs) == 0 && len(deletes) == 0:
+		return fs.bad("topic alter-config: give --set k=v or --delete NAME")
+	case sub == "add-partitions" && (*add < 1 || *add > math.MaxInt32):
+		return fs.bad("topic add-partitions: --num must be from 1 to %d, got %d", math.MaxInt32, *add)
 	}
 	cl, err := clientFor()
 	if err != nil {
@@ -272,35 +373,50 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 			fmt.Fprintf(stdout, "created %s\n", n)
 		}
 	case "list":
-		ns, err := ad.ListTopics(ctx)
+		ds, err := ad.DescribeTopics(ctx)
 		if err != nil {
 			return err
 		}
-		for _, n := range ns {
-			fmt.Fprintln(stdout, n)
+		rows := []topicJSON{}
+		for _, d := range ds {
+			rows = append(rows, topicSummary(d))
 		}
+		if *asJSON {
+			return writeJSON(stdout, rows)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tPARTITIONS\tREPLICAS")
+		for _, t := range rows {
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", t.Name, t.PartitionCount, t.ReplicationFactor)
+		}
+		return tw.Flush()
 	case "describe":
-		ds, err := ad.DescribeTopics(ctx, names...)
+		return topicDescribe(ctx, ad, names, *asJSON, stdout)
+	case "alter-config":
+		change := map[string]*string{}
+		for k, v := range configs {
+			change[k] = &v
+		}
+		for _, k := range deletes {
+			change[k] = nil
+		}
+		for _, n := range names {
+			if err := ad.AlterTopicConfigs(ctx, n, change); err != nil {
+				return err // it names the topic
+			}
+			fmt.Fprintf(stdout, "altered %s\n", n)
+		}
+	case "add-partitions":
+		ds, err := describeTopics(ctx, ad, names...)
 		if err != nil {
 			return err
 		}
 		for _, d := range ds {
-			if d.Err != nil {
-				return fmt.Errorf("topic %q: %w", d.Name, d.Err)
+			total := len(d.Partitions) + *add
+			if err := ad.CreatePartitions(ctx, d.Name, int32(total)); err != nil {
+				return fmt.Errorf("topic %s: %w", d.Name, err)
 			}
-			fmt.Fprintf(stdout, "topic %s partitions %d\n", d.Name, len(d.Partitions))
-			for _, p := range d.Partitions {
-				fmt.Fprintf(stdout, "  partition %d leader %d replicas %v isr %v\n", p.Partition, p.Leader, p.Replicas, p.ISR)
-			}
-			cfgs, err := ad.DescribeTopicConfigs(ctx, d.Name)
-			if err != nil {
-				return err
-			}
-			for _, c := range cfgs {
-				if !c.Default && c.Value != nil {
-					fmt.Fprintf(stdout, "  config %s=%s\n", c.Name, *c.Value)
-				}
-			}
+			fmt.Fprintf(stdout, "%s now has %d partitions\n", d.Name, total)
 		}
 	case "delete":
 		if err := ad.DeleteTopics(ctx, names...); err != nil {
@@ -312,6 +428,100 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	}
 	return nil
 }
+
+// describeTopics describes the named topics, failing on the first one that has an error
+// (one that does not exist).
+func describeTopics(ctx context.Context, ad *spool.Admin, names ...string) ([]spool.TopicDetail, error) {
+	ds, err := ad.DescribeTopics(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if d.Err != nil {
+			return nil, fmt.Errorf("topic %s: %w", d.Name, d.Err)
+		}
+	}
+	return ds, nil
+}
+
+// topicSummary is a topic's name, partition count and replication factor (of partition 0).
+func topicSummary(d spool.TopicDetail) topicJSON {
+	t := topicJSON{Name: d.Name, PartitionCount: len(d.Partitions)}
+	if len(d.Partitions) > 0 {
+		t.ReplicationFactor = len(d.Partitions[0].Replicas)
+	}
+	return t
+}
+
+// topicDescribe prints each topic's partitions with their log start and end offsets and the
+// records between them, then the topic's config overrides.
+func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, asJSON bool, stdout io.Writer) error {
+	ds, err := describeTopics(ctx, ad, names...)
+	if err != nil {
+		return err
+	}
+	var topics []topicJSON
+	for _, d := range ds {
+		starts, err := ad.ListOffsets(ctx, d.Name, spool.OffsetEarliest)
+		if err != nil {
+			return fmt.Errorf("topic %q: log start offsets: %w", d.Name, err)
+		}
+		ends, err := ad.ListOffsets(ctx, d.Name, spool.OffsetLatest)
+		if err != nil {
+			return fmt.Errorf("topic %q: high watermarks: %w", d.Name, err)
+		}
+		cfgs, err := ad.DescribeTopicConfigs(ctx, d.Name)
+		if err != nil {
+			return err
+		}
+		t := topicSummary(d)
+		t.Configs = map[string]string{}
+		for _, p := range d.Partitions {
+			t.Partitions = append(t.Partitions, partitionJSON{Partition: p.Partition, Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR,
+				LogStartOffset: starts[p.Partition], HighWatermark: ends[p.Partition]})
+		}
+		for _, c := range cfgs {
+			if c.Source == spool.ConfigSourceDynamicTopic && c.Value != nil {
+				t.Configs[c.Name] = *c.Value
+			}
+		}
+		topics = append(topics, t)
+	}
+	if asJSON {
+		return writeJSON(stdout, topics)
+	}
+	for _, t := range topics {
+		fmt.Fprintf(stdout, "topic %s partitions %d\n", t.Name, t.PartitionCount)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tRECORDS")
+		for _, p := range t.Partitions {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%d\t%d\n", p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR),
+				p.LogStartOffset, p.HighWatermark, p.HighWatermark-p.LogStartOffset)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
+			fmt.Fprintf(stdout, "  config %s=%s\n", k, t.Configs[k])
+		}
+	}
+	return nil
+}
+
+// ids prints broker ids as 1,2,3.
+func ids(xs []int32) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(int(x))
+	}
+	return strings.Join(s, ",")
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return "" }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func producerOpts(acks, codec, partitioner string) ([]spool.Opt, error) {
 	var opts []spool.Opt
@@ -343,99 +553,17 @@ func producerOpts(acks, codec, partitioner string) ([]spool.Opt, error) {
 	return opts, nil
 }
 
-func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin io.Reader, stderr io.Writer) (err error) {
-	fs := newFlags("produce")
-	defer fs.explain(&err)
-	topic := fs.String("topic", "", "topic to produce to (required)")
-	sep := fs.String("key-separator", "", "split each line at the first `S` into key and value (default: no key)")
-	part := fs.String("partitioner", "hash", "hash (Kafka's murmur2 of the key), roundrobin or sticky")
-	acks := fs.String("acks", "all", "all, 1 or 0")
-	codec := fs.String("compression", "none", "none, gzip, snappy, lz4 or zstd")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if *topic == "" {
-		return fs.bad("produce: --topic is required")
-	}
-	if fs.NArg() > 0 {
-		return fs.bad("produce: takes no arguments (records come from stdin)")
-	}
-	opts, err := producerOpts(*acks, *codec, *part)
-	if err != nil {
-		return err
-	}
-	cl, err := clientFor(opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	// Before stdin: empty input must not turn a down broker or a missing topic into success.
-	if err := lookupTopic(ctx, cl, *topic); err != nil {
-		return err
-	}
-	var (
-		mu    sync.Mutex
-		first error
-	)
-	cb := func(_ *spool.Record, err error) {
-		if err != nil {
-			mu.Lock()
-			if first == nil {
-				first = err
-			}
-			mu.Unlock()
-		}
-	}
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	n := 0
-	for sc.Scan() {
-		line := sc.Text()
-		r := &spool.Record{Topic: *topic}
-		if *sep != "" {
-			k, v, ok := strings.Cut(line, *sep)
-			if ok {
-				r.Key, r.Value = []byte(k), []byte(v)
-			} else {
-				r.Value = []byte(line)
-			}
-		} else {
-			r.Value = []byte(line)
-		}
-		cl.Produce(ctx, r, cb)
-		n++
-		mu.Lock()
-		err := first
-		mu.Unlock()
-		if err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading stdin: %w", err)
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if first != nil {
-		return first
-	}
-	fmt.Fprintf(stderr, "produced %d records\n", n)
-	return nil
-}
-
 // lookupTopic asks for topic's metadata, allowing a broker with auto.create.topics.enable to
-// create it, as kafka-console-producer's metadata request does.
-func lookupTopic(ctx context.Context, cl *spool.Client, topic string) error {
+// create it, as kafka-console-producer's metadata request does. It returns the partition count
+// (0 while a new topic's partitions are not known yet).
+func lookupTopic(ctx context.Context, cl *spool.Client, topic string) (int, error) {
 	req := &wire.MetadataRequest{}
 	req.Default()
 	req.Topics = []wire.MetadataRequestTopic{{Name: &topic}}
 	req.AllowAutoTopicCreation = true
 	resp := &wire.MetadataResponse{}
 	if err := cl.Request(ctx, req, resp); err != nil {
-		return fmt.Errorf("looking up topic %q: %w", topic, err)
+		return 0, fmt.Errorf("looking up topic %q: %w", topic, err)
 	}
 	for _, t := range resp.Topics {
 		if t.Name == nil || *t.Name != topic {
@@ -446,196 +574,9 @@ func lookupTopic(ctx context.Context, cl *spool.Client, topic string) error {
 		// an automatic creation) are the producer's to wait out.
 		err := wire.ErrorForCode(t.ErrorCode)
 		if err != nil && (!wire.IsRetriable(err) || errors.Is(err, wire.ErrUnknownTopicOrPartition)) {
-			return fmt.Errorf("topic %q: %w", topic, err)
+			return 0, fmt.Errorf("topic %q: %w", topic, err)
 		}
-		return nil
+		return len(t.Partitions), nil
 	}
-	return fmt.Errorf("topic %q: not in the metadata response: %w", topic, wire.ErrUnknownTopicOrPartition)
-}
-
-func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
-	fs := newFlags("consume")
-	topic := fs.String("topic", "", "topics to read, comma-separated (required)")
-	group := fs.String("group", "", "consume as a member of this consumer group and commit what is printed (default: no group, every partition assigned)")
-	fromBeginning := fs.Bool("from-beginning", false, "start at the earliest offset instead of the end")
-	count := fs.Int("count", 0, "stop after this many records (default 0: never)")
-	format := fs.String("format", `%v\n`, "how each record is printed, see `FMT` above")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if *topic == "" {
-		return fs.bad("consume: --topic is required")
-	}
-	if *count < 0 {
-		return fs.bad("consume: --count must be >= 0")
-	}
-	if fs.NArg() > 0 {
-		return fs.bad("consume: takes no arguments")
-	}
-	src, err := openSource(ctx, clientFor, strings.Split(*topic, ","), *group, *fromBeginning)
-	if err != nil {
-		return err
-	}
-	defer src.close()
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	n := 0
-	var buf []byte
-	for *count == 0 || n < *count {
-		rs, err := src.cl.Poll(ctx)
-		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
-		}
-		if *count > 0 && len(rs) > *count-n {
-			rs = rs[:*count-n]
-		}
-		for _, r := range rs {
-			buf = formatRecord(buf[:0], *format, r)
-			w.Write(buf)
-		}
-		n += len(rs)
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("consume: write: %w", err)
-		}
-		src.printed(rs)
-	}
-	return nil
-}
-
-// source is where consume reads from: the topic's partitions directly, or a consumer group,
-// whose offsets then advance past exactly the records printed (not the whole fetched batch),
-// so a later `consume --group` with the same group continues where this one stopped.
-type source struct {
-	cl      *spool.Client
-	grouped bool
-	pending []*spool.Record
-}
-
-func openSource(ctx context.Context, clientFor clientFunc, topics []string, group string, fromBeginning bool) (*source, error) {
-	reset := spool.ResetLatest
-	if fromBeginning {
-		reset = spool.ResetEarliest
-	}
-	var opts []spool.Opt
-	if group != "" {
-		opts = []spool.Opt{spool.ConsumerGroup(group), spool.ConsumeTopics(topics...),
-			spool.DisableAutoCommit(), spool.AutoOffsetReset(reset)}
-	}
-	cl, err := clientFor(opts...)
-	if err != nil {
-		return nil, err
-	}
-	src := &source{cl: cl, grouped: group != ""}
-	if !src.grouped {
-		start := spool.OffsetEnd()
-		if fromBeginning {
-			start = spool.OffsetStart()
-		}
-		for _, t := range topics {
-			if err := cl.AssignTopic(ctx, t, start); err != nil {
-				cl.Close()
-				return nil, err
-			}
-		}
-		return src, nil
-	}
-	// A group waits forever for a topic that does not exist; say so instead.
-	ds, err := cl.Admin().DescribeTopics(ctx, topics...)
-	if err == nil {
-		for _, d := range ds {
-			if d.Err != nil {
-				err = fmt.Errorf("topic %s: %w", d.Name, d.Err)
-				break
-			}
-		}
-	}
-	if err != nil {
-		cl.Close()
-		return nil, err
-	}
-	return src, nil
-}
-
-// printed records what was written out; in a group it is committed before the next poll and
-// on close.
-func (s *source) printed(rs []*spool.Record) {
-	if s.grouped {
-		s.pending = append(s.pending[:0], rs...)
-		s.commit()
-	}
-}
-
-func (s *source) commit() {
-	if len(s.pending) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.cl.CommitRecords(ctx, s.pending...); err != nil {
-		slog.Warn("consume: commit failed", "err", err)
-	}
-	s.pending = s.pending[:0]
-}
-
-func (s *source) close() {
-	s.commit()
-	s.cl.Close()
-}
-
-// formatRecord appends r formatted by f: %t topic, %p partition, %o offset, %k key, %v value,
-// %h headers (k=v,...), %T timestamp in Unix ms, %% percent, \n newline, \t tab.
-func formatRecord(b []byte, f string, r *spool.Record) []byte {
-	for i := 0; i < len(f); i++ {
-		c := f[i]
-		if (c == '%' || c == '\\') && i+1 < len(f) {
-			i++
-			d := f[i]
-			if c == '\\' {
-				switch d {
-				case 'n':
-					b = append(b, '\n')
-				case 't':
-					b = append(b, '\t')
-				case '\\':
-					b = append(b, '\\')
-				default:
-					b = append(b, c, d)
-				}
-				continue
-			}
-			switch d {
-			case 't':
-				b = append(b, r.Topic...)
-			case 'p':
-				b = strconv.AppendInt(b, int64(r.Partition), 10)
-			case 'o':
-				b = strconv.AppendInt(b, r.Offset, 10)
-			case 'k':
-				b = append(b, r.Key...)
-			case 'v':
-				b = append(b, r.Value...)
-			case 'T':
-				b = strconv.AppendInt(b, r.Timestamp.UnixMilli(), 10)
-			case 'h':
-				for j, h := range r.Headers {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					b = append(b, h.Key...)
-					b = append(b, '=')
-					b = append(b, h.Value...)
-				}
-			case '%':
-				b = append(b, '%')
-			default:
-				b = append(b, c, d)
-			}
-			continue
-		}
-		b = append(b, c)
-	}
-	return b
+	return 0, fmt.Errorf("topic %q: not in the metadata response: %w", topic, wire.ErrUnknownTopicOrPartition)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -37,13 +38,19 @@ type result struct {
 	stdout, stderr string
 }
 
-// runCLI runs the built CLI with SPOOL_BROKERS=addr.
+// runCLI runs the built CLI with SPOOL_BROKERS=addr and an empty profile.
 func runCLI(t *testing.T, addr, stdin string, args ...string) result {
+	t.Helper()
+	return runCLIEnv(t, []string{"SPOOL_BROKERS=" + addr, "SPOOL_CONFIG=" + os.DevNull}, stdin, args...)
+}
+
+// runCLIEnv runs the built CLI with env added to the test's environment.
+func runCLIEnv(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "SPOOL_BROKERS="+addr)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -73,7 +80,7 @@ func TestCLIEndToEnd(t *testing.T) {
 		t.Fatalf("create: %q", r.stdout)
 	}
 	r = ok(t, runCLI(t, addr, "", "topic", "list"))
-	if !strings.Contains(r.stdout, "orders\n") {
+	if !regexp.MustCompile(`(?m)^orders\s+3\s+1$`).MatchString(r.stdout) {
 		t.Fatalf("list: %q", r.stdout)
 	}
 	r = ok(t, runCLI(t, addr, "", "topic", "describe", "orders"))

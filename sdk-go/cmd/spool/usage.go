@@ -20,16 +20,22 @@ type doc struct {
 
 var docs = []doc{
 	{name: "topic create", args: "NAME...", summary: "create topics"},
-	{name: "topic list", summary: "list the topic names"},
-	{name: "topic describe", args: "NAME...", summary: "show partitions, leaders, replicas and the configs that are not defaults"},
+	{name: "topic list", summary: "list the topics with their partition counts and replication factors"},
+	{name: "topic describe", args: "NAME...", summary: "show partitions (leader, replicas, log start, high watermark) and the topic's config overrides"},
+	{name: "topic alter-config", args: "NAME...", summary: "set (--set k=v) or remove (--delete NAME) topic config overrides"},
+	{name: "topic add-partitions", args: "NAME... --num N", summary: "add N partitions to topics"},
 	{name: "topic delete", args: "NAME...", summary: "delete topics"},
-	{name: "produce", args: "--topic T", summary: "produce the lines of stdin, one record per line"},
-	{name: "consume", args: "--topic T[,T2...]", summary: "print records until --count or Ctrl-C",
-		about: "With --group the offsets of the records printed are committed; --from-beginning then applies\n" +
-			"only when the group has no committed offset.\n" +
+	{name: "produce", args: "--topic T", summary: "produce the lines of stdin, one record per line",
+		about: "Each line is a record's value, or KEY<S>VALUE with --key-separator S. -Z sends an empty key or\n" +
+			"value as null (an empty value is then a tombstone), as kcat -Z does."},
+	{name: "consume", args: "--topic T[,T2...]", summary: "print records until --count, the end (-e) or Ctrl-C",
+		about: "Without --group every partition (or those of --partition) is read from --offset. With --group\n" +
+			"the offsets of the records printed are committed, and --offset (beginning or end) applies only\n" +
+			"when the group has no committed offset: a new group starts at the end, as in Kafka.\n" +
 			"FMT: %t topic, %p partition, %o offset, %k key, %v value, %h headers (k=v,...),\n" +
-			"%T timestamp (Unix ms), %% percent, \\n newline, \\t tab."},
-	{name: "group list", summary: "list the consumer groups"},
+			"%T timestamp (Unix ms), %K key size, %S value size (-1 for null), %% percent, \\n newline,\n" +
+			"\\t tab. A null key or value prints as --null."},
+	{name: "group list", summary: "list the consumer groups with their state, members and total lag"},
 	{name: "group describe", args: "GROUP", summary: "show a group's members, committed offsets and lag"},
 	{name: "group delete", args: "GROUP...", summary: "delete groups that have no members"},
 	{name: "group seek", args: "GROUP --topic T --to WHERE", summary: "move a group's committed offsets (only while it has no members)",
@@ -44,6 +50,8 @@ var docs = []doc{
 			"holding fewer than N records ends the run instead of a wait forever."},
 	{name: "bench e2e", args: "--topic T", summary: "one producer and one consumer in one process: send-to-receipt latency",
 		about: "The consumer starts at the end offsets; each value starts with its send time, so --size >= 8."},
+	{name: "completion", args: "SHELL", summary: "print the completion script for SHELL, bash or zsh",
+		about: "Load it with: source <(spool completion bash), or zsh in ~/.zshrc: source <(spool completion zsh)."},
 }
 
 func docFor(name string) (doc, bool) {
@@ -69,7 +77,7 @@ func subcommands(cmd string) []doc {
 
 const synopsisPrefix = "usage: spool [--brokers HOST:PORT,...] "
 
-const brokersHelp = "--brokers defaults to $SPOOL_BROKERS, else 127.0.0.1:9092; it goes before COMMAND.\n"
+const brokersHelp = "--brokers defaults to $SPOOL_BROKERS, else the profile's brokers= ($SPOOL_CONFIG, default\n~/.config/spool/config), else 127.0.0.1:9092; it goes before or after COMMAND.\n"
 
 // overview is `spool --help`: every command's synopsis.
 func overview() string {
@@ -80,7 +88,7 @@ func overview() string {
 		fmt.Fprintf(tw, "  %s %s\t%s\n", d.name, d.args, d.summary)
 	}
 	tw.Flush()
-	b.WriteString("\n`spool COMMAND [SUBCOMMAND] --help` lists its flags with their defaults.\n" + brokersHelp)
+	b.WriteString("\n`spool COMMAND [SUBCOMMAND] --help` (or `spool help COMMAND [SUBCOMMAND]`) lists its flags with\ntheir defaults; `spool --version` prints the version.\n" + brokersHelp)
 	return b.String()
 }
 
@@ -140,6 +148,14 @@ func (fs *flagSet) usage() string {
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
 		typ, help := flag.UnquoteUsage(f)
+		if len(f.Name) == 1 {
+			// A short form, as kcat spells it: the long flag's argument, and its default.
+			if long := fs.Lookup(strings.TrimPrefix(help, "short for --")); long != nil {
+				typ, _ = flag.UnquoteUsage(long)
+			}
+			fmt.Fprintf(tw, "  -%s %s\t%s\n", f.Name, typ, help)
+			return
+		}
 		fmt.Fprintf(tw, "  --%s %s\t%s%s\n", f.Name, typ, help, defaultNote(f, help))
 	})
 	if n == 0 {
@@ -173,6 +189,14 @@ func capitalize(s string) string {
 // bad is a usage error of this command: its message and this command's usage.
 func (fs *flagSet) bad(format string, a ...any) error {
 	return usageError{msg: fmt.Sprintf(format, a...), usage: fs.usage()}
+}
+
+// noArgs refuses positional arguments, naming them.
+func (fs *flagSet) noArgs() error {
+	if fs.NArg() > 0 {
+		return fs.bad("%s: takes no arguments, got %q", fs.Name(), strings.Join(fs.Args(), " "))
+	}
+	return nil
 }
 
 // explain gives a usage error raised below this command (by a shared option parser) this

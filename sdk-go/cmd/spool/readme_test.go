@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+)
+
+// shBlock is a fenced ```sh block of a Markdown file.
+var shBlock = regexp.MustCompile("(?ms)^```sh\n(.*?)^```$")
+
+// readmeBlocks are the sh blocks of the section of file (relative to the repository root) that
+// starts with heading, up to the next heading of the same level.
+func readmeBlocks(t *testing.T, file, heading string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "\n"+heading+"\n")
+	if i < 0 {
+		t.Fatalf("%s has no %q section", file, heading)
+	}
+	section := text[i+1:]
+	level := heading[:strings.IndexByte(heading, ' ')+1]
+	if j := strings.Index(section[len(heading):], "\n"+level); j >= 0 {
+		section = section[:len(heading)+j]
+	}
+	var blocks []string
+	for _, m := range shBlock.FindAllStringSubmatch(section, -1) {
+		blocks = append(blocks, m[1])
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("%s %q: no sh blocks", file, heading)
+	}
+	return blocks
+}
+
+// TestReadmeCommandsRunAsPasted runs every shell block of the READMEs' CLI sections, in order,
+// as a user pastes them: from a directory holding bin/spool and README.md, against a fresh broker, each
+// block with bash -e -o pipefail, so that any command failing (a typo, an alternation such as
+// `a | b`, a placeholder) fails the test.
+func TestReadmeCommandsRunAsPasted(t *testing.T) {
+	for _, doc := range []struct {
+		file, heading string
+		// kafkaClient: the block talks to 127.0.0.1:9092 after `make run &`; the test's broker
+		// stands in for it, and kcat must be installed.
+		kafkaClient bool
+	}{
+		{"README.md", "## The `spool` CLI", false},
+		{"sdk-go/README.md", "## CLI", false},
+		{"README.md", "### Using it with any Kafka client", true},
+	} {
+		t.Run(doc.file+" "+doc.heading, func(t *testing.T) {
+			if doc.kafkaClient {
+				brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
+			}
+			addr := brokertest.Start(t, brokertest.Options{}).Addr
+			dir := t.TempDir()
+			if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(bin, filepath.Join(dir, "bin", "spool")); err != nil {
+				t.Fatal(err)
+			}
+			// The blocks run from the repository root; README.md is the file one of them sends.
+			readme, err := filepath.Abs(filepath.Join("..", "..", "..", "README.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(readme, filepath.Join(dir, "README.md")); err != nil {
+				t.Fatal(err)
+			}
+			for _, block := range readmeBlocks(t, doc.file, doc.heading) {
+				if doc.kafkaClient {
+					block = strings.ReplaceAll(strings.ReplaceAll(block, "make run &\n", ""), "127.0.0.1:9092", addr)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", block)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "SPOOL_BROKERS="+addr)
+				out, err := cmd.CombinedOutput()
+				cancel()
+				if err != nil {
+					t.Fatalf("block failed: %v\n--- block\n%s--- output\n%s", err, block, out)
+				}
+			}
+		})
+	}
+}

@@ -13,9 +13,10 @@ import "C"
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime/cgo"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -75,36 +76,22 @@ func errCode(err error) C.int {
 	return errFail
 }
 
-// staticStrings holds the C strings handed out as static storage (spool_err2str); there is
-// one per known code, so they are never freed.
-var staticStrings sync.Map // C.int → *C.char
-
+// spoolgo_err2str describes code in a new malloc'd string; spool_err2str keeps one per code.
+//
 //export spoolgo_err2str
 func spoolgo_err2str(code C.int) *C.char {
-	if s, ok := staticStrings.Load(code); ok {
-		return s.(*C.char)
-	}
-	msg, ok := localErrs[code]
-	if !ok && code >= -1 && code <= 32767 {
-		var we *wire.Error
-		if errors.As(wire.ErrorForCode(int16(code)), &we) && !stringsHasPrefix(we.Name, "UNKNOWN_ERROR_CODE") {
-			msg, ok = we.Error(), true
-		}
-	}
 	if code == 0 {
-		msg, ok = "NO_ERROR: success", true
+		return C.CString("NO_ERROR: success")
 	}
-	if !ok {
-		code, msg = -32768, "unknown error code" // one shared string for every unknown code
-		if s, ok := staticStrings.Load(code); ok {
-			return s.(*C.char)
-		}
+	if msg, ok := localErrs[code]; ok {
+		return C.CString(msg)
 	}
-	s, _ := staticStrings.LoadOrStore(code, C.CString(msg))
-	return s.(*C.char)
+	var we *wire.Error
+	if code >= -1 && code <= 32767 && errors.As(wire.ErrorForCode(int16(code)), &we) && !strings.HasPrefix(we.Name, "UNKNOWN_ERROR_CODE") {
+		return C.CString(we.Error())
+	}
+	return C.CString(fmt.Sprintf("unknown error code %d", code))
 }
-
-func stringsHasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // liveHandles counts the handles not deleted yet, for spool_handle_count.
 var liveHandles atomic.Int64

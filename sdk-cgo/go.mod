@@ -3,6 +3,7 @@ module github.com/spoolmq/spool/sdk-cgo
 go 1.26.8
 
 require (
+	github.com/spoolmq/spool/broker v0.0.0
 	github.com/spoolmq/spool/protocol-spec v0.0.0
 	github.com/spoolmq/spool/sdk-go v0.0.0
 )

@@ -16,7 +16,23 @@ static void set_errstr(char *errstr, size_t errstr_size, const char *msg) {
 
 const char *spool_version(void) { return SPOOL_VERSION_STR; }
 
-const char *spool_err2str(spool_err_t err) { return spoolgo_err2str(err); }
+/* spool_err2str's strings, made once per code by the Go side and kept here, in C, so that
+ * leak checkers see them reachable. Codes outside the table share one string. */
+#define ERR2STR_MIN (-128)
+#define ERR2STR_MAX 1023
+static char *err2str_cache[ERR2STR_MAX - ERR2STR_MIN + 1];
+
+const char *spool_err2str(spool_err_t err) {
+    if (err < ERR2STR_MIN || err > ERR2STR_MAX) return "unknown error code";
+    char **slot = &err2str_cache[err - ERR2STR_MIN];
+    char *s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (s != NULL) return s;
+    char *made = spoolgo_err2str(err);
+    if (__atomic_compare_exchange_n(slot, &s, made, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return made;
+    free(made); /* another thread stored it first */
+    return s;
+}
 
 int spool_handle_count(void) { return spoolgo_handle_count(); }
 

@@ -1,0 +1,398 @@
+/* spool_test.c: libspool's C tests, run by ctest_test.go against a real broker, built with
+ * -Wall -Wextra -Werror and run plain, under AddressSanitizer and under valgrind.
+ *
+ * usage: spool_test SCENARIO BROKER [ARGS...]
+ *   api      BROKER                  every public function, NULL arguments, config errors
+ *   produce  BROKER TOPIC N          N records with keys and headers, delivery reports
+ *   consume  BROKER TOPIC N PARTS    the N records back from PARTS partitions, by assign
+ *   group    BROKER TOPIC N GROUP    two consumers of one group share the N records
+ *   down     BROKER                  a producer whose broker is down gets failed reports
+ *   leak     BROKER                  forgets to destroy a message: the leak checkers must fail
+ * Every scenario ends by checking that no handle is left (spool_handle_count). Exit 0 on
+ * success; a failed check prints where and exits 1. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <spool.h>
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_ERR(call, want)                                                                   \
+    do {                                                                                        \
+        spool_err_t err_ = (call);                                                              \
+        if (err_ != (want)) {                                                                   \
+            fprintf(stderr, "%s:%d: %s = %d (%s), want %d\n", __FILE__, __LINE__, #call, err_, \
+                    spool_err2str(err_), (want));                                               \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+static char errstr[512];
+
+static spool_conf_t *conf_with(const char *broker, const char *const *kv) {
+    spool_conf_t *conf = spool_conf_new();
+    CHECK(conf != NULL);
+    CHECK(spool_conf_set(conf, "bootstrap.servers", broker, errstr, sizeof errstr) == SPOOL_CONF_OK);
+    for (; kv != NULL && kv[0] != NULL; kv += 2) {
+        if (spool_conf_set(conf, kv[0], kv[1], errstr, sizeof errstr) != SPOOL_CONF_OK) {
+            fprintf(stderr, "conf %s=%s: %s\n", kv[0], kv[1], errstr);
+            exit(1);
+        }
+    }
+    return conf;
+}
+
+/* ---- api ---- */
+
+static void api(const char *broker) {
+    CHECK(strcmp(spool_version(), SPOOL_VERSION_STR) == 0);
+    CHECK(strstr(spool_err2str(SPOOL_RESP_ERR_NOT_LEADER_OR_FOLLOWER), "NOT_LEADER_OR_FOLLOWER") != NULL);
+    CHECK(strstr(spool_err2str(SPOOL_ERR__TIMED_OUT), "TIMED_OUT") != NULL);
+    CHECK(strstr(spool_err2str(SPOOL_ERR_NO_ERROR), "NO_ERROR") != NULL);
+    CHECK(spool_err2str(123456) != NULL && spool_err2str(-99999) != NULL);
+
+    /* configuration errors */
+    spool_conf_t *conf = spool_conf_new();
+    CHECK(spool_conf_set(conf, "no.such.key", "1", errstr, sizeof errstr) == SPOOL_CONF_UNKNOWN);
+    CHECK(strstr(errstr, "no.such.key") != NULL);
+    CHECK(spool_conf_set(conf, "acks", "2", errstr, sizeof errstr) == SPOOL_CONF_INVALID);
+    CHECK(strstr(errstr, "acks") != NULL);
+    /* a tiny errstr is cut and NUL-terminated, never overrun */
+    char tiny[4] = {'x', 'x', 'x', 'x'};
+    CHECK(spool_conf_set(conf, "linger.ms", "soon", tiny, 3) == SPOOL_CONF_INVALID);
+    CHECK(tiny[2] == '\0' && tiny[3] == 'x');
+    CHECK(spool_conf_set(conf, "linger.ms", "soon", NULL, 0) == SPOOL_CONF_INVALID);
+    CHECK(spool_conf_set(NULL, "acks", "1", errstr, sizeof errstr) == SPOOL_CONF_INVALID);
+    CHECK(spool_conf_set(conf, NULL, "1", errstr, sizeof errstr) == SPOOL_CONF_INVALID);
+    CHECK(spool_conf_set(conf, "acks", NULL, errstr, sizeof errstr) == SPOOL_CONF_INVALID);
+    CHECK(spool_conf_set(conf, "acks", "-1", errstr, sizeof errstr) == SPOOL_CONF_OK);
+    char val[8];
+    size_t val_size = sizeof val;
+    CHECK(spool_conf_get(conf, "request.required.acks", val, &val_size) == SPOOL_CONF_OK);
+    CHECK(strcmp(val, "all") == 0 && val_size == 4);
+    val_size = 0;
+    CHECK(spool_conf_get(conf, "acks", NULL, &val_size) == SPOOL_CONF_OK && val_size == 4);
+    CHECK(spool_conf_get(conf, "linger.ms", val, &val_size) == SPOOL_CONF_UNKNOWN);
+    spool_conf_t *dup = spool_conf_dup(conf);
+    CHECK(dup != NULL && spool_conf_dup(NULL) == NULL);
+    spool_conf_destroy(dup);
+
+    /* a combination refused by _new leaves the conf with the caller */
+    CHECK(spool_conf_set(conf, "group.id", "g", errstr, sizeof errstr) == SPOOL_CONF_OK);
+    CHECK(spool_conf_set(conf, "session.timeout.ms", "1000", errstr, sizeof errstr) == SPOOL_CONF_OK);
+    CHECK(spool_conf_set(conf, "heartbeat.interval.ms", "2000", errstr, sizeof errstr) == SPOOL_CONF_OK);
+    CHECK(spool_consumer_new(conf, errstr, sizeof errstr) == NULL);
+    CHECK(strstr(errstr, "HeartbeatInterval") != NULL);
+    spool_conf_destroy(conf);
+
+    /* NULL handles and arguments */
+    spool_conf_set_dr_cb(NULL, NULL);
+    spool_conf_set_opaque(NULL, NULL);
+    spool_conf_destroy(NULL);
+    CHECK(spool_producer_new(NULL, errstr, sizeof errstr) == NULL);
+    CHECK(spool_consumer_new(NULL, NULL, 0) == NULL);
+    CHECK_ERR(spool_produce(NULL, "t", 0, NULL, 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK(spool_producer_poll(NULL, 0) == -1);
+    CHECK_ERR(spool_producer_flush(NULL, 0), SPOOL_ERR__BAD_ARG);
+    CHECK(spool_producer_outq_len(NULL) == 0);
+    spool_producer_destroy(NULL);
+    CHECK_ERR(spool_consumer_subscribe(NULL, NULL, 0), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_assign(NULL, "t", 0, 0), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_seek(NULL, "t", 0, 0), SPOOL_ERR__BAD_ARG);
+    CHECK(spool_consumer_poll(NULL, 0) == NULL);
+    CHECK_ERR(spool_consumer_commit(NULL, 0), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_close(NULL), SPOOL_ERR__BAD_ARG);
+    spool_consumer_destroy(NULL);
+    size_t len = 7;
+    CHECK(spool_message_err(NULL) == SPOOL_ERR__BAD_ARG);
+    CHECK(strcmp(spool_message_errstr(NULL), "") == 0 && strcmp(spool_message_topic(NULL), "") == 0);
+    CHECK(spool_message_partition(NULL) == -1 && spool_message_offset(NULL) == -1);
+    CHECK(spool_message_timestamp(NULL) == -1);
+    CHECK(spool_message_key(NULL, &len) == NULL && len == 0);
+    CHECK(spool_message_value(NULL, NULL) == NULL);
+    CHECK(spool_message_header_count(NULL) == 0);
+    CHECK_ERR(spool_message_header(NULL, 0, NULL, NULL, NULL, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK(spool_message_opaque(NULL) == NULL);
+    spool_message_destroy(NULL);
+
+    /* NULL arguments on live handles */
+    spool_producer_t *p = spool_producer_new(conf_with(broker, NULL), errstr, sizeof errstr);
+    CHECK(p != NULL);
+    CHECK_ERR(spool_produce(p, NULL, 0, NULL, 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_produce(p, "t", -2, NULL, 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_produce_headers(p, "t", 0, NULL, 0, NULL, 0, NULL, 1, NULL), SPOOL_ERR__BAD_ARG);
+    spool_header_t bad = {NULL, 3, NULL, 0};
+    CHECK_ERR(spool_produce_headers(p, "t", 0, NULL, 0, NULL, 0, &bad, 1, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_producer_flush(p, 1000), SPOOL_ERR_NO_ERROR);
+    spool_producer_destroy(p);
+
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, NULL), errstr, sizeof errstr);
+    CHECK(c != NULL);
+    const char *topics[] = {"t"};
+    CHECK_ERR(spool_consumer_subscribe(c, topics, 1), SPOOL_ERR__STATE); /* no group.id */
+    CHECK_ERR(spool_consumer_subscribe(c, NULL, 1), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_assign(c, NULL, 0, 0), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_commit(c, 0), SPOOL_ERR__STATE);
+    CHECK(spool_consumer_poll(c, 0) == NULL);
+    CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_consumer_assign(c, "t", 0, 0), SPOOL_ERR__CLOSED);
+    spool_consumer_destroy(c);
+}
+
+/* ---- produce ---- */
+
+struct delivery {
+    int n; /* record n is the one with an empty value */
+    spool_err_t want_err; /* of failed reports */
+    int reports, failed;
+    int *seen; /* per record index */
+};
+
+static void dr_cb(spool_producer_t *p, const spool_message_t *m, void *opaque) {
+    struct delivery *d = opaque;
+    CHECK(p != NULL);
+    d->reports++;
+    intptr_t i = (intptr_t)spool_message_opaque(m);
+    if (spool_message_err(m) != SPOOL_ERR_NO_ERROR) {
+        fprintf(stderr, "record %d failed: %s\n", (int)i, spool_message_errstr(m));
+        CHECK_ERR(spool_message_err(m), d->want_err);
+        d->failed++;
+        return;
+    }
+    CHECK(spool_message_offset(m) >= 0 && spool_message_partition(m) >= 0);
+    CHECK(spool_message_timestamp(m) > 1600000000000LL);
+    size_t len;
+    const char *v = spool_message_value(m, &len);
+    char want[32] = "";
+    if (i != d->n) snprintf(want, sizeof want, "value-%d", (int)i);
+    CHECK(len == strlen(want) && memcmp(v, want, len) == 0);
+    d->seen[i]++;
+}
+
+static void produce(const char *broker, const char *topic, int n) {
+    struct delivery d = {n, SPOOL_ERR_NO_ERROR, 0, 0, calloc((size_t)n + 1, sizeof(int))};
+    const char *kv[] = {"linger.ms", "2", "compression.type", "lz4", NULL};
+    spool_conf_t *conf = conf_with(broker, kv);
+    spool_conf_set_dr_cb(conf, dr_cb);
+    spool_conf_set_opaque(conf, &d);
+    spool_producer_t *p = spool_producer_new(conf, errstr, sizeof errstr);
+    CHECK(p != NULL);
+    for (int i = 0; i < n; i++) {
+        char key[32], value[32];
+        /* key and value buffers without a NUL where the lengths end */
+        int klen = snprintf(key, sizeof key, "key-%d", i % 10);
+        int vlen = snprintf(value, sizeof value, "value-%d", i);
+        key[klen] = '#';
+        spool_header_t h[2] = {{"idx", 3, value, (size_t)vlen}, {"null", 4, NULL, 0}};
+        /* every third record without a key: the partitioner places it */
+        CHECK_ERR(spool_produce_headers(p, topic, SPOOL_PARTITION_UA, i % 3 == 2 ? NULL : key,
+                                        (size_t)klen, value, (size_t)vlen, h, 2, (void *)(intptr_t)i),
+                  SPOOL_ERR_NO_ERROR);
+        if (i % 100 == 0) spool_producer_poll(p, 0);
+    }
+    /* one to an explicit partition, with an empty value */
+    CHECK_ERR(spool_produce(p, topic, 0, "explicit", 8, "", 0, (void *)(intptr_t)n), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_producer_flush(p, 30000), SPOOL_ERR_NO_ERROR);
+    CHECK(spool_producer_outq_len(p) == 0);
+    CHECK(d.reports == n + 1 && d.failed == 0);
+    for (int i = 0; i <= n; i++) CHECK(d.seen[i] == 1);
+    spool_producer_destroy(p);
+    free(d.seen);
+}
+
+/* ---- consume ---- */
+
+/* checks one consumed record of produce's and marks it in seen */
+static void check_record(const spool_message_t *m, const char *topic, int n, int *seen) {
+    CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+    CHECK(strcmp(spool_message_topic(m), topic) == 0);
+    size_t klen, vlen;
+    const char *k = spool_message_key(m, &klen);
+    const char *v = spool_message_value(m, &vlen);
+    if (klen == 8 && memcmp(k, "explicit", 8) == 0) {
+        CHECK(v != NULL && vlen == 0 && spool_message_partition(m) == 0);
+        seen[n]++;
+        return;
+    }
+    CHECK(vlen > 6 && vlen < 16 && memcmp(v, "value-", 6) == 0);
+    char buf[16];
+    memcpy(buf, v + 6, vlen - 6);
+    buf[vlen - 6] = '\0';
+    int i = atoi(buf);
+    CHECK(i >= 0 && i < n);
+    if (i % 3 == 2) {
+        CHECK(k == NULL && klen == 0);
+    } else {
+        char want[16];
+        snprintf(want, sizeof want, "key-%d", i % 10);
+        CHECK(k != NULL && klen == strlen(want) && memcmp(k, want, klen) == 0);
+    }
+    CHECK(spool_message_header_count(m) == 2);
+    const char *hk;
+    const void *hv;
+    size_t hklen, hvlen;
+    CHECK_ERR(spool_message_header(m, 0, &hk, &hklen, &hv, &hvlen), SPOOL_ERR_NO_ERROR);
+    CHECK(hklen == 3 && strcmp(hk, "idx") == 0 && hvlen == vlen && memcmp(hv, v, vlen) == 0);
+    CHECK_ERR(spool_message_header(m, 1, &hk, NULL, &hv, &hvlen), SPOOL_ERR_NO_ERROR);
+    CHECK(strcmp(hk, "null") == 0 && hv == NULL && hvlen == 0);
+    CHECK_ERR(spool_message_header(m, 2, &hk, NULL, NULL, NULL), SPOOL_ERR__BAD_ARG);
+    seen[i]++;
+}
+
+static void consume(const char *broker, const char *topic, int n, int parts) {
+    int *seen = calloc((size_t)n + 1, sizeof(int));
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, NULL), errstr, sizeof errstr);
+    CHECK(c != NULL);
+    for (int p = 0; p < parts; p++) CHECK_ERR(spool_consumer_assign(c, topic, p, SPOOL_OFFSET_BEGINNING), SPOOL_ERR_NO_ERROR);
+    int got = 0;
+    int64_t last[64];
+    for (int p = 0; p < 64; p++) last[p] = -1;
+    while (got < n + 1) {
+        spool_message_t *m = spool_consumer_poll(c, 10000);
+        CHECK(m != NULL);
+        check_record(m, topic, n, seen);
+        int32_t p = spool_message_partition(m);
+        CHECK(p >= 0 && p < parts && spool_message_offset(m) > last[p]); /* in offset order */
+        last[p] = spool_message_offset(m);
+        spool_message_destroy(m);
+        got++;
+    }
+    for (int i = 0; i <= n; i++) CHECK(seen[i] == 1);
+    CHECK(spool_consumer_poll(c, 200) == NULL); /* nothing more */
+    /* seek back one record on partition 0 and read it again */
+    CHECK_ERR(spool_consumer_seek(c, topic, 0, last[0]), SPOOL_ERR_NO_ERROR);
+    spool_message_t *m = spool_consumer_poll(c, 10000);
+    CHECK(m != NULL && spool_message_partition(m) == 0 && spool_message_offset(m) == last[0]);
+    CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR);
+    spool_consumer_destroy(c);
+    spool_message_destroy(m); /* a message outlives its consumer */
+    free(seen);
+}
+
+/* ---- group ---- */
+
+static void group(const char *broker, const char *topic, int n, const char *group_id) {
+    const char *kv[] = {"group.id", group_id, "session.timeout.ms", "6000", "heartbeat.interval.ms", "500",
+                        "enable.auto.commit", "false", NULL};
+    spool_conf_t *conf = conf_with(broker, kv);
+    spool_consumer_t *c[2];
+    c[0] = spool_consumer_new(spool_conf_dup(conf), errstr, sizeof errstr);
+    c[1] = spool_consumer_new(conf, errstr, sizeof errstr);
+    CHECK(c[0] != NULL && c[1] != NULL);
+    const char *topics[] = {topic};
+    CHECK_ERR(spool_consumer_commit(c[0], 0), SPOOL_ERR__STATE); /* not subscribed yet */
+    CHECK_ERR(spool_consumer_subscribe(c[0], topics, 1), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_consumer_subscribe(c[0], topics, 1), SPOOL_ERR__STATE);
+    CHECK_ERR(spool_consumer_assign(c[0], topic, 0, 0), SPOOL_ERR__STATE);
+    CHECK_ERR(spool_consumer_subscribe(c[1], topics, 1), SPOOL_ERR_NO_ERROR);
+    int *seen = calloc((size_t)n + 1, sizeof(int));
+    int got[2] = {0, 0};
+    unsigned parts[2] = {0, 0}; /* bit p: partition p seen by consumer i */
+    /* Poll both from this thread until each has records and all arrived. The first member
+     * may take everything before the second joins; records come again after the rebalance
+     * (nothing is committed yet), so count distinct records. */
+    int distinct = 0;
+    for (int round = 0; round < 4000 && (distinct < n + 1 || got[0] == 0 || got[1] == 0); round++) {
+        for (int i = 0; i < 2; i++) {
+            spool_message_t *m = spool_consumer_poll(c[i], 20);
+            if (m == NULL) continue;
+            CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+            int *copy = calloc((size_t)n + 1, sizeof(int));
+            check_record(m, topic, n, copy);
+            for (int j = 0; j <= n; j++)
+                if (copy[j] && !seen[j]++) distinct++;
+            free(copy);
+            got[i]++;
+            parts[i] |= 1u << spool_message_partition(m);
+            spool_message_destroy(m);
+        }
+    }
+    CHECK(distinct == n + 1);
+    CHECK(got[0] > 0 && got[1] > 0);
+    CHECK_ERR(spool_consumer_commit(c[0], 0), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_consumer_commit(c[1], 1), SPOOL_ERR_NO_ERROR);
+    for (int i = 0; i < 2; i++) {
+        CHECK_ERR(spool_consumer_close(c[i]), SPOOL_ERR_NO_ERROR);
+        CHECK(spool_consumer_poll(c[i], 0) == NULL);
+        spool_consumer_destroy(c[i]);
+    }
+    printf("group: consumer 0 got %d records (partitions %#x), consumer 1 %d (%#x)\n", got[0], parts[0], got[1], parts[1]);
+    free(seen);
+}
+
+/* ---- down ---- */
+
+static void down(const char *broker) {
+    struct delivery d = {-1, SPOOL_ERR__TRANSPORT, 0, 0, calloc(4, sizeof(int))};
+    const char *kv[] = {"message.timeout.ms", "1500", "request.timeout.ms", "500", "socket.connection.setup.timeout.ms", "200", NULL};
+    spool_conf_t *conf = conf_with(broker, kv);
+    spool_conf_set_dr_cb(conf, dr_cb);
+    spool_conf_set_opaque(conf, &d);
+    spool_producer_t *p = spool_producer_new(conf, errstr, sizeof errstr);
+    CHECK(p != NULL);
+    for (int i = 0; i < 3; i++) CHECK_ERR(spool_produce(p, "nowhere", SPOOL_PARTITION_UA, NULL, 0, "v", 1, (void *)(intptr_t)i), SPOOL_ERR_NO_ERROR);
+    spool_producer_flush(p, 10000);
+    CHECK(d.reports == 3 && d.failed == 3);
+    spool_producer_destroy(p);
+    free(d.seen);
+
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, kv), errstr, sizeof errstr);
+    CHECK_ERR(spool_consumer_assign(c, "nowhere", 0, SPOOL_OFFSET_BEGINNING), SPOOL_ERR_NO_ERROR);
+    spool_message_t *m = spool_consumer_poll(c, 1000);
+    if (m != NULL) { /* an error message, never a record */
+        CHECK(spool_message_err(m) != SPOOL_ERR_NO_ERROR && spool_message_errstr(m)[0] != '\0');
+        spool_message_destroy(m);
+    }
+    spool_consumer_destroy(c);
+}
+
+/* ---- leak ---- */
+
+static void leak(const char *broker) {
+    const char *kv[] = {"group.id", "g", NULL};
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, kv), errstr, sizeof errstr);
+    spool_message_t *m = spool_consumer_poll(c, 0); /* not subscribed: an error message */
+    CHECK(m != NULL);
+    CHECK_ERR(spool_message_err(m), SPOOL_ERR__STATE);
+    spool_consumer_destroy(c);
+    /* m is not destroyed */
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s api|produce|consume|group|down BROKER [ARGS...]\n", argv[0]);
+        return 2;
+    }
+    const char *scenario = argv[1], *broker = argv[2];
+    if (strcmp(scenario, "api") == 0) {
+        api(broker);
+    } else if (strcmp(scenario, "produce") == 0 && argc == 5) {
+        produce(broker, argv[3], atoi(argv[4]));
+    } else if (strcmp(scenario, "consume") == 0 && argc == 6) {
+        consume(broker, argv[3], atoi(argv[4]), atoi(argv[5]));
+    } else if (strcmp(scenario, "group") == 0 && argc == 6) {
+        group(broker, argv[3], atoi(argv[4]), argv[5]);
+    } else if (strcmp(scenario, "down") == 0) {
+        down(broker);
+    } else if (strcmp(scenario, "leak") == 0) {
+        leak(broker);
+    } else {
+        fprintf(stderr, "unknown scenario or arguments: %s\n", scenario);
+        return 2;
+    }
+    int left = spool_handle_count();
+    if (left != 0) {
+        fprintf(stderr, "%s: %d handle(s) left after destroy\n", scenario, left);
+        return 1;
+    }
+    printf("%s: ok\n", scenario);
+    return 0;
+}

@@ -314,4 +314,3 @@ func spoolgo_consumer_close(h C.uintptr_t) C.int {
 	}
 	return errCode(err)
 }
-

@@ -82,7 +82,7 @@ func compile(t *testing.T, variant, src, out string, extra ...string) string {
 		t.Fatalf("pkg-config --cflags --libs spool: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), out)
-	args := append([]string{"-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-o", bin, src}, strings.Fields(string(flags))...)
+	args := append([]string{"-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-pthread", "-o", bin, src}, strings.Fields(string(flags))...)
 	args = append(args, "-Wl,-rpath,"+filepath.Join(prefix, "lib"))
 	args = append(args, extra...)
 	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
@@ -183,7 +183,7 @@ func TestStaticArchive(t *testing.T) {
 		t.Fatalf("pkg-config --static: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "spool_test_static")
-	args := []string{"-std=c11", "-Wall", "-Wextra", "-Werror", "-o", bin, "tests/spool_test.c", "-I" + filepath.Join(prefix, "include"),
+	args := []string{"-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", bin, "tests/spool_test.c", "-I" + filepath.Join(prefix, "include"),
 		filepath.Join(prefix, "lib", "libspool.a")}
 	for _, l := range strings.Fields(string(libs)) {
 		if l != "-lspool" {
@@ -254,6 +254,12 @@ func TestC(t *testing.T) {
 			if committed != n+1 {
 				t.Errorf("group committed offsets sum to %d, want %d (every record)", committed, n+1)
 			}
+
+			ttopic := "c-threads-" + r.name
+			if err := admin.Admin().CreateTopic(ctx, ttopic, 1, 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			run("threads", b.Addr, ttopic, "400")
 
 			run("down", "127.0.0.1:1")
 

@@ -7,10 +7,13 @@
  *   consume  BROKER TOPIC N PARTS    the N records back from PARTS partitions, by assign
  *   group    BROKER TOPIC N GROUP    two consumers of one group share the N records
  *   down     BROKER                  a producer whose broker is down gets failed reports
+ *   threads  BROKER TOPIC N          4 threads produce N records through one producer while
+ *                                    another polls reports, then 2 threads poll one consumer
  *   leak     BROKER                  forgets to destroy a message: the leak checkers must fail
  * Every scenario ends by checking that no handle is left (spool_handle_count). Exit 0 on
  * success; a failed check prints where and exits 1. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,6 +357,112 @@ static void down(const char *broker) {
     spool_consumer_destroy(c);
 }
 
+/* ---- threads ---- */
+
+struct shared {
+    const char *topic;
+    int n, per_thread;
+    spool_producer_t *p;
+    spool_consumer_t *c;
+    pthread_mutex_t mu;
+    int reports, consumed, done_producing;
+    int *seen;
+};
+
+static void threads_dr_cb(spool_producer_t *p, const spool_message_t *m, void *opaque) {
+    (void)p;
+    struct shared *s = opaque;
+    CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+    pthread_mutex_lock(&s->mu);
+    s->reports++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *produce_thread(void *arg) {
+    struct shared *s = ((void **)arg)[0];
+    int t = (int)(intptr_t)((void **)arg)[1];
+    for (int i = 0; i < s->per_thread; i++) {
+        char v[32];
+        int len = snprintf(v, sizeof v, "t%d-%d", t, i);
+        CHECK_ERR(spool_produce(s->p, s->topic, SPOOL_PARTITION_UA, NULL, 0, v, (size_t)len, NULL), SPOOL_ERR_NO_ERROR);
+    }
+    return NULL;
+}
+
+static void *poll_reports_thread(void *arg) {
+    struct shared *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        int finished = s->done_producing && s->reports == s->n;
+        pthread_mutex_unlock(&s->mu);
+        if (finished) return NULL;
+        spool_producer_poll(s->p, 50);
+    }
+}
+
+static void *consume_thread(void *arg) {
+    struct shared *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        int finished = s->consumed >= s->n;
+        pthread_mutex_unlock(&s->mu);
+        if (finished) return NULL;
+        spool_message_t *m = spool_consumer_poll(s->c, 100);
+        if (m == NULL) continue;
+        CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+        size_t len;
+        const char *v = spool_message_value(m, &len);
+        int t, i;
+        char buf[32];
+        CHECK(len < sizeof buf);
+        memcpy(buf, v, len);
+        buf[len] = '\0';
+        CHECK(sscanf(buf, "t%d-%d", &t, &i) == 2 && t >= 0 && t < 4 && i >= 0 && i < s->per_thread);
+        pthread_mutex_lock(&s->mu);
+        s->seen[t * s->per_thread + i]++;
+        s->consumed++;
+        pthread_mutex_unlock(&s->mu);
+        spool_message_destroy(m);
+    }
+}
+
+static void threads(const char *broker, const char *topic, int n) {
+    struct shared s = {.topic = topic, .n = n - n % 4, .per_thread = n / 4};
+    pthread_mutex_init(&s.mu, NULL);
+    s.seen = calloc((size_t)s.n, sizeof(int));
+    spool_conf_t *conf = conf_with(broker, NULL);
+    spool_conf_set_dr_cb(conf, threads_dr_cb);
+    spool_conf_set_opaque(conf, &s);
+    s.p = spool_producer_new(conf, errstr, sizeof errstr);
+    CHECK(s.p != NULL);
+    pthread_t producers[4], poller, consumers[2];
+    void *args[4][2];
+    CHECK(pthread_create(&poller, NULL, poll_reports_thread, &s) == 0);
+    for (int t = 0; t < 4; t++) {
+        args[t][0] = &s;
+        args[t][1] = (void *)(intptr_t)t;
+        CHECK(pthread_create(&producers[t], NULL, produce_thread, args[t]) == 0);
+    }
+    for (int t = 0; t < 4; t++) pthread_join(producers[t], NULL);
+    CHECK_ERR(spool_producer_flush(s.p, 30000), SPOOL_ERR_NO_ERROR);
+    pthread_mutex_lock(&s.mu);
+    s.done_producing = 1;
+    pthread_mutex_unlock(&s.mu);
+    pthread_join(poller, NULL);
+    CHECK(s.reports == s.n);
+    spool_producer_destroy(s.p);
+
+    s.c = spool_consumer_new(conf_with(broker, NULL), errstr, sizeof errstr);
+    CHECK(s.c != NULL);
+    CHECK_ERR(spool_consumer_assign(s.c, topic, 0, SPOOL_OFFSET_BEGINNING), SPOOL_ERR_NO_ERROR);
+    for (int t = 0; t < 2; t++) CHECK(pthread_create(&consumers[t], NULL, consume_thread, &s) == 0);
+    for (int t = 0; t < 2; t++) pthread_join(consumers[t], NULL);
+    for (int i = 0; i < s.n; i++) CHECK(s.seen[i] == 1);
+    spool_consumer_destroy(s.c);
+    free(s.seen);
+    pthread_mutex_destroy(&s.mu);
+}
+
 /* ---- leak ---- */
 
 static void leak(const char *broker) {
@@ -382,6 +491,8 @@ int main(int argc, char **argv) {
         group(broker, argv[3], atoi(argv[4]), argv[5]);
     } else if (strcmp(scenario, "down") == 0) {
         down(broker);
+    } else if (strcmp(scenario, "threads") == 0 && argc == 5) {
+        threads(broker, argv[3], atoi(argv[4]));
     } else if (strcmp(scenario, "leak") == 0) {
         leak(broker);
     } else {

@@ -178,3 +178,25 @@ func spoolgo_producer_close(h C.uintptr_t) {
 		p.cl.Close()
 	}
 }
+
+//export spoolgo_create_topic
+func spoolgo_create_topic(h C.uintptr_t, topic *C.char, partitions C.int32_t, replication C.int16_t, timeoutMS C.int) C.int {
+	p := value[producer](h)
+	if p == nil {
+		return errBadArg
+	}
+	ctx, cancel := timeoutCtx(timeoutMS)
+	defer cancel()
+	return errCode(p.cl.Admin().CreateTopic(ctx, C.GoString(topic), int32(partitions), int16(replication), nil))
+}
+
+//export spoolgo_delete_topic
+func spoolgo_delete_topic(h C.uintptr_t, topic *C.char, timeoutMS C.int) C.int {
+	p := value[producer](h)
+	if p == nil {
+		return errBadArg
+	}
+	ctx, cancel := timeoutCtx(timeoutMS)
+	defer cancel()
+	return errCode(p.cl.Admin().DeleteTopics(ctx, C.GoString(topic)))
+}

@@ -153,6 +153,19 @@ int spool_producer_outq_len(spool_producer_t *p) {
     return spoolgo_producer_outq_len(p->h);
 }
 
+spool_err_t spool_create_topic(spool_producer_t *p, const char *topic, int32_t partitions,
+                               int16_t replication_factor, int timeout_ms) {
+    if (p == NULL || topic == NULL || partitions == 0 || partitions < -1 || replication_factor == 0 ||
+        replication_factor < -1)
+        return SPOOL_ERR__BAD_ARG;
+    return spoolgo_create_topic(p->h, (char *)topic, partitions, replication_factor, timeout_ms);
+}
+
+spool_err_t spool_delete_topic(spool_producer_t *p, const char *topic, int timeout_ms) {
+    if (p == NULL || topic == NULL) return SPOOL_ERR__BAD_ARG;
+    return spoolgo_delete_topic(p->h, (char *)topic, timeout_ms);
+}
+
 void spool_producer_destroy(spool_producer_t *p) {
     if (p == NULL) return;
     spoolgo_producer_close(p->h);

@@ -191,6 +191,17 @@ spool_err_t spool_producer_flush(spool_producer_t *producer, int timeout_ms);
  * waiting for spool_producer_poll); 0 for NULL. */
 int spool_producer_outq_len(spool_producer_t *producer);
 
+/* Creates topic with partitions partitions and replication_factor replicas (-1 for the
+ * broker's defaults) and waits up to timeout_ms (-1: without limit) until the cluster knows
+ * it. SPOOL_RESP_ERR_TOPIC_ALREADY_EXISTS when it exists. Uses the producer's connections;
+ * the records of the producer are not affected. */
+spool_err_t spool_create_topic(spool_producer_t *producer, const char *topic, int32_t partitions,
+                               int16_t replication_factor, int timeout_ms);
+
+/* Deletes topic, waiting up to timeout_ms (-1: without limit).
+ * SPOOL_RESP_ERR_UNKNOWN_TOPIC_OR_PARTITION when it does not exist. */
+spool_err_t spool_delete_topic(spool_producer_t *producer, const char *topic, int timeout_ms);
+
 /* Closes the producer and frees it. Records not yet acknowledged are failed without
  * delivery reports: call spool_producer_flush first. NULL is a no-op. */
 void spool_producer_destroy(spool_producer_t *producer);

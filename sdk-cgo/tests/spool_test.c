@@ -188,6 +188,16 @@ static void produce(const char *broker, const char *topic, int n) {
     spool_conf_set_opaque(conf, &d);
     spool_producer_t *p = spool_producer_new(conf, errstr, sizeof errstr);
     CHECK(p != NULL);
+    /* topic admin: the harness made topic; a scratch topic comes and goes */
+    CHECK_ERR(spool_create_topic(p, topic, 3, 1, 10000), SPOOL_RESP_ERR_TOPIC_ALREADY_EXISTS);
+    CHECK_ERR(spool_create_topic(p, topic, 0, 1, 10000), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_create_topic(NULL, topic, 1, 1, 10000), SPOOL_ERR__BAD_ARG);
+    char scratch[128];
+    snprintf(scratch, sizeof scratch, "%s-scratch", topic);
+    CHECK_ERR(spool_create_topic(p, scratch, 2, -1, 10000), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_delete_topic(p, scratch, 10000), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_delete_topic(p, scratch, 10000), SPOOL_RESP_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    CHECK_ERR(spool_delete_topic(p, NULL, 10000), SPOOL_ERR__BAD_ARG);
     for (int i = 0; i < n; i++) {
         char key[32], value[32];
         /* key and value buffers without a NUL where the lengths end */

@@ -140,8 +140,9 @@ var confKeys = []ConfKey{
 	msKey("request.timeout.ms", nil, RoleAny, 30000, "bound of one request's round trip (RequestTimeout)", RequestTimeout),
 	msKey("socket.connection.setup.timeout.ms", nil, RoleAny, 10000, "bound of connecting to a broker (DialTimeout)", DialTimeout),
 	msKey("default.api.timeout.ms", nil, RoleAny, 60000, "bound of a retried call such as a commit or an offset lookup (APITimeout)", APITimeout),
-	msKey("metadata.max.age.ms", []string{"topic.metadata.refresh.interval.ms"}, RoleAny, 300000,
-		"how often metadata is refreshed without errors, at least 1000 (MetadataMaxAge)", MetadataMaxAge),
+	intKey("metadata.max.age.ms", []string{"topic.metadata.refresh.interval.ms"}, RoleAny, 300000, 1000, 86400000,
+		"how often metadata is refreshed without errors (MetadataMaxAge)",
+		func(n int) Opt { return MetadataMaxAge(time.Duration(n) * time.Millisecond) }),
 	intKey("retry.backoff.ms", nil, RoleAny, 100, 1, 300000, "first wait before a retry; doubles up to retry.backoff.max.ms (RetryBackoff)",
 		func(n int) Opt {
 			return func(c *config) error { c.retryBackoff = time.Duration(n) * time.Millisecond; return nil }

@@ -10,6 +10,10 @@ NEEDS=(
   mvn:maven
   javac:openjdk-17-jdk-headless
   kcat:kcat
+  gcc:gcc
+  make:make
+  pkg-config:pkg-config
+  valgrind:valgrind
   /usr/share/java/zookeeper.jar:zookeeper
   /usr/lib/python3/dist-packages/kafka:python3-kafka
   /usr/lib/python3/dist-packages/confluent_kafka:python3-confluent-kafka

@@ -141,20 +141,29 @@ func (c *consumer) forget(ps map[string][]int32) map[string]map[int32]int64 {
 	return out
 }
 
+// client returns the consumer's client, or nil with errClosed after close and errState
+// before a group consumer subscribed.
+func (c *consumer) client() (*spool.Client, C.int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return nil, errClosed
+	case c.cl == nil:
+		return nil, errState
+	}
+	return c.cl, 0
+}
+
 //export spoolgo_consumer_assign
 func spoolgo_consumer_assign(h C.uintptr_t, topic *C.char, partition C.int32_t, offset C.int64_t, seek C.int) C.int {
 	c := value[consumer](h)
 	if c == nil {
 		return errBadArg
 	}
-	c.mu.Lock()
-	cl, closed := c.cl, c.closed
-	c.mu.Unlock()
-	switch {
-	case closed:
-		return errClosed
-	case cl == nil:
-		return errState
+	cl, code := c.client()
+	if cl == nil {
+		return code
 	}
 	var o spool.Offset
 	switch offset {
@@ -182,11 +191,9 @@ func spoolgo_consumer_poll(h C.uintptr_t, timeoutMS C.int) *C.spool_message_t {
 	if m := c.next(); m != nil {
 		return m
 	}
-	c.mu.Lock()
-	cl, closed := c.cl, c.closed
-	c.mu.Unlock()
+	cl, code := c.client()
 	switch {
-	case closed:
+	case code == errClosed:
 		return nil
 	case cl == nil:
 		return newMessage(nil, fmt.Errorf("%w: spool_consumer_poll before spool_consumer_subscribe", errStateSentinel), 0)
@@ -196,7 +203,7 @@ func spoolgo_consumer_poll(h C.uintptr_t, timeoutMS C.int) *C.spool_message_t {
 	recs, err := cl.Poll(ctx)
 	c.mu.Lock()
 	c.pending = append(c.pending, recs...)
-	closed = c.closed
+	closed := c.closed
 	c.mu.Unlock()
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !(closed && errors.Is(err, spool.ErrClosed)) {
 		return newMessage(nil, err, 0)

@@ -1,6 +1,7 @@
 /* shim.c: the public functions of spool.h. They check their arguments, unwrap handles and
  * call the Go side (_cgo_export.h, functions spoolgo_*); callbacks are called from here, on
  * the caller's thread, never from Go. */
+#include <stdio.h>
 #include <string.h>
 
 #include "_cgo_export.h"
@@ -86,16 +87,23 @@ void spool_conf_destroy(spool_conf_t *conf) {
 
 /* producer */
 
+/* alloc_handle checks the conf given to fn and allocates a zeroed handle of size bytes; NULL
+ * with errstr written when either fails. */
+static void *alloc_handle(const spool_conf_t *conf, size_t size, const char *fn, char *errstr,
+                          size_t errstr_size) {
+    char msg[64];
+    void *h = NULL;
+    if (conf == NULL)
+        snprintf(msg, sizeof msg, "%s: conf must not be NULL", fn);
+    else if ((h = calloc(1, size)) == NULL)
+        snprintf(msg, sizeof msg, "%s: out of memory", fn);
+    if (h == NULL) set_errstr(errstr, errstr_size, msg);
+    return h;
+}
+
 spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t errstr_size) {
-    if (conf == NULL) {
-        set_errstr(errstr, errstr_size, "spool_producer_new: conf must not be NULL");
-        return NULL;
-    }
-    spool_producer_t *p = calloc(1, sizeof *p);
-    if (p == NULL) {
-        set_errstr(errstr, errstr_size, "spool_producer_new: out of memory");
-        return NULL;
-    }
+    spool_producer_t *p = alloc_handle(conf, sizeof *p, "spool_producer_new", errstr, errstr_size);
+    if (p == NULL) return NULL;
     p->h = spoolgo_producer_new(conf->h, conf->dr_cb != NULL, errstr, errstr_size);
     if (p->h == 0) {
         free(p);
@@ -176,15 +184,8 @@ void spool_producer_destroy(spool_producer_t *p) {
 /* consumer */
 
 spool_consumer_t *spool_consumer_new(spool_conf_t *conf, char *errstr, size_t errstr_size) {
-    if (conf == NULL) {
-        set_errstr(errstr, errstr_size, "spool_consumer_new: conf must not be NULL");
-        return NULL;
-    }
-    spool_consumer_t *c = calloc(1, sizeof *c);
-    if (c == NULL) {
-        set_errstr(errstr, errstr_size, "spool_consumer_new: out of memory");
-        return NULL;
-    }
+    spool_consumer_t *c = alloc_handle(conf, sizeof *c, "spool_consumer_new", errstr, errstr_size);
+    if (c == NULL) return NULL;
     c->h = spoolgo_consumer_new(conf->h, errstr, errstr_size);
     if (c->h == 0) {
         free(c);

@@ -137,20 +137,16 @@ var confKeys = []ConfKey{
 		}},
 	{Name: "client.id", Default: "spool-go", Doc: "client id sent with every request (ClientID)",
 		parse: func(v string) (string, Opt, error) { return v, ClientID(v), nil }},
-	msKey("request.timeout.ms", nil, RoleAny, 30000, "bound of one request's round trip (RequestTimeout)", RequestTimeout),
-	msKey("socket.connection.setup.timeout.ms", nil, RoleAny, 10000, "bound of connecting to a broker (DialTimeout)", DialTimeout),
-	msKey("default.api.timeout.ms", nil, RoleAny, 60000, "bound of a retried call such as a commit or an offset lookup (APITimeout)", APITimeout),
+	msKey("request.timeout.ms", nil, RoleAny, 30000, 1, 86400000, "bound of one request's round trip (RequestTimeout)", RequestTimeout),
+	msKey("socket.connection.setup.timeout.ms", nil, RoleAny, 10000, 1, 86400000, "bound of connecting to a broker (DialTimeout)", DialTimeout),
+	msKey("default.api.timeout.ms", nil, RoleAny, 60000, 1, 86400000, "bound of a retried call such as a commit or an offset lookup (APITimeout)", APITimeout),
 	intKey("metadata.max.age.ms", []string{"topic.metadata.refresh.interval.ms"}, RoleAny, 300000, 1000, 86400000,
 		"how often metadata is refreshed without errors (MetadataMaxAge)",
 		func(n int) Opt { return MetadataMaxAge(time.Duration(n) * time.Millisecond) }),
-	intKey("retry.backoff.ms", nil, RoleAny, 100, 1, 300000, "first wait before a retry; doubles up to retry.backoff.max.ms (RetryBackoff)",
-		func(n int) Opt {
-			return func(c *config) error { c.retryBackoff = time.Duration(n) * time.Millisecond; return nil }
-		}),
-	intKey("retry.backoff.max.ms", nil, RoleAny, 1000, 1, 300000, "largest wait between retries (RetryBackoff)",
-		func(n int) Opt {
-			return func(c *config) error { c.retryBackoffMax = time.Duration(n) * time.Millisecond; return nil }
-		}),
+	msField("retry.backoff.ms", RoleAny, 100, 300000, "first wait before a retry; doubles up to retry.backoff.max.ms (RetryBackoff)",
+		func(c *config) *time.Duration { return &c.retryBackoff }),
+	msField("retry.backoff.max.ms", RoleAny, 1000, 300000, "largest wait between retries (RetryBackoff)",
+		func(c *config) *time.Duration { return &c.retryBackoffMax }),
 
 	// producer
 	{Name: "acks", Aliases: []string{"request.required.acks"}, Role: RoleProducer, Default: "all",
@@ -176,14 +172,14 @@ var confKeys = []ConfKey{
 			}
 			return codec.String(), Compression(codec), nil
 		}},
-	msKey0("linger.ms", []string{"queue.buffering.max.ms"}, RoleProducer, 5, "how long a batch waits for more records (Linger)", Linger),
+	msKey("linger.ms", []string{"queue.buffering.max.ms"}, RoleProducer, 5, 0, 60000, "how long a batch waits for more records (Linger)", Linger),
 	intKey("batch.size", []string{"message.max.bytes"}, RoleProducer, 1<<20, 1024, 64<<20,
 		"largest batch, in bytes before compression; a record must fit in one (MaxBatchBytes)", MaxBatchBytes),
 	intKey("queue.buffering.max.messages", nil, RoleProducer, 50000, 1, 1<<30,
 		"records produced and not yet acknowledged; a produce beyond waits (MaxBufferedRecords)", MaxBufferedRecords),
 	intKey("max.in.flight.requests.per.connection", []string{"max.in.flight"}, RoleProducer, 5, 1, 1000,
 		"produce requests outstanding per broker; above 5 idempotence is off unless enable.idempotence=true (MaxInFlight)", MaxInFlight),
-	msKey("message.timeout.ms", []string{"delivery.timeout.ms"}, RoleProducer, 120000,
+	msKey("message.timeout.ms", []string{"delivery.timeout.ms"}, RoleProducer, 120000, 1, 86400000,
 		"how long a record may be retried before its delivery fails (DeliveryTimeout)", DeliveryTimeout),
 	{Name: "partitioner", Role: RoleProducer, Default: PartitionerMurmur2Random,
 		Doc: "where records without an explicit partition go: " + strings.Join(partitionerNames, ", ") + " (PartitionerByName)",
@@ -220,7 +216,7 @@ var confKeys = []ConfKey{
 			}
 			return "", nil, errors.New("want read_uncommitted or read_committed")
 		}},
-	msKey0("fetch.wait.max.ms", []string{"fetch.max.wait.ms"}, RoleConsumer, 500, "how long the broker may hold a fetch for data (FetchMaxWait)", FetchMaxWait),
+	msKey("fetch.wait.max.ms", []string{"fetch.max.wait.ms"}, RoleConsumer, 500, 0, 60000, "how long the broker may hold a fetch for data (FetchMaxWait)", FetchMaxWait),
 	intKey("fetch.min.bytes", nil, RoleConsumer, 1, 1, 100<<20, "bytes a fetch waits for, up to fetch.wait.max.ms",
 		func(n int) Opt { return func(c *config) error { c.fetchMinBytes = int32(n); return nil } }),
 	intKey("fetch.max.bytes", nil, RoleConsumer, 50<<20, 1, 1<<30, "size cap of one fetch response (FetchMaxBytes)",
@@ -248,22 +244,14 @@ var confKeys = []ConfKey{
 		}},
 	boolKey("enable.auto.commit", RoleConsumer, true, "commit what poll returned every auto.commit.interval.ms (AutoCommit, DisableAutoCommit)",
 		func(on bool) Opt { return func(c *config) error { c.group.autoCommit = on; return nil } }),
-	intKey("auto.commit.interval.ms", nil, RoleConsumer, 5000, 1, 86400000, "auto commit period (AutoCommit)",
-		func(n int) Opt {
-			return func(c *config) error { c.group.autoCommitEvery = time.Duration(n) * time.Millisecond; return nil }
-		}),
-	intKey("session.timeout.ms", nil, RoleConsumer, 45000, 1, 3600000, "how long the coordinator waits for a heartbeat (SessionTimeout)",
-		func(n int) Opt {
-			return func(c *config) error { c.group.sessionTimeout = time.Duration(n) * time.Millisecond; return nil }
-		}),
-	intKey("heartbeat.interval.ms", nil, RoleConsumer, 3000, 1, 3600000, "heartbeat period, below session.timeout.ms (HeartbeatInterval)",
-		func(n int) Opt {
-			return func(c *config) error { c.group.heartbeatInterval = time.Duration(n) * time.Millisecond; return nil }
-		}),
-	intKey("max.poll.interval.ms", nil, RoleConsumer, 60000, 1, 3600000, "how long the coordinator waits for members to rejoin in a rebalance (RebalanceTimeout)",
-		func(n int) Opt {
-			return func(c *config) error { c.group.rebalanceTimeout = time.Duration(n) * time.Millisecond; return nil }
-		}),
+	msField("auto.commit.interval.ms", RoleConsumer, 5000, 86400000, "auto commit period (AutoCommit)",
+		func(c *config) *time.Duration { return &c.group.autoCommitEvery }),
+	msField("session.timeout.ms", RoleConsumer, 45000, 3600000, "how long the coordinator waits for a heartbeat (SessionTimeout)",
+		func(c *config) *time.Duration { return &c.group.sessionTimeout }),
+	msField("heartbeat.interval.ms", RoleConsumer, 3000, 3600000, "heartbeat period, below session.timeout.ms (HeartbeatInterval)",
+		func(c *config) *time.Duration { return &c.group.heartbeatInterval }),
+	msField("max.poll.interval.ms", RoleConsumer, 60000, 3600000, "how long the coordinator waits for members to rejoin in a rebalance (RebalanceTimeout)",
+		func(c *config) *time.Duration { return &c.group.rebalanceTimeout }),
 	{Name: "partition.assignment.strategy", Role: RoleConsumer, Default: BalancerRange + "," + BalancerCooperativeSticky,
 		Doc: "comma-separated assignors, most preferred first: range, roundrobin, cooperative-sticky (Balancers)",
 		parse: func(v string) (string, Opt, error) {
@@ -295,14 +283,17 @@ func intKey(name string, aliases []string, role ConfRole, def, lo, hi int, doc s
 		}}
 }
 
-// msKey is a key taking a positive number of milliseconds for a duration option.
-func msKey(name string, aliases []string, role ConfRole, def int, doc string, opt func(time.Duration) Opt) ConfKey {
-	return intKey(name, aliases, role, def, 1, 86400000, doc, func(n int) Opt { return opt(time.Duration(n) * time.Millisecond) })
+// msKey is a key taking milliseconds, from lo to hi, for a duration option.
+func msKey(name string, aliases []string, role ConfRole, def, lo, hi int, doc string, opt func(time.Duration) Opt) ConfKey {
+	return intKey(name, aliases, role, def, lo, hi, doc, func(n int) Opt { return opt(time.Duration(n) * time.Millisecond) })
 }
 
-// msKey0 is msKey where zero is allowed.
-func msKey0(name string, aliases []string, role ConfRole, def int, doc string, opt func(time.Duration) Opt) ConfKey {
-	return intKey(name, aliases, role, def, 0, 60000, doc, func(n int) Opt { return opt(time.Duration(n) * time.Millisecond) })
+// msField is a key taking milliseconds, from 1 to hi, for a duration field set directly
+// (group fields: the group options refuse to be used without a group).
+func msField(name string, role ConfRole, def, hi int, doc string, field func(*config) *time.Duration) ConfKey {
+	return msKey(name, nil, role, def, 1, hi, doc, func(d time.Duration) Opt {
+		return func(c *config) error { *field(c) = d; return nil }
+	})
 }
 
 // boolKey is a key taking true or false (also 1 or 0).

@@ -100,10 +100,13 @@ func spoolgo_consumer_subscribe(h C.uintptr_t, topics **C.char, n C.size_t) C.in
 // of them is committed (with auto commit), what it did not take is dropped.
 func (c *consumer) revoked(ctx context.Context, ps map[string][]int32) {
 	offsets := c.forget(ps)
-	if c.autoCommit && len(offsets) > 0 {
+	c.mu.Lock()
+	cl := c.cl
+	c.mu.Unlock()
+	if c.autoCommit && len(offsets) > 0 && cl != nil {
 		// The group goes on without this commit when it fails; the partition's next owner
 		// then reads from the last committed offset again.
-		_ = c.cl.CommitOffsets(ctx, offsets)
+		_ = cl.CommitOffsets(ctx, offsets)
 	}
 }
 

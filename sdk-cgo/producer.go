@@ -103,6 +103,9 @@ func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsa
 
 // done queues the report of a record, or drops it when nobody asked for reports.
 func (p *producer) done(r *spool.Record, err error, opaque uintptr) {
+	if err != nil {
+		r.Offset = -1
+	}
 	if !p.reports {
 		p.outq.Add(-1)
 		return

@@ -48,9 +48,10 @@ spool_conf_t *spool_conf_new(void) {
 
 spool_conf_t *spool_conf_dup(const spool_conf_t *conf) {
     if (conf == NULL) return NULL;
-    spool_conf_t *dup = malloc(sizeof *dup);
+    spool_conf_t *dup = calloc(1, sizeof *dup);
     if (dup == NULL) return NULL;
-    *dup = *conf;
+    dup->dr_cb = __atomic_load_n(&conf->dr_cb, __ATOMIC_ACQUIRE);
+    dup->opaque = __atomic_load_n(&conf->opaque, __ATOMIC_ACQUIRE);
     dup->h = spoolgo_conf_dup(conf->h);
     return dup;
 }
@@ -71,12 +72,14 @@ spool_conf_res_t spool_conf_get(const spool_conf_t *conf, const char *key, char 
     return (spool_conf_res_t)spoolgo_conf_get(conf->h, (char *)key, dest, dest_size);
 }
 
+/* The callback and opaque are read and written atomically, so that a conf may be shared by
+ * threads like every handle. */
 void spool_conf_set_dr_cb(spool_conf_t *conf, spool_dr_cb_t dr_cb) {
-    if (conf != NULL) conf->dr_cb = dr_cb;
+    if (conf != NULL) __atomic_store_n(&conf->dr_cb, dr_cb, __ATOMIC_RELEASE);
 }
 
 void spool_conf_set_opaque(spool_conf_t *conf, void *opaque) {
-    if (conf != NULL) conf->opaque = opaque;
+    if (conf != NULL) __atomic_store_n(&conf->opaque, opaque, __ATOMIC_RELEASE);
 }
 
 void spool_conf_destroy(spool_conf_t *conf) {
@@ -104,13 +107,13 @@ static void *alloc_handle(const spool_conf_t *conf, size_t size, const char *fn,
 spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t errstr_size) {
     spool_producer_t *p = alloc_handle(conf, sizeof *p, "spool_producer_new", errstr, errstr_size);
     if (p == NULL) return NULL;
-    p->h = spoolgo_producer_new(conf->h, conf->dr_cb != NULL, errstr, errstr_size);
+    p->dr_cb = __atomic_load_n(&conf->dr_cb, __ATOMIC_ACQUIRE);
+    p->opaque = __atomic_load_n(&conf->opaque, __ATOMIC_ACQUIRE);
+    p->h = spoolgo_producer_new(conf->h, p->dr_cb != NULL, errstr, errstr_size);
     if (p->h == 0) {
         free(p);
         return NULL;
     }
-    p->dr_cb = conf->dr_cb;
-    p->opaque = conf->opaque;
     spool_conf_destroy(conf);
     return p;
 }

@@ -167,6 +167,7 @@ static void dr_cb(spool_producer_t *p, const spool_message_t *m, void *opaque) {
     if (spool_message_err(m) != SPOOL_ERR_NO_ERROR) {
         fprintf(stderr, "record %d failed: %s\n", (int)i, spool_message_errstr(m));
         CHECK_ERR(spool_message_err(m), d->want_err);
+        CHECK(spool_message_offset(m) == -1);
         d->failed++;
         return;
     }

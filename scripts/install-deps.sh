@@ -16,6 +16,7 @@ NEEDS=(
   valgrind:valgrind
   /usr/share/java/zookeeper.jar:zookeeper
   /usr/lib/python3/dist-packages/kafka:python3-kafka
+  /usr/lib/python3/dist-packages/pytest:python3-pytest
   /usr/lib/python3/dist-packages/confluent_kafka:python3-confluent-kafka
   /usr/lib/python3/dist-packages/snappy:python3-snappy
   /usr/lib/python3/dist-packages/lz4:python3-lz4

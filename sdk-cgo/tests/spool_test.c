@@ -200,16 +200,25 @@ static void produce(const char *broker, const char *topic, int n) {
     CHECK_ERR(spool_delete_topic(p, scratch, 10000), SPOOL_RESP_ERR_UNKNOWN_TOPIC_OR_PARTITION);
     CHECK_ERR(spool_delete_topic(p, NULL, 10000), SPOOL_ERR__BAD_ARG);
     for (int i = 0; i < n; i++) {
-        char key[32], value[32];
-        /* key and value buffers without a NUL where the lengths end */
-        int klen = snprintf(key, sizeof key, "key-%d", i % 10);
-        int vlen = snprintf(value, sizeof value, "value-%d", i);
-        key[klen] = '#';
-        spool_header_t h[2] = {{"idx", 3, value, (size_t)vlen}, {"null", 4, NULL, 0}};
+        char text[32];
+        /* key, value and header key in heap blocks of exactly their length, without a NUL:
+         * a read past a length is a heap overflow for valgrind */
+        int klen = snprintf(text, sizeof text, "key-%d", i % 10);
+        char *key = malloc((size_t)klen);
+        memcpy(key, text, (size_t)klen);
+        int vlen = snprintf(text, sizeof text, "value-%d", i);
+        char *value = malloc((size_t)vlen);
+        memcpy(value, text, (size_t)vlen);
+        char *hkey = malloc(3);
+        memcpy(hkey, "idx", 3);
+        spool_header_t h[2] = {{hkey, 3, value, (size_t)vlen}, {"null", 4, NULL, 0}};
         /* every third record without a key: the partitioner places it */
         CHECK_ERR(spool_produce_headers(p, topic, SPOOL_PARTITION_UA, i % 3 == 2 ? NULL : key,
                                         (size_t)klen, value, (size_t)vlen, h, 2, (void *)(intptr_t)i),
                   SPOOL_ERR_NO_ERROR);
+        free(key);
+        free(value);
+        free(hkey);
         if (i % 100 == 0) spool_producer_poll(p, 0);
     }
     /* one to an explicit partition, with an empty value */

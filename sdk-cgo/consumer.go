@@ -191,6 +191,28 @@ func spoolgo_consumer_poll(h C.uintptr_t, timeoutMS C.int) *C.spool_message_t {
 	if c == nil {
 		return nil
 	}
+	return c.poll(timeoutMS)
+}
+
+//export spoolgo_consumer_poll_batch
+func spoolgo_consumer_poll_batch(h C.uintptr_t, timeoutMS C.int, msgs **C.spool_message_t, max C.size_t) C.size_t {
+	c := value[consumer](h)
+	if c == nil {
+		return 0
+	}
+	out := unsafe.Slice(msgs, int(max))
+	n := 0
+	for m := c.poll(timeoutMS); m != nil; m = c.next() {
+		out[n] = m
+		if n++; n == len(out) {
+			break
+		}
+	}
+	return C.size_t(n)
+}
+
+// poll returns the next message, waiting up to timeoutMS for records.
+func (c *consumer) poll(timeoutMS C.int) *C.spool_message_t {
 	if m := c.next(); m != nil {
 		return m
 	}

@@ -225,6 +225,12 @@ spool_message_t *spool_consumer_poll(spool_consumer_t *c, int timeout_ms) {
     return spoolgo_consumer_poll(c->h, timeout_ms);
 }
 
+size_t spool_consumer_poll_batch(spool_consumer_t *c, int timeout_ms, spool_message_t **msgs,
+                                 size_t max) {
+    if (c == NULL || msgs == NULL || max == 0) return 0;
+    return spoolgo_consumer_poll_batch(c->h, timeout_ms, msgs, max);
+}
+
 spool_err_t spool_consumer_commit(spool_consumer_t *c, int async) {
     if (c == NULL) return SPOOL_ERR__BAD_ARG;
     return spoolgo_consumer_commit(c->h, async);

@@ -242,6 +242,13 @@ spool_err_t spool_consumer_seek(spool_consumer_t *consumer, const char *topic,
  * background every auto.commit.interval.ms, before partitions are revoked, and on close. */
 spool_message_t *spool_consumer_poll(spool_consumer_t *consumer, int timeout_ms);
 
+/* spool_consumer_poll for many messages in one call: waits up to timeout_ms for the first,
+ * then adds those ready at once, up to max, into msgs[0] to msgs[n-1] and returns n (0 on
+ * timeout, for a NULL consumer or msgs, or max 0). Each message is the caller's, as from
+ * spool_consumer_poll. */
+size_t spool_consumer_poll_batch(spool_consumer_t *consumer, int timeout_ms,
+                                 spool_message_t **msgs, size_t max);
+
 /* Commits, for each partition, the offset after the last record spool_consumer_poll
  * returned. async 0: waits for the broker's answer; otherwise returns at once, and a
  * failure is returned by the next commit or close. SPOOL_ERR__STATE without a group. */

@@ -275,19 +275,30 @@ static void consume(const char *broker, const char *topic, int n, int parts) {
     spool_consumer_t *c = spool_consumer_new(conf_with(broker, NULL), errstr, sizeof errstr);
     CHECK(c != NULL);
     for (int p = 0; p < parts; p++) CHECK_ERR(spool_consumer_assign(c, topic, p, SPOOL_OFFSET_BEGINNING), SPOOL_ERR_NO_ERROR);
-    int got = 0;
+    int got = 0, batches = 0;
     int64_t last[64];
     for (int p = 0; p < 64; p++) last[p] = -1;
+    spool_message_t *batch[7];
+    CHECK(spool_consumer_poll_batch(NULL, 0, batch, 7) == 0);
+    CHECK(spool_consumer_poll_batch(c, 0, NULL, 7) == 0);
+    CHECK(spool_consumer_poll_batch(c, 0, batch, 0) == 0);
     while (got < n + 1) {
-        spool_message_t *m = spool_consumer_poll(c, 10000);
-        CHECK(m != NULL);
-        check_record(m, topic, n, seen);
-        int32_t p = spool_message_partition(m);
-        CHECK(p >= 0 && p < parts && spool_message_offset(m) > last[p]); /* in offset order */
-        last[p] = spool_message_offset(m);
-        spool_message_destroy(m);
-        got++;
+        /* half of the records one by one, the rest in batches of at most 7 */
+        size_t k = got < n / 2 ? ((batch[0] = spool_consumer_poll(c, 10000)) != NULL)
+                               : spool_consumer_poll_batch(c, 10000, batch, 7);
+        CHECK(k > 0 && k <= 7);
+        batches += k > 1;
+        for (size_t j = 0; j < k; j++) {
+            spool_message_t *m = batch[j];
+            check_record(m, topic, n, seen);
+            int32_t p = spool_message_partition(m);
+            CHECK(p >= 0 && p < parts && spool_message_offset(m) > last[p]); /* in offset order */
+            last[p] = spool_message_offset(m);
+            spool_message_destroy(m);
+            got++;
+        }
     }
+    CHECK(batches > 0);
     for (int i = 0; i <= n; i++) CHECK(seen[i] == 1);
     CHECK(spool_consumer_poll(c, 200) == NULL); /* nothing more */
     /* seek back one record on partition 0 and read it again */

@@ -353,6 +353,22 @@ class Consumer:
         finally:
             L.spool_message_destroy(m)
 
+    def consume(self, num_messages=1, timeout=-1):
+        """Up to num_messages messages (records and errors) in one call to libspool: waits up to
+        timeout seconds for the first, then takes those ready; [] on timeout."""
+        if num_messages < 1:
+            raise ValueError("num_messages must be at least 1")
+        arr = (L.P * num_messages)()
+        n = L.spool_consumer_poll_batch(self._handle(), _timeout_ms(timeout), arr, num_messages)
+        out = []
+        try:
+            for i in range(n):
+                out.append(Message(arr[i]))
+        finally:
+            for i in range(n):
+                L.spool_message_destroy(arr[i])
+        return out
+
     def commit(self, message=None, offsets=None, asynchronous=True):
         """Commits the offsets after the messages poll() returned (message and offsets are not
         supported: every returned message counts)."""

@@ -71,6 +71,7 @@ spool_consumer_subscribe = _fn("spool_consumer_subscribe", c_int, P, ctypes.POIN
 spool_consumer_assign = _fn("spool_consumer_assign", c_int, P, c_char_p, c_int32, c_int64)
 spool_consumer_seek = _fn("spool_consumer_seek", c_int, P, c_char_p, c_int32, c_int64)
 spool_consumer_poll = _fn("spool_consumer_poll", P, P, c_int)
+spool_consumer_poll_batch = _fn("spool_consumer_poll_batch", c_size_t, P, c_int, ctypes.POINTER(P), c_size_t)
 spool_consumer_commit = _fn("spool_consumer_commit", c_int, P, c_int)
 spool_consumer_close = _fn("spool_consumer_close", c_int, P)
 spool_consumer_destroy = _fn("spool_consumer_destroy", None, P)

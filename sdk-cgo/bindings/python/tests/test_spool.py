@@ -57,6 +57,12 @@ def test_roundtrip(brokers, topic_name):
         assert msg.error() is None
         got[msg.value()] = msg
     assert c.poll(0.2) is None
+    assert c.consume(10, 0.2) == []
+    c.seek(TopicPartition(topic_name, 0, 0))
+    batch = c.consume(1000, 10)
+    assert 1 <= len(batch) <= 1000
+    assert [m.offset() for m in batch] == list(range(len(batch)))
+    assert all(m.partition() == 0 for m in batch)
     c.close()
     for i in range(n):
         msg = got[b"v%d" % i]

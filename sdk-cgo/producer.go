@@ -7,10 +7,8 @@ import "C"
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	spool "github.com/spoolmq/spool/sdk-go"
@@ -20,9 +18,12 @@ import (
 // SDK's goroutines and handed to C in batches by spoolgo_producer_take, so that C calls its
 // callback on its own thread.
 type producer struct {
-	cl          *spool.Client
-	reports     bool          // a dr_cb is set: keep reports
-	lookupLimit time.Duration // how long a produce may wait for a topic's metadata
+	cl      *spool.Client
+	reports bool // a dr_cb is set: keep reports
+	// ctx bounds a produce's waits (a topic lookup, a full buffer) by the producer's life;
+	// the lookup bounds itself (a few metadata requests).
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	queue  []report
@@ -62,17 +63,13 @@ func spoolgo_producer_new(confH C.uintptr_t, hasDR C.int, errstr *C.char, size C
 		setErrstr(errstr, size, "spool_producer_new: "+err.Error())
 		return 0
 	}
-	timeout := 2 * time.Minute
-	if ms, ok := sc.Get("message.timeout.ms"); ok {
-		n, _ := strconv.Atoi(ms)
-		timeout = time.Duration(n) * time.Millisecond
-	}
 	cl, err := spool.NewClient(append(sc.Opts(), spool.WithPartitioner(explicitPartitioner{part}))...)
 	if err != nil {
 		setErrstr(errstr, size, "spool_producer_new: "+err.Error())
 		return 0
 	}
-	return newHandle(&producer{cl: cl, reports: hasDR != 0, lookupLimit: timeout, notify: make(chan struct{}, 1)})
+	ctx, cancel := context.WithCancel(context.Background())
+	return newHandle(&producer{cl: cl, reports: hasDR != 0, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1)})
 }
 
 //export spoolgo_produce
@@ -95,9 +92,7 @@ func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsa
 		}
 	}
 	p.outq.Add(1)
-	ctx, cancel := context.WithTimeout(context.Background(), p.lookupLimit)
-	defer cancel()
-	p.cl.Produce(ctx, r, func(r *spool.Record, err error) { p.done(r, err, uintptr(opaque)) })
+	p.cl.Produce(p.ctx, r, func(r *spool.Record, err error) { p.done(r, err, uintptr(opaque)) })
 	return 0
 }
 
@@ -178,6 +173,7 @@ func spoolgo_producer_outq_len(h C.uintptr_t) C.int {
 //export spoolgo_producer_close
 func spoolgo_producer_close(h C.uintptr_t) {
 	if p := value[producer](h); p != nil {
+		p.cancel()
 		p.cl.Close()
 	}
 }

@@ -162,8 +162,8 @@ spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t er
  * Returns SPOOL_ERR_NO_ERROR when the record is buffered; its outcome then comes in exactly
  * one delivery report (if a dr_cb is set), including failures found later (unknown topic,
  * partition out of range, record too large, broker down past message.timeout.ms). The first
- * record to a topic may block while the topic is looked up, at most message.timeout.ms, and
- * a full buffer blocks until records are acknowledged. Thread-safe: records of one thread
+ * record to a topic may block while the topic is looked up (a few metadata requests), and a
+ * full buffer (queue.buffering.max.messages) blocks until records are acknowledged. Thread-safe: records of one thread
  * to one partition are stored in call order. */
 spool_err_t spool_produce(spool_producer_t *producer, const char *topic, int32_t partition,
                           const void *key, size_t key_len, const void *value,

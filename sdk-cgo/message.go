@@ -17,9 +17,41 @@ var (
 )
 
 // newMessage copies a record (r may be nil for a bare error) and its outcome into one
-// malloc'd block that spool_message_destroy frees: the struct, the headers array, then the
-// bytes of the topic, error text, key, value and headers, each string NUL-terminated.
+// malloc'd block that spool_message_destroy frees.
 func newMessage(r *spool.Record, err error, opaque uintptr) *C.spool_message_t {
+	errstr := errText(err)
+	size := messageBytes(r, errstr)
+	base := C.malloc(C.size_t(size))
+	if base == nil {
+		panic("libspool: out of memory")
+	}
+	return fillMessage(base, size, r, err, errstr, opaque)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// messageBytes is the size of the message of r with errstr, rounded up to 8 bytes so that
+// messages can follow each other in one block.
+func messageBytes(r *spool.Record, errstr string) int {
+	size := messageSize + len(errstr) + 1 + 1 // the NULs of errstr and of the topic, "" without r
+	if r != nil {
+		size += len(r.Headers)*headerSize + len(r.Topic) + len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			size += len(h.Key) + 1 + len(h.Value)
+		}
+	}
+	return (size + 7) &^ 7
+}
+
+// fillMessage lays the message out at base, in size bytes (messageBytes): the struct, the
+// headers array, then the bytes of the topic, error text, key, value and headers, each
+// string NUL-terminated.
+func fillMessage(base unsafe.Pointer, size int, r *spool.Record, err error, errstr string, opaque uintptr) *C.spool_message_t {
 	var topic string
 	var key, val []byte
 	var hdrs []spool.Header
@@ -31,23 +63,11 @@ func newMessage(r *spool.Record, err error, opaque uintptr) *C.spool_message_t {
 			ts = r.Timestamp.UnixMilli()
 		}
 	}
-	errstr := ""
-	if err != nil {
-		errstr = err.Error()
-	}
-	size := messageSize + len(hdrs)*headerSize + len(topic) + 1 + len(errstr) + 1 + len(key) + len(val)
-	for _, h := range hdrs {
-		size += len(h.Key) + 1 + len(h.Value)
-	}
-	base := C.malloc(C.size_t(size))
-	if base == nil {
-		panic("libspool: out of memory")
-	}
 	block := unsafe.Slice((*byte)(base), size)
 	m := (*C.spool_message_t)(base)
 	headers := unsafe.Slice((*C.spool_header_t)(unsafe.Add(base, messageSize)), len(hdrs))
 	at := messageSize + len(hdrs)*headerSize
-	// put copies b into the block and returns where it landed.
+	// put copies b into the block, NUL-terminated if nul, and returns where it landed.
 	put := func(b []byte, nul bool) unsafe.Pointer {
 		p := unsafe.Add(base, at)
 		at += copy(block[at:], b)
@@ -56,6 +76,14 @@ func newMessage(r *spool.Record, err error, opaque uintptr) *C.spool_message_t {
 			at++
 		}
 		return p
+	}
+	// putString is put for a string, NUL-terminated.
+	putString := func(s string) *C.char {
+		p := unsafe.Add(base, at)
+		at += copy(block[at:], s)
+		block[at] = 0
+		at++
+		return (*C.char)(p)
 	}
 	// putBuf is put for a key or value: nil stays NULL.
 	putBuf := func(b []byte) (unsafe.Pointer, C.size_t) {
@@ -75,14 +103,35 @@ func newMessage(r *spool.Record, err error, opaque uintptr) *C.spool_message_t {
 	if len(hdrs) > 0 {
 		m.headers = &headers[0]
 	}
-	m.topic = (*C.char)(put([]byte(topic), true))
-	m.errstr = (*C.char)(put([]byte(errstr), true))
+	m.topic = putString(topic)
+	m.errstr = putString(errstr)
 	m.key, m.key_len = putBuf(key)
 	m.value, m.value_len = putBuf(val)
 	for i, h := range hdrs {
-		headers[i].key = (*C.char)(put([]byte(h.Key), true))
+		headers[i].key = (*C.char)(put(h.Key, true))
 		headers[i].key_len = C.size_t(len(h.Key))
 		headers[i].value, headers[i].value_len = putBuf(h.Value)
 	}
 	return m
+}
+
+// messageView reads a message back into Go values, and frees it; for tests, which cannot use
+// cgo themselves.
+func messageView(m *C.spool_message_t) (topic, errstr string, key, value []byte, headers []spool.Header) {
+	defer C.free(unsafe.Pointer(m))
+	topic, errstr = C.GoString(m.topic), C.GoString(m.errstr)
+	if m.key != nil {
+		key = C.GoBytes(m.key, C.int(m.key_len))
+	}
+	if m.value != nil {
+		value = C.GoBytes(m.value, C.int(m.value_len))
+	}
+	for _, h := range unsafe.Slice(m.headers, int(m.header_count)) {
+		hv := spool.Header{Key: C.GoBytes(unsafe.Pointer(h.key), C.int(h.key_len))}
+		if h.value != nil {
+			hv.Value = C.GoBytes(h.value, C.int(h.value_len))
+		}
+		headers = append(headers, hv)
+	}
+	return topic, errstr, key, value, headers
 }

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -24,6 +25,9 @@ type producer struct {
 	// the lookup bounds itself (a few metadata requests).
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	topics sync.Map                   // topic name → the same string, so a produce allocates no name
+	doneFn func(*spool.Record, error) // done without an opaque, made once
 
 	mu     sync.Mutex
 	queue  []report
@@ -69,7 +73,9 @@ func spoolgo_producer_new(confH C.uintptr_t, hasDR C.int, errstr *C.char, size C
 		return 0
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return newHandle(&producer{cl: cl, reports: hasDR != 0, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1)})
+	p := &producer{cl: cl, reports: hasDR != 0, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1)}
+	p.doneFn = func(r *spool.Record, err error) { p.done(r, err, 0) }
+	return newHandle(p)
 }
 
 //export spoolgo_produce
@@ -80,7 +86,7 @@ func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsa
 		return errBadArg
 	}
 	r := &spool.Record{
-		Topic:     C.GoString(topic),
+		Topic:     p.topic(topic),
 		Partition: int32(partition),
 		Key:       goBytes(key, keyLen),
 		Value:     goBytes(val, valLen),
@@ -92,8 +98,23 @@ func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsa
 		}
 	}
 	p.outq.Add(1)
-	p.cl.Produce(p.ctx, r, func(r *spool.Record, err error) { p.done(r, err, uintptr(opaque)) })
+	cb := p.doneFn
+	if opaque != 0 {
+		cb = func(r *spool.Record, err error) { p.done(r, err, uintptr(opaque)) }
+	}
+	p.cl.Produce(p.ctx, r, cb)
 	return 0
+}
+
+// topic returns the name at s as a Go string, the same one for every record of a topic.
+func (p *producer) topic(s *C.char) string {
+	view := unsafe.String((*byte)(unsafe.Pointer(s)), int(C.strlen(s))) // C memory: not kept
+	if t, ok := p.topics.Load(view); ok {
+		return t.(string)
+	}
+	name := strings.Clone(view)
+	t, _ := p.topics.LoadOrStore(name, name)
+	return t.(string)
 }
 
 // done queues the report of a record, or drops it when nobody asked for reports.
@@ -138,15 +159,28 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	if len(got) == 0 {
 		return 0
 	}
-	arr := (**C.spool_message_t)(C.malloc(C.size_t(len(got)) * C.size_t(unsafe.Sizeof((*C.spool_message_t)(nil)))))
-	if arr == nil {
+	// One block for all: the array of pointers, then the messages; the shim frees it once.
+	ptrs := len(got) * int(unsafe.Sizeof((*C.spool_message_t)(nil)))
+	errstrs := make([]string, len(got))
+	sizes := make([]int, len(got))
+	total := ptrs
+	for i, rep := range got {
+		errstrs[i] = errText(rep.err)
+		sizes[i] = messageBytes(rep.r, errstrs[i])
+		total += sizes[i]
+	}
+	base := C.malloc(C.size_t(total))
+	if base == nil {
 		panic("libspool: out of memory")
 	}
+	arr := unsafe.Slice((**C.spool_message_t)(base), len(got))
+	at := ptrs
 	for i, rep := range got {
-		unsafe.Slice(arr, len(got))[i] = newMessage(rep.r, rep.err, rep.opaque)
+		arr[i] = fillMessage(unsafe.Add(base, at), sizes[i], rep.r, rep.err, errstrs[i], rep.opaque)
+		at += sizes[i]
 	}
 	p.outq.Add(-int64(len(got)))
-	*out = arr
+	*out = &arr[0]
 	return C.size_t(len(got))
 }
 

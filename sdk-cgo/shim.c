@@ -141,12 +141,11 @@ spool_err_t spool_produce(spool_producer_t *p, const char *topic, int32_t partit
 
 int spool_producer_poll(spool_producer_t *p, int timeout_ms) {
     if (p == NULL) return -1;
+    /* reports is one block: the pointers, then the messages they point to */
     spool_message_t **reports = NULL;
     size_t n = spoolgo_producer_take(p->h, timeout_ms, &reports);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         if (p->dr_cb != NULL) p->dr_cb(p, reports[i], p->opaque);
-        free(reports[i]);
-    }
     free(reports);
     return (int)n;
 }

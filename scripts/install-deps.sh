@@ -14,6 +14,7 @@ NEEDS=(
   make:make
   pkg-config:pkg-config
   valgrind:valgrind
+  /usr/include/librdkafka/rdkafka.h:librdkafka-dev
   /usr/share/java/zookeeper.jar:zookeeper
   /usr/lib/python3/dist-packages/kafka:python3-kafka
   /usr/lib/python3/dist-packages/pytest:python3-pytest

@@ -35,7 +35,7 @@ var (
 )
 
 // install builds and installs libspool (once per variant) and returns its prefix.
-func install(t *testing.T, variant string) string {
+func install(t testing.TB, variant string) string {
 	t.Helper()
 	brokertest.NeedTool(t, "/usr/bin/gcc", "gcc")
 	brokertest.NeedTool(t, "/usr/bin/pkg-config", "pkg-config")
@@ -72,7 +72,7 @@ func TestMain(m *testing.M) {
 
 // compile builds a C program against the installed library with pkg-config, warnings as
 // errors, plus extra flags.
-func compile(t *testing.T, variant, src, out string, extra ...string) string {
+func compile(t testing.TB, variant, src, out string, extra ...string) string {
 	t.Helper()
 	prefix := install(t, variant)
 	pc := exec.Command("pkg-config", "--cflags", "--libs", "spool")

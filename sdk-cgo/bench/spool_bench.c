@@ -4,27 +4,16 @@
  * usage: spool_bench BROKER TOPIC PARTITIONS N SIZE
  * prints: produce_rps consume_rps peak_rss_kib */
 #include <spool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static long delivered, failed;
+#include "bench.h"
 
 static void on_delivery(spool_producer_t *p, const spool_message_t *m, void *opaque) {
     (void)p;
-    (void)opaque;
+    struct bench *b = opaque;
     if (spool_message_err(m) == SPOOL_ERR_NO_ERROR)
-        delivered++;
+        b->delivered++;
     else
-        failed++;
+        b->failed++;
 }
 
 static spool_conf_t *conf(const char *broker) {
@@ -40,47 +29,35 @@ static spool_conf_t *conf(const char *broker) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: %s BROKER TOPIC PARTITIONS N SIZE\n", argv[0]);
-        return 2;
-    }
-    const char *broker = argv[1], *topic = argv[2];
-    int parts = atoi(argv[3]);
-    long n = atol(argv[4]);
-    size_t size = (size_t)atol(argv[5]);
+    struct bench b = bench_args(argc, argv);
     char errstr[256];
-    char *value = malloc(size);
-    memset(value, 'v', size);
-
-    spool_conf_t *pc = conf(broker);
+    spool_conf_t *pc = conf(b.broker);
     spool_conf_set_dr_cb(pc, on_delivery);
+    spool_conf_set_opaque(pc, &b);
     spool_producer_t *p = spool_producer_new(pc, errstr, sizeof errstr);
     if (p == NULL) {
         fprintf(stderr, "%s\n", errstr);
         return 1;
     }
     double t0 = now();
-    for (long i = 0; i < n; i++) {
-        spool_produce(p, topic, SPOOL_PARTITION_UA, NULL, 0, value, size, NULL);
+    for (long i = 0; i < b.n; i++) {
+        spool_produce(p, b.topic, SPOOL_PARTITION_UA, NULL, 0, b.value, b.size, NULL);
         if ((i & 1023) == 0) spool_producer_poll(p, 0);
     }
     spool_producer_flush(p, 120000);
     double produce_s = now() - t0;
     spool_producer_destroy(p);
-    if (delivered != n || failed != 0) {
-        fprintf(stderr, "delivered %ld, failed %ld of %ld\n", delivered, failed, n);
-        return 1;
-    }
+    bench_delivered(&b);
 
-    spool_consumer_t *c = spool_consumer_new(conf(broker), errstr, sizeof errstr);
-    for (int i = 0; i < parts; i++) spool_consumer_assign(c, topic, i, SPOOL_OFFSET_BEGINNING);
+    spool_consumer_t *c = spool_consumer_new(conf(b.broker), errstr, sizeof errstr);
+    for (int i = 0; i < b.partitions; i++) spool_consumer_assign(c, b.topic, i, SPOOL_OFFSET_BEGINNING);
     spool_message_t *batch[1024];
     long got = 0;
     t0 = now();
-    while (got < n) {
+    while (got < b.n) {
         size_t k = spool_consumer_poll_batch(c, 10000, batch, 1024);
         if (k == 0) {
-            fprintf(stderr, "consumed %ld of %ld\n", got, n);
+            fprintf(stderr, "consumed %ld of %ld\n", got, b.n);
             return 1;
         }
         for (size_t j = 0; j < k; j++) {
@@ -90,9 +67,6 @@ int main(int argc, char **argv) {
     }
     double consume_s = now() - t0;
     spool_consumer_destroy(c);
-    free(value);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("%.0f %.0f %ld\n", (double)n / produce_s, (double)n / consume_s, ru.ru_maxrss);
+    bench_report(&b, produce_s, consume_s);
     return 0;
 }

@@ -197,6 +197,17 @@ def _new_conf(conf, skip):
     return c
 
 
+def _new_handle(new, c):
+    """Calls spool_producer_new or spool_consumer_new with conf handle c; on failure frees c
+    (still ours then) and raises."""
+    errstr = ctypes.create_string_buffer(512)
+    h = new(c, errstr, len(errstr))
+    if not h:
+        L.spool_conf_destroy(c)
+        raise KafkaException(KafkaError(KafkaError._FAIL, errstr.value.decode()))
+    return h
+
+
 class Producer:
     """Producer(conf): conf is a dict of librdkafka-style keys ("bootstrap.servers", "acks",
     "linger.ms", ...), plus "on_delivery" (or "delivery.report.cb"), the default delivery
@@ -213,11 +224,7 @@ class Producer:
         self._errors = []
         self._dr = L.DR_CB(self._on_report)  # kept alive as long as the producer
         L.spool_conf_set_dr_cb(c, self._dr)
-        errstr = ctypes.create_string_buffer(512)
-        self._p = L.spool_producer_new(c, errstr, len(errstr))
-        if not self._p:
-            L.spool_conf_destroy(c)
-            raise KafkaException(KafkaError(KafkaError._FAIL, errstr.value.decode()))
+        self._p = _new_handle(L.spool_producer_new, c)
 
     def _handle(self):
         if not self._p:
@@ -318,12 +325,7 @@ class Consumer:
 
     def __init__(self, conf):
         self._c = None
-        c = _new_conf(conf, set())
-        errstr = ctypes.create_string_buffer(512)
-        self._c = L.spool_consumer_new(c, errstr, len(errstr))
-        if not self._c:
-            L.spool_conf_destroy(c)
-            raise KafkaException(KafkaError(KafkaError._FAIL, errstr.value.decode()))
+        self._c = _new_handle(L.spool_consumer_new, _new_conf(conf, set()))
 
     def _handle(self):
         if not self._c:

@@ -218,7 +218,8 @@ class Producer:
         conf = dict(conf)
         self._default_cb = conf.get("on_delivery") or conf.get("delivery.report.cb")
         c = _new_conf(conf, {"on_delivery", "delivery.report.cb"})
-        self._callbacks = {}  # id → callback, for records in flight
+        self._topics = {}  # name → encoded name
+        self._callbacks = {}  # id → callback, for records in flight that have their own
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._errors = []
@@ -232,8 +233,12 @@ class Producer:
         return self._p
 
     def _on_report(self, _producer, m, _opaque):
-        with self._lock:
-            cb = self._callbacks.pop(L.spool_message_opaque(m) or 0, None)
+        ident = L.spool_message_opaque(m)
+        if ident:
+            with self._lock:
+                cb = self._callbacks.pop(ident, None)
+        else:
+            cb = self._default_cb  # records without their own callback carry no id
         if cb is None:
             return
         try:
@@ -253,25 +258,32 @@ class Producer:
         headers: a dict or a list of (key, value) pairs."""
         if timestamp:
             raise NotImplementedError("produce(timestamp=...) is not supported by libspool yet")
-        cb = on_delivery or callback or self._default_cb
-        k, v = _bytes(key, "key"), _bytes(value, "value")
-        hdrs = list(headers.items()) if isinstance(headers, dict) else list(headers or [])
-        harr = (L.Header * len(hdrs))()
-        keep = []
-        for i, (hk, hv) in enumerate(hdrs):
-            hkb, hvb = _bytes(hk, "header key"), _bytes(hv, "header value")
-            keep.append((hkb, hvb))
-            harr[i].key, harr[i].key_len = hkb, len(hkb)
-            harr[i].value = ctypes.cast(ctypes.c_char_p(hvb), ctypes.c_void_p) if hvb is not None else None
-            harr[i].value_len = 0 if hvb is None else len(hvb)
+        cb = on_delivery or callback
+        k = key if type(key) is bytes else _bytes(key, "key")
+        v = value if type(value) is bytes else _bytes(value, "value")
+        t = self._topics.get(topic)
+        if t is None:
+            t = self._topics[topic] = topic.encode()
         ident = 0
-        if cb is not None:
+        if cb is not None and cb is not self._default_cb:
             ident = next(self._ids)
             with self._lock:
                 self._callbacks[ident] = cb
-        err = L.spool_produce_headers(self._handle(), topic.encode(), partition,
-                                      k, 0 if k is None else len(k), v, 0 if v is None else len(v),
-                                      harr, len(hdrs), ident)
+        if headers:
+            hdrs = list(headers.items()) if isinstance(headers, dict) else list(headers)
+            harr = (L.Header * len(hdrs))()
+            keep = []  # the header bytes, alive until the call has copied them
+            for i, (hk, hv) in enumerate(hdrs):
+                hkb, hvb = _bytes(hk, "header key"), _bytes(hv, "header value")
+                keep.append((hkb, hvb))
+                harr[i].key, harr[i].key_len = hkb, len(hkb)
+                harr[i].value = ctypes.cast(ctypes.c_char_p(hvb), ctypes.c_void_p) if hvb is not None else None
+                harr[i].value_len = 0 if hvb is None else len(hvb)
+            err = L.spool_produce_headers(self._handle(), t, partition, k, 0 if k is None else len(k),
+                                          v, 0 if v is None else len(v), harr, len(hdrs), ident)
+        else:
+            err = L.spool_produce(self._p or self._handle(), t, partition, k, 0 if k is None else len(k),
+                                  v, 0 if v is None else len(v), ident)
         if err:
             with self._lock:
                 self._callbacks.pop(ident, None)

@@ -57,6 +57,7 @@ spool_conf_set_dr_cb = _fn("spool_conf_set_dr_cb", None, P, DR_CB)
 spool_conf_destroy = _fn("spool_conf_destroy", None, P)
 
 spool_producer_new = _fn("spool_producer_new", P, P, c_char_p, c_size_t)
+spool_produce = _fn("spool_produce", c_int, P, c_char_p, c_int32, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p)
 spool_produce_headers = _fn("spool_produce_headers", c_int, P, c_char_p, c_int32, c_char_p, c_size_t,
                             c_char_p, c_size_t, ctypes.POINTER(Header), c_size_t, c_void_p)
 spool_producer_poll = _fn("spool_producer_poll", c_int, P, c_int)

@@ -283,6 +283,16 @@ spool_err_t spool_message_header(const spool_message_t *m, size_t idx, const cha
     return SPOOL_ERR_NO_ERROR;
 }
 
+spool_err_t spool_message_view(const spool_message_t *m, spool_message_view_t *view,
+                               size_t view_size) {
+    if (m == NULL || view == NULL) return SPOOL_ERR__BAD_ARG;
+    spool_message_view_t v = {m->err,     m->partition, m->offset,    m->timestamp,
+                              m->topic,   m->errstr,    m->key,       m->key_len,
+                              m->value,   m->value_len, m->header_count, (void *)m->opaque};
+    memcpy(view, &v, view_size < sizeof v ? view_size : sizeof v);
+    return SPOOL_ERR_NO_ERROR;
+}
+
 void *spool_message_opaque(const spool_message_t *m) {
     return m == NULL ? NULL : (void *)m->opaque;
 }

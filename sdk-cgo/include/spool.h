@@ -285,6 +285,28 @@ size_t spool_message_header_count(const spool_message_t *msg);
  * null) and length. Any output pointer may be NULL. SPOOL_ERR__BAD_ARG out of range. */
 spool_err_t spool_message_header(const spool_message_t *msg, size_t idx, const char **key,
                                  size_t *key_len, const void **value, size_t *value_len);
+/* Every field of a message at once, for bindings that pay per call (ctypes, JNA, koffi):
+ * the same values as the accessors above. Fields may be added at the end in later versions;
+ * spool_message_view writes only the view_size bytes the caller's struct has. */
+typedef struct spool_message_view_s {
+    spool_err_t err;
+    int32_t partition;
+    int64_t offset;
+    int64_t timestamp;
+    const char *topic;
+    const char *errstr;
+    const void *key; /* NULL: null key */
+    size_t key_len;
+    const void *value; /* NULL: null value */
+    size_t value_len;
+    size_t header_count;
+    void *opaque;
+} spool_message_view_t;
+
+/* Fills *view with msg's fields, writing at most view_size bytes (pass sizeof *view); the
+ * pointers are valid while msg is. SPOOL_ERR__BAD_ARG for a NULL msg or view. */
+spool_err_t spool_message_view(const spool_message_t *msg, spool_message_view_t *view,
+                               size_t view_size);
 /* The msg_opaque of the produce call, for a delivery report; NULL otherwise. */
 void *spool_message_opaque(const spool_message_t *msg);
 /* Frees a message from spool_consumer_poll. NULL is a no-op. Never call it on the message

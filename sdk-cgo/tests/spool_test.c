@@ -124,6 +124,8 @@ static void api(const char *broker) {
     CHECK(spool_message_header_count(NULL) == 0);
     CHECK_ERR(spool_message_header(NULL, 0, NULL, NULL, NULL, NULL), SPOOL_ERR__BAD_ARG);
     CHECK(spool_message_opaque(NULL) == NULL);
+    spool_message_view_t view;
+    CHECK_ERR(spool_message_view(NULL, &view, sizeof view), SPOOL_ERR__BAD_ARG);
     spool_message_destroy(NULL);
 
     /* NULL arguments on live handles */
@@ -150,6 +152,24 @@ static void api(const char *broker) {
     spool_consumer_destroy(c);
 }
 
+/* check_view checks that spool_message_view agrees with the accessors, and that a short
+ * view_size is respected. */
+static void check_view(const spool_message_t *m) {
+    spool_message_view_t v;
+    CHECK_ERR(spool_message_view(m, NULL, sizeof v), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_message_view(m, &v, sizeof v), SPOOL_ERR_NO_ERROR);
+    size_t klen, vlen;
+    const void *k = spool_message_key(m, &klen), *val = spool_message_value(m, &vlen);
+    CHECK(v.err == spool_message_err(m) && v.partition == spool_message_partition(m));
+    CHECK(v.offset == spool_message_offset(m) && v.timestamp == spool_message_timestamp(m));
+    CHECK(v.topic == spool_message_topic(m) && v.errstr == spool_message_errstr(m));
+    CHECK(v.key == k && v.key_len == klen && v.value == val && v.value_len == vlen);
+    CHECK(v.header_count == spool_message_header_count(m) && v.opaque == spool_message_opaque(m));
+    struct { int32_t err, partition; int64_t guard; } shorter = {0, 0, 77};
+    CHECK_ERR(spool_message_view(m, (spool_message_view_t *)(void *)&shorter, 8), SPOOL_ERR_NO_ERROR);
+    CHECK(shorter.err == spool_message_err(m) && shorter.partition == spool_message_partition(m) && shorter.guard == 77);
+}
+
 /* ---- produce ---- */
 
 struct delivery {
@@ -162,6 +182,7 @@ struct delivery {
 static void dr_cb(spool_producer_t *p, const spool_message_t *m, void *opaque) {
     struct delivery *d = opaque;
     CHECK(p != NULL);
+    check_view(m);
     d->reports++;
     intptr_t i = (intptr_t)spool_message_opaque(m);
     if (spool_message_err(m) != SPOOL_ERR_NO_ERROR) {
@@ -236,6 +257,7 @@ static void produce(const char *broker, const char *topic, int n) {
 /* checks one consumed record of produce's and marks it in seen */
 static void check_record(const spool_message_t *m, const char *topic, int n, int *seen) {
     CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+    check_view(m);
     CHECK(strcmp(spool_message_topic(m), topic) == 0);
     size_t klen, vlen;
     const char *k = spool_message_key(m, &klen);

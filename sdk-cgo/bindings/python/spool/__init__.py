@@ -105,15 +105,16 @@ class Message:
     libspool, so it stays valid on its own."""
 
     def __init__(self, m):
-        code = L.spool_message_err(m)
-        self._error = KafkaError(code, L.spool_message_errstr(m).decode(errors="replace")) if code else None
-        self._topic = L.spool_message_topic(m).decode() or None
-        self._partition = L.spool_message_partition(m)
-        self._offset = L.spool_message_offset(m)
-        self._timestamp = L.spool_message_timestamp(m)
-        self._key = _buf(L.spool_message_key, m)
-        self._value = _buf(L.spool_message_value, m)
-        n = L.spool_message_header_count(m)
+        view = L.MessageView()
+        L.spool_message_view(m, ctypes.byref(view), ctypes.sizeof(view))  # one call for all fields
+        code = view.err
+        self._error = KafkaError(code, view.errstr.decode(errors="replace")) if code else None
+        self._topic = view.topic.decode() or None
+        self._partition, self._offset, self._timestamp = view.partition, view.offset, view.timestamp
+        self._key = None if view.key is None else ctypes.string_at(view.key, view.key_len)
+        self._value = None if view.value is None else ctypes.string_at(view.value, view.value_len)
+        self._opaque = view.opaque
+        n = view.header_count
         self._headers = None
         if n:
             self._headers = []
@@ -154,14 +155,6 @@ class Message:
 
     def __repr__(self):
         return "Message{topic=%s,partition=%s,offset=%s,error=%r}" % (self._topic, self.partition(), self.offset(), self._error)
-
-
-def _buf(accessor, m):
-    n = ctypes.c_size_t()
-    p = accessor(m, ctypes.byref(n))
-    if p is None:
-        return None
-    return ctypes.string_at(p, n.value)
 
 
 def _bytes(v, what):
@@ -233,17 +226,15 @@ class Producer:
         return self._p
 
     def _on_report(self, _producer, m, _opaque):
-        ident = L.spool_message_opaque(m)
-        if ident:
-            with self._lock:
-                cb = self._callbacks.pop(ident, None)
-        else:
-            cb = self._default_cb  # records without their own callback carry no id
-        if cb is None:
-            return
         try:
             msg = Message(m)
-            cb(msg.error(), msg)
+            if msg._opaque:
+                with self._lock:
+                    cb = self._callbacks.pop(msg._opaque, None)
+            else:
+                cb = self._default_cb  # records without their own callback carry no id
+            if cb is not None:
+                cb(msg.error(), msg)
         except BaseException as e:  # re-raised by poll/flush: ctypes cannot carry it
             self._errors.append(e)
 

@@ -38,6 +38,13 @@ class Header(ctypes.Structure):
     _fields_ = [("key", c_char_p), ("key_len", c_size_t), ("value", c_void_p), ("value_len", c_size_t)]
 
 
+class MessageView(ctypes.Structure):
+    """spool_message_view_t."""
+    _fields_ = [("err", c_int), ("partition", c_int32), ("offset", c_int64), ("timestamp", c_int64),
+                ("topic", c_char_p), ("errstr", c_char_p), ("key", c_void_p), ("key_len", c_size_t),
+                ("value", c_void_p), ("value_len", c_size_t), ("header_count", c_size_t), ("opaque", c_void_p)]
+
+
 DR_CB = ctypes.CFUNCTYPE(None, P, P, c_void_p)
 
 
@@ -88,6 +95,7 @@ spool_message_value = _fn("spool_message_value", c_void_p, P, ctypes.POINTER(c_s
 spool_message_header_count = _fn("spool_message_header_count", c_size_t, P)
 spool_message_header = _fn("spool_message_header", c_int, P, c_size_t, ctypes.POINTER(c_char_p),
                            ctypes.POINTER(c_size_t), ctypes.POINTER(c_void_p), ctypes.POINTER(c_size_t))
+spool_message_view = _fn("spool_message_view", c_int, P, ctypes.POINTER(MessageView), c_size_t)
 spool_message_opaque = _fn("spool_message_opaque", c_void_p, P)
 spool_message_destroy = _fn("spool_message_destroy", None, P)
 

@@ -11,8 +11,14 @@ NEEDS=(
   javac:openjdk-17-jdk-headless
   kcat:kcat
   zsh:zsh
+  gcc:gcc
+  make:make
+  pkg-config:pkg-config
+  valgrind:valgrind
+  /usr/include/librdkafka/rdkafka.h:librdkafka-dev
   /usr/share/java/zookeeper.jar:zookeeper
   /usr/lib/python3/dist-packages/kafka:python3-kafka
+  /usr/lib/python3/dist-packages/pytest:python3-pytest
   /usr/lib/python3/dist-packages/confluent_kafka:python3-confluent-kafka
   /usr/lib/python3/dist-packages/snappy:python3-snappy
   /usr/lib/python3/dist-packages/lz4:python3-lz4

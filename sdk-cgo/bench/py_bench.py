@@ -1,0 +1,59 @@
+"""py_bench.py: the Python side of the benchmark; one script for both libraries, so only the
+import differs: `spool` (this binding) or `confluent_kafka` (librdkafka underneath).
+usage: py_bench.py spool|confluent_kafka BROKER TOPIC PARTITIONS N SIZE
+prints: produce_rps consume_rps peak_rss_kib"""
+import importlib
+import resource
+import sys
+import time
+
+lib, broker, topic = sys.argv[1], sys.argv[2], sys.argv[3]
+partitions, n, size = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+k = importlib.import_module(lib)
+value = b"v" * size
+delivered = 0
+
+
+def on_delivery(err, msg):
+    global delivered
+    if err is None:
+        delivered += 1
+
+
+p = k.Producer({"bootstrap.servers": broker, "acks": "all", "linger.ms": 5, "batch.size": 1048576,
+                "on_delivery": on_delivery})
+t0 = time.monotonic()
+for i in range(n):
+    while True:
+        try:
+            p.produce(topic, value)
+            break
+        except BufferError:  # confluent_kafka's full queue
+            p.poll(0.01)
+    if i % 1024 == 0:
+        p.poll(0)
+p.flush(120)
+produce_s = time.monotonic() - t0
+if delivered != n:
+    sys.exit("delivered %d of %d" % (delivered, n))
+del p
+
+conf = {"bootstrap.servers": broker}
+if lib == "confluent_kafka":  # which needs a group.id even to assign; libspool refuses assign in a group
+    conf.update({"group.id": "bench", "enable.auto.commit": False})
+c = k.Consumer(conf)
+c.assign([k.TopicPartition(topic, i, k.OFFSET_BEGINNING) for i in range(partitions)])
+got = 0
+t0 = time.monotonic()
+last = t0
+while got < n:
+    # librdkafka's consume waits for all num_messages or the timeout: keep the timeout short
+    msgs = c.consume(1024, 0.05)
+    if msgs:
+        last = time.monotonic()
+    elif time.monotonic() - last > 10:
+        sys.exit("consumed %d of %d" % (got, n))
+    got += sum(1 for m in msgs if m.error() is None)
+consume_s = time.monotonic() - t0
+c.close()
+print("%.0f %.0f %d" % (n / produce_s, n / consume_s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))

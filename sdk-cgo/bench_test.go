@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+// BenchmarkVsLibrdkafka runs bench/spool_bench.c (libspool) and bench/rdkafka_bench.c
+// (librdkafka, Debian librdkafka-dev) on the same workload against one broker: N records of
+// 100 B and of 1 KiB without keys to 6 partitions, acks=all, linger.ms=5, batch.size=1 MiB,
+// then consumed back. The log and the metrics give libspool's records/s and peak RSS against
+// librdkafka's ("ours vs theirs"). `make bench` runs it; the table is in README.md.
+func BenchmarkVsLibrdkafka(b *testing.B) {
+	brokertest.NeedTool(b, "/usr/include/librdkafka/rdkafka.h", "librdkafka-dev")
+	ours, theirs := compile(b, "", "bench/spool_bench.c", "spool_bench", "-O2"),
+		compile(b, "", "bench/rdkafka_bench.c", "rdkafka_bench", "-O2", "-lrdkafka")
+	compare(b, []int{500000, 200000}, func(args ...string) *exec.Cmd { return exec.Command(ours, args...) },
+		func(args ...string) *exec.Cmd { return exec.Command(theirs, args...) })
+}
+
+// BenchmarkPythonVsConfluentKafka runs bench/py_bench.py with this binding and with Debian's
+// confluent-kafka-python (librdkafka underneath), on the workload of BenchmarkVsLibrdkafka
+// with fewer records.
+func BenchmarkPythonVsConfluentKafka(b *testing.B) {
+	python := brokertest.NeedPython(b, "confluent_kafka", "python3-confluent-kafka")
+	lib := filepath.Join(install(b, ""), "lib", "libspool.so.0")
+	run := func(module string) func(args ...string) *exec.Cmd {
+		return func(args ...string) *exec.Cmd {
+			cmd := exec.Command(python, append([]string{"bench/py_bench.py", module}, args...)...)
+			cmd.Env = append(os.Environ(), "PYTHONPATH=bindings/python", "PYTHONDONTWRITEBYTECODE=1", "SPOOL_LIBRARY="+lib)
+			return cmd
+		}
+	}
+	compare(b, []int{200000, 100000}, run("spool"), run("confluent_kafka"))
+}
+
+// compare runs ours and theirs (each given BROKER TOPIC PARTITIONS N SIZE, printing
+// "produce_rps consume_rps peak_rss_kib") three times each, alternating, for 100 B and 1 KiB
+// records (counts[0] and counts[1] of them), and reports the medians and their ratios.
+func compare(b *testing.B, counts []int, ours, theirs func(args ...string) *exec.Cmd) {
+	impls := map[string]func(args ...string) *exec.Cmd{"ours": ours, "theirs": theirs}
+	addr := brokertest.Start(b, brokertest.Options{}).Addr
+	cl, err := spool.NewClient(spool.SeedBrokers(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	const partitions = 6
+	seq := 0
+	for _, w := range []struct {
+		size int
+		n    int
+	}{{100, counts[0]}, {1024, counts[1]}} {
+		res := map[string][3][]float64{} // impl → produce, consume, rss samples
+		for range 3 {
+			for _, impl := range []string{"ours", "theirs"} {
+				seq++
+				topic := fmt.Sprintf("bench-%d", seq)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				if err := cl.Admin().CreateTopic(ctx, topic, partitions, 1, nil); err != nil {
+					b.Fatal(err)
+				}
+				cmd := impls[impl](addr, topic, strconv.Itoa(partitions), strconv.Itoa(w.n), strconv.Itoa(w.size))
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				out, err := runCtx(ctx, cmd)
+				cancel()
+				if err != nil {
+					b.Fatalf("%s: %v\n%s%s", impl, err, out, stderr.String())
+				}
+				f := strings.Fields(string(out))
+				if len(f) != 3 {
+					b.Fatalf("%s printed %q", impl, out)
+				}
+				r := res[impl]
+				for i := range 3 {
+					v, err := strconv.ParseFloat(f[i], 64)
+					if err != nil {
+						b.Fatalf("%s printed %q", impl, out)
+					}
+					r[i] = append(r[i], v)
+				}
+				res[impl] = r
+			}
+		}
+		med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
+		s, k := res["ours"], res["theirs"]
+		b.Logf("%d B: produce %.0f vs %.0f rec/s (%.2fx), consume %.0f vs %.0f rec/s (%.2fx), peak RSS %.0f vs %.0f MiB (%.2fx)",
+			w.size, med(s[0]), med(k[0]), med(s[0])/med(k[0]), med(s[1]), med(k[1]), med(s[1])/med(k[1]),
+			med(s[2])/1024, med(k[2])/1024, med(s[2])/med(k[2]))
+		b.ReportMetric(med(s[0])/med(k[0]), fmt.Sprintf("produce-x-%dB", w.size))
+		b.ReportMetric(med(s[1])/med(k[1]), fmt.Sprintf("consume-x-%dB", w.size))
+		b.ReportMetric(med(s[2])/med(k[2]), fmt.Sprintf("rss-x-%dB", w.size))
+	}
+}
+
+// runCtx runs cmd, killing it when ctx ends, and returns its standard output.
+func runCtx(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return []byte(out.String()), err
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return []byte(out.String()), ctx.Err()
+	}
+}

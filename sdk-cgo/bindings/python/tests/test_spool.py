@@ -1,0 +1,197 @@
+import os
+import threading
+
+import pytest
+
+import spool
+from spool import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+
+def make_topic(brokers, name, partitions):
+    p = Producer({"bootstrap.servers": brokers})
+    p.create_topic(name, partitions)
+    p.close()
+    return name
+
+
+def produce_records(brokers, topic, n, **conf):
+    """Produces n records (keys k0..k9, every third without a key, two headers) and returns
+    the delivery reports as {value: (err, partition, offset)}."""
+    reports = {}
+
+    def on_delivery(err, msg):
+        reports[msg.value()] = (err, msg.partition(), msg.offset())
+
+    with Producer(dict({"bootstrap.servers": brokers, "linger.ms": 2}, **conf)) as p:
+        for i in range(n):
+            key = None if i % 3 == 2 else "k%d" % (i % 10)
+            p.produce(topic, value=b"v%d" % i, key=key, on_delivery=on_delivery,
+                      headers=[("idx", str(i).encode()), ("null", None)])
+            if i % 50 == 0:
+                p.poll(0)
+        assert p.flush(30) == 0
+        assert len(p) == 0
+    return reports
+
+
+def test_versions():
+    assert spool.libversion()[0] == "0.1.0"
+    assert spool.version()[0] == "0.1.0"
+
+
+def test_roundtrip(brokers, topic_name):
+    n = 200
+    make_topic(brokers, topic_name, 3)
+    reports = produce_records(brokers, topic_name, n, **{"compression.type": "zstd"})
+    assert len(reports) == n
+    for value, (err, partition, offset) in reports.items():
+        assert err is None, value
+        assert 0 <= partition < 3 and offset >= 0
+
+    c = Consumer({"bootstrap.servers": brokers})
+    c.assign([TopicPartition(topic_name, p, spool.OFFSET_BEGINNING) for p in range(3)])
+    got = {}
+    while len(got) < n:
+        msg = c.poll(10)
+        assert msg is not None, "timed out after %d records" % len(got)
+        assert msg.error() is None
+        got[msg.value()] = msg
+    assert c.poll(0.2) is None
+    assert c.consume(10, 0.2) == []
+    c.seek(TopicPartition(topic_name, 0, 0))
+    batch = c.consume(1000, 10)
+    assert 1 <= len(batch) <= 1000
+    assert [m.offset() for m in batch] == list(range(len(batch)))
+    assert all(m.partition() == 0 for m in batch)
+    c.close()
+    for i in range(n):
+        msg = got[b"v%d" % i]
+        assert msg.topic() == topic_name
+        assert msg.key() == (None if i % 3 == 2 else b"k%d" % (i % 10))
+        assert msg.headers() == [("idx", str(i).encode()), ("null", None)]
+        assert (msg.partition(), msg.offset()) == reports[b"v%d" % i][1:]
+        ts_type, ts = msg.timestamp()
+        assert ts_type == spool.TIMESTAMP_CREATE_TIME and ts > 1_600_000_000_000
+    # records of one key share a partition
+    for k in range(10):
+        parts = {m.partition() for m in got.values() if m.key() == b"k%d" % k}
+        assert len(parts) == 1
+
+
+def test_group_of_two(brokers, topic_name):
+    n = 120
+    make_topic(brokers, topic_name, 4)
+    produce_records(brokers, topic_name, n)
+    conf = {"bootstrap.servers": brokers, "group.id": "g-" + topic_name, "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    with Consumer(conf) as a, Consumer(conf) as b:
+        a.subscribe([topic_name])
+        b.subscribe([topic_name])
+        seen, by = set(), {id(a): set(), id(b): set()}
+        for _ in range(3000):
+            for c in (a, b):
+                msg = c.poll(0.02)
+                if msg is not None:
+                    assert msg.error() is None
+                    seen.add(msg.value())
+                    by[id(c)].add(msg.partition())
+            if len(seen) == n and by[id(a)] and by[id(b)]:
+                break
+        assert len(seen) == n
+        assert by[id(a)] and by[id(b)], "one consumer got nothing"
+        a.commit(asynchronous=False)
+        b.commit(asynchronous=False)
+
+
+def test_iterate_and_context_managers(brokers, topic_name):
+    make_topic(brokers, topic_name, 1)
+    produce_records(brokers, topic_name, 5)
+    values = []
+    with Consumer({"bootstrap.servers": brokers}) as c:
+        c.assign([TopicPartition(topic_name, 0)])
+        for msg in c:
+            values.append(msg.value())
+            if len(values) == 5:
+                break
+    assert values == [b"v%d" % i for i in range(5)]
+    with pytest.raises(RuntimeError):
+        c.poll(0)
+
+
+def test_config_errors():
+    with pytest.raises(KafkaException) as e:
+        Producer({"bootstrap.servers": "127.0.0.1:9092", "no.such.key": 1})
+    assert "no.such.key" in str(e.value)
+    assert e.value.error().code() == KafkaError._BAD_ARG
+    with pytest.raises(KafkaException) as e:
+        Producer({"acks": "most"})
+    assert "acks" in str(e.value)
+    with pytest.raises(KafkaException) as e:
+        Consumer({"group.id": "g", "session.timeout.ms": 1000, "heartbeat.interval.ms": 2000})
+    assert "HeartbeatInterval" in str(e.value)
+    with pytest.raises(KafkaException) as e:
+        Consumer({}).subscribe(["t"])  # no group.id
+    assert e.value.error().code() == KafkaError._STATE
+
+
+def test_broker_down():
+    errors = []
+    p = Producer({"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 1500,
+                  "socket.connection.setup.timeout.ms": 200,
+                  "on_delivery": lambda err, msg: errors.append((err, msg.value()))})
+    for i in range(3):
+        p.produce("nowhere", b"x%d" % i)
+    p.flush(10)
+    p.close()
+    assert sorted(v for _, v in errors) == [b"x0", b"x1", b"x2"]
+    assert all(err is not None and err.code() == KafkaError._TRANSPORT for err, _ in errors)
+
+
+def test_callback_exception_reaches_caller(brokers, topic_name):
+    make_topic(brokers, topic_name, 1)
+
+    def boom(err, msg):
+        raise ValueError("from the callback")
+
+    p = Producer({"bootstrap.servers": brokers})
+    p.produce(topic_name, b"x", on_delivery=boom)
+    with pytest.raises(ValueError, match="from the callback"):
+        p.flush(10)
+    p.close()
+
+
+def test_threads_share_a_producer(brokers, topic_name):
+    make_topic(brokers, topic_name, 2)
+    delivered = []
+    lock = threading.Lock()
+
+    def cb(err, msg):
+        assert err is None
+        with lock:
+            delivered.append(msg.value())
+
+    p = Producer({"bootstrap.servers": brokers, "on_delivery": cb})
+
+    def work(t):
+        for i in range(100):
+            p.produce(topic_name, b"t%d-%d" % (t, i))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    p.flush(30)
+    p.close()
+    assert sorted(delivered) == sorted(b"t%d-%d" % (t, i) for t in range(4) for i in range(100))
+
+
+CROSS_TOPIC = os.environ.get("SPOOL_CROSS_TOPIC")
+
+
+@pytest.mark.skipif(not CROSS_TOPIC, reason="the Go harness sets SPOOL_CROSS_TOPIC and checks what this writes")
+def test_cross_language_produce(brokers):
+    """Writes records that the Go harness then reads with the Go SDK and kcat."""
+    with Producer({"bootstrap.servers": brokers}) as p:
+        for i in range(60):
+            p.produce(CROSS_TOPIC, value="wert-%d-é".encode() % i + bytes([0x80 + i]), key="schlüssel-%d" % (i % 12))

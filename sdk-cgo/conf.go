@@ -1,0 +1,94 @@
+package main
+
+/*
+#include "spool_impl.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"sync"
+
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+// conf is the Go side of a spool_conf_t: the SDK's key table, behind a lock because every
+// handle may be used from several threads.
+type conf struct {
+	mu sync.Mutex
+	c  spool.Conf
+}
+
+func (c *conf) snapshot() *spool.Conf {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.c.Clone()
+}
+
+//export spoolgo_conf_new
+func spoolgo_conf_new() C.uintptr_t { return newHandle(&conf{}) }
+
+//export spoolgo_conf_dup
+func spoolgo_conf_dup(h C.uintptr_t) C.uintptr_t {
+	c := value[conf](h)
+	if c == nil {
+		return newHandle(&conf{})
+	}
+	return newHandle(&conf{c: *c.snapshot()})
+}
+
+//export spoolgo_conf_set
+func spoolgo_conf_set(h C.uintptr_t, key, val *C.char, errstr *C.char, size C.size_t) C.int {
+	c := value[conf](h)
+	if c == nil {
+		setErrstr(errstr, size, "spool_conf_set: not a configuration")
+		return C.SPOOL_CONF_INVALID
+	}
+	c.mu.Lock()
+	err := c.c.Set(C.GoString(key), C.GoString(val))
+	c.mu.Unlock()
+	switch {
+	case err == nil:
+		return C.SPOOL_CONF_OK
+	case errors.Is(err, spool.ErrUnknownConfKey):
+		setErrstr(errstr, size, err.Error())
+		return C.SPOOL_CONF_UNKNOWN
+	}
+	setErrstr(errstr, size, err.Error())
+	return C.SPOOL_CONF_INVALID
+}
+
+//export spoolgo_conf_get
+func spoolgo_conf_get(h C.uintptr_t, key *C.char, dest *C.char, size *C.size_t) C.int {
+	c := value[conf](h)
+	if c == nil {
+		return C.SPOOL_CONF_INVALID
+	}
+	c.mu.Lock()
+	v, ok := c.c.Get(C.GoString(key))
+	c.mu.Unlock()
+	if !ok {
+		return C.SPOOL_CONF_UNKNOWN
+	}
+	if dest != nil && *size > 0 {
+		setErrstr(dest, *size, v)
+	}
+	*size = C.size_t(len(v) + 1)
+	return C.SPOOL_CONF_OK
+}
+
+// checkedConf returns a copy of the configuration behind h after checking its keys
+// together, or writes why not to errstr.
+func checkedConf(h C.uintptr_t, what string, errstr *C.char, size C.size_t) *spool.Conf {
+	c := value[conf](h)
+	if c == nil {
+		setErrstr(errstr, size, what+": not a configuration")
+		return nil
+	}
+	sc := c.snapshot()
+	if err := sc.Check(); err != nil {
+		setErrstr(errstr, size, what+": "+err.Error())
+		return nil
+	}
+	return sc
+}

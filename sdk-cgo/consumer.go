@@ -1,0 +1,348 @@
+package main
+
+/*
+#include "spool_impl.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+	"unsafe"
+
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// consumer is the Go side of a spool_consumer_t. The SDK's Poll returns records in batches;
+// they wait in pending and C takes them one by one. Commits cover only what C took
+// (handed), so the SDK's own auto commit, which counts what Poll returned, is off and this
+// side commits instead: every interval from spoolgo_consumer_poll, on revocation and on close.
+type consumer struct {
+	conf       *spool.Conf
+	group      bool
+	autoCommit bool
+	every      time.Duration
+
+	mu         sync.Mutex
+	cl         *spool.Client // nil until subscribe in a group
+	closed     bool
+	pending    []*spool.Record
+	handed     map[tp]int64 // next offset after the last record handed to C
+	dirty      bool         // handed changed since the last commit
+	lastCommit time.Time
+	asyncErr   error // the last failed asynchronous commit, returned by the next commit
+}
+
+//export spoolgo_consumer_new
+func spoolgo_consumer_new(confH C.uintptr_t, errstr *C.char, size C.size_t) C.uintptr_t {
+	sc := checkedConf(confH, "spool_consumer_new", errstr, size)
+	if sc == nil {
+		return 0
+	}
+	c := &consumer{conf: sc, autoCommit: true, every: 5 * time.Second, handed: map[tp]int64{}, lastCommit: time.Now()}
+	_, c.group = sc.Get("group.id")
+	if v, ok := sc.Get("enable.auto.commit"); ok {
+		c.autoCommit = v == "true"
+	}
+	if v, ok := sc.Get("auto.commit.interval.ms"); ok {
+		n, _ := strconv.Atoi(v)
+		c.every = time.Duration(n) * time.Millisecond
+	}
+	if !c.group {
+		cl, err := spool.NewClient(sc.Opts()...)
+		if err != nil {
+			setErrstr(errstr, size, "spool_consumer_new: "+err.Error())
+			return 0
+		}
+		c.cl = cl
+	}
+	return newHandle(c)
+}
+
+//export spoolgo_consumer_subscribe
+func spoolgo_consumer_subscribe(h C.uintptr_t, topics **C.char, n C.size_t) C.int {
+	c := value[consumer](h)
+	if c == nil {
+		return errBadArg
+	}
+	names := make([]string, n)
+	for i, t := range unsafe.Slice(topics, int(n)) {
+		names[i] = C.GoString(t)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return errClosed
+	case !c.group || c.cl != nil:
+		return errState
+	}
+	opts := append(c.conf.Opts(), spool.ConsumeTopics(names...), spool.DisableAutoCommit(),
+		spool.OnRevoked(c.revoked), spool.OnLost(func(_ context.Context, ps map[string][]int32) { c.forget(ps) }))
+	cl, err := spool.NewClient(opts...)
+	if err != nil {
+		return errCode(err)
+	}
+	c.cl = cl
+	return 0
+}
+
+// revoked runs on the group's goroutine before partitions go to another member: what C took
+// of them is committed (with auto commit), what it did not take is dropped.
+func (c *consumer) revoked(ctx context.Context, ps map[string][]int32) {
+	offsets := c.forget(ps)
+	c.mu.Lock()
+	cl := c.cl
+	c.mu.Unlock()
+	if c.autoCommit && len(offsets) > 0 && cl != nil {
+		// The group goes on without this commit when it fails; the partition's next owner
+		// then reads from the last committed offset again.
+		_ = cl.CommitOffsets(ctx, offsets)
+	}
+}
+
+// forget drops the pending records of ps and returns the handed offsets of ps not yet
+// committed.
+func (c *consumer) forget(ps map[string][]int32) map[string]map[int32]int64 {
+	in := func(k tp) bool {
+		for _, p := range ps[k.topic] {
+			if p == k.partition {
+				return true
+			}
+		}
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := c.pending[:0]
+	for _, r := range c.pending {
+		if !in(tp{r.Topic, r.Partition}) {
+			kept = append(kept, r)
+		}
+	}
+	clear(c.pending[len(kept):])
+	c.pending = kept
+	out := map[string]map[int32]int64{}
+	for k, o := range c.handed {
+		if in(k) {
+			if out[k.topic] == nil {
+				out[k.topic] = map[int32]int64{}
+			}
+			out[k.topic][k.partition] = o
+			delete(c.handed, k)
+		}
+	}
+	return out
+}
+
+// client returns the consumer's client, or nil with errClosed after close and errState
+// before a group consumer subscribed.
+func (c *consumer) client() (*spool.Client, C.int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return nil, errClosed
+	case c.cl == nil:
+		return nil, errState
+	}
+	return c.cl, 0
+}
+
+//export spoolgo_consumer_assign
+func spoolgo_consumer_assign(h C.uintptr_t, topic *C.char, partition C.int32_t, offset C.int64_t, seek C.int) C.int {
+	c := value[consumer](h)
+	if c == nil {
+		return errBadArg
+	}
+	cl, code := c.client()
+	if cl == nil {
+		return code
+	}
+	var o spool.Offset
+	switch offset {
+	case C.SPOOL_OFFSET_BEGINNING:
+		o = spool.OffsetStart()
+	case C.SPOOL_OFFSET_END:
+		o = spool.OffsetEnd()
+	default:
+		o = spool.OffsetAt(int64(offset))
+	}
+	name, p := C.GoString(topic), int32(partition)
+	c.forget(map[string][]int32{name: {p}})
+	if seek != 0 {
+		return errCode(cl.Seek(name, p, o))
+	}
+	return errCode(cl.Assign(map[string]map[int32]spool.Offset{name: {p: o}}))
+}
+
+//export spoolgo_consumer_poll
+func spoolgo_consumer_poll(h C.uintptr_t, timeoutMS C.int) *C.spool_message_t {
+	c := value[consumer](h)
+	if c == nil {
+		return nil
+	}
+	return c.poll(timeoutMS)
+}
+
+//export spoolgo_consumer_poll_batch
+func spoolgo_consumer_poll_batch(h C.uintptr_t, timeoutMS C.int, msgs **C.spool_message_t, max C.size_t) C.size_t {
+	c := value[consumer](h)
+	if c == nil {
+		return 0
+	}
+	out := unsafe.Slice(msgs, int(max))
+	n := 0
+	for m := c.poll(timeoutMS); m != nil; m = c.next() {
+		out[n] = m
+		if n++; n == len(out) {
+			break
+		}
+	}
+	return C.size_t(n)
+}
+
+// poll returns the next message, waiting up to timeoutMS for records.
+func (c *consumer) poll(timeoutMS C.int) *C.spool_message_t {
+	if m := c.next(); m != nil {
+		return m
+	}
+	cl, code := c.client()
+	switch {
+	case code == errClosed:
+		return nil
+	case cl == nil:
+		return newMessage(nil, fmt.Errorf("%w: spool_consumer_poll before spool_consumer_subscribe", errStateSentinel), 0)
+	}
+	ctx, cancel := timeoutCtx(timeoutMS)
+	defer cancel()
+	recs, err := cl.Poll(ctx)
+	c.mu.Lock()
+	c.pending = append(c.pending, recs...)
+	closed := c.closed
+	c.mu.Unlock()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !(closed && errors.Is(err, spool.ErrClosed)) {
+		return newMessage(nil, err, 0)
+	}
+	return c.next()
+}
+
+// next hands the first pending record to C, and commits in the background when auto commit
+// is due.
+func (c *consumer) next() *C.spool_message_t {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 || c.closed {
+		return nil
+	}
+	r := c.pending[0]
+	c.pending[0] = nil
+	c.pending = c.pending[1:]
+	c.handed[tp{r.Topic, r.Partition}] = r.Offset + 1
+	c.dirty = true
+	if c.autoCommit && c.group && time.Since(c.lastCommit) >= c.every {
+		c.commitAsyncLocked()
+	}
+	return newMessage(r, nil, 0)
+}
+
+func (c *consumer) offsetsLocked() map[string]map[int32]int64 {
+	out := map[string]map[int32]int64{}
+	for k, o := range c.handed {
+		if out[k.topic] == nil {
+			out[k.topic] = map[int32]int64{}
+		}
+		out[k.topic][k.partition] = o
+	}
+	return out
+}
+
+func (c *consumer) commitAsyncLocked() {
+	c.lastCommit, c.dirty = time.Now(), false
+	c.cl.CommitAsync(c.offsetsLocked(), func(err error) {
+		if err != nil {
+			c.mu.Lock()
+			c.asyncErr = err
+			c.mu.Unlock()
+		}
+	})
+}
+
+// commitSync commits what C took, and returns that error or an earlier asynchronous one.
+func (c *consumer) commitSync() error {
+	c.mu.Lock()
+	cl, offsets, prev := c.cl, c.offsetsLocked(), c.asyncErr
+	c.asyncErr, c.lastCommit, c.dirty = nil, time.Now(), false
+	c.mu.Unlock()
+	if cl == nil {
+		return fmt.Errorf("%w: commit before subscribe", errStateSentinel)
+	}
+	err := cl.CommitOffsets(context.Background(), offsets)
+	return errors.Join(err, prev)
+}
+
+//export spoolgo_consumer_commit
+func spoolgo_consumer_commit(h C.uintptr_t, async C.int) C.int {
+	c := value[consumer](h)
+	if c == nil {
+		return errBadArg
+	}
+	c.mu.Lock()
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return errClosed
+	case !c.group:
+		c.mu.Unlock()
+		return errState
+	case async != 0:
+		defer c.mu.Unlock()
+		if c.cl == nil {
+			return errState
+		}
+		prev := c.asyncErr
+		c.asyncErr = nil
+		c.commitAsyncLocked()
+		return errCode(prev)
+	}
+	c.mu.Unlock()
+	return errCode(c.commitSync())
+}
+
+//export spoolgo_consumer_close
+func spoolgo_consumer_close(h C.uintptr_t) C.int {
+	c := value[consumer](h)
+	if c == nil {
+		return errBadArg
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return 0
+	}
+	dirty := c.group && c.autoCommit && c.dirty && c.cl != nil
+	c.mu.Unlock()
+	var err error
+	if dirty {
+		err = c.commitSync()
+	}
+	c.mu.Lock()
+	c.closed = true
+	cl := c.cl
+	clear(c.pending)
+	c.pending = nil
+	c.mu.Unlock()
+	if cl != nil {
+		cl.Close()
+	}
+	return errCode(err)
+}

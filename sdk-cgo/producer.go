@@ -1,0 +1,235 @@
+package main
+
+/*
+#include "spool_impl.h"
+*/
+import "C"
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+// producer is the Go side of a spool_producer_t. Delivery reports are queued here by the
+// SDK's goroutines and handed to C in batches by spoolgo_producer_take, so that C calls its
+// callback on its own thread.
+type producer struct {
+	cl      *spool.Client
+	reports bool // a dr_cb is set: keep reports
+	// ctx bounds a produce's waits (a topic lookup, a full buffer) by the producer's life;
+	// the lookup bounds itself (a few metadata requests).
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	topics sync.Map                   // topic name → the same string, so a produce allocates no name
+	doneFn func(*spool.Record, error) // done without an opaque, made once
+
+	mu     sync.Mutex
+	queue  []report
+	notify chan struct{} // a report was queued (capacity 1)
+	outq   atomic.Int64  // records produced whose report is not served yet
+}
+
+type report struct {
+	r      *spool.Record
+	err    error
+	opaque uintptr
+}
+
+// explicitPartitioner uses a record's Partition when the caller gave one (>= 0) and asks
+// next otherwise (SPOOL_PARTITION_UA).
+type explicitPartitioner struct{ next spool.Partitioner }
+
+func (e explicitPartitioner) Partition(r *spool.Record, n int) int {
+	if r.Partition >= 0 {
+		return int(r.Partition)
+	}
+	return e.next.Partition(r, n)
+}
+
+//export spoolgo_producer_new
+func spoolgo_producer_new(confH C.uintptr_t, hasDR C.int, errstr *C.char, size C.size_t) C.uintptr_t {
+	sc := checkedConf(confH, "spool_producer_new", errstr, size)
+	if sc == nil {
+		return 0
+	}
+	name, ok := sc.Get("partitioner")
+	if !ok {
+		name = spool.PartitionerMurmur2Random
+	}
+	part, err := spool.PartitionerByName(name)
+	if err != nil { // checked by Set already
+		setErrstr(errstr, size, "spool_producer_new: "+err.Error())
+		return 0
+	}
+	cl, err := spool.NewClient(append(sc.Opts(), spool.WithPartitioner(explicitPartitioner{part}))...)
+	if err != nil {
+		setErrstr(errstr, size, "spool_producer_new: "+err.Error())
+		return 0
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &producer{cl: cl, reports: hasDR != 0, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1)}
+	p.doneFn = func(r *spool.Record, err error) { p.done(r, err, 0) }
+	return newHandle(p)
+}
+
+//export spoolgo_produce
+func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsafe.Pointer, keyLen C.size_t,
+	val unsafe.Pointer, valLen C.size_t, hdrs *C.spool_header_t, hdrCount C.size_t, opaque C.uintptr_t) C.int {
+	p := value[producer](h)
+	if p == nil {
+		return errBadArg
+	}
+	r := &spool.Record{
+		Topic:     p.topic(topic),
+		Partition: int32(partition),
+		Key:       goBytes(key, keyLen),
+		Value:     goBytes(val, valLen),
+	}
+	if hdrCount > 0 {
+		r.Headers = make([]spool.Header, hdrCount)
+		for i, ch := range unsafe.Slice(hdrs, int(hdrCount)) {
+			r.Headers[i] = spool.Header{Key: goBytes(unsafe.Pointer(ch.key), ch.key_len), Value: goBytes(ch.value, ch.value_len)}
+		}
+	}
+	p.outq.Add(1)
+	cb := p.doneFn
+	if opaque != 0 {
+		cb = func(r *spool.Record, err error) { p.done(r, err, uintptr(opaque)) }
+	}
+	p.cl.Produce(p.ctx, r, cb)
+	return 0
+}
+
+// topic returns the name at s as a Go string, the same one for every record of a topic.
+func (p *producer) topic(s *C.char) string {
+	view := unsafe.String((*byte)(unsafe.Pointer(s)), int(C.strlen(s))) // C memory: not kept
+	if t, ok := p.topics.Load(view); ok {
+		return t.(string)
+	}
+	name := strings.Clone(view)
+	t, _ := p.topics.LoadOrStore(name, name)
+	return t.(string)
+}
+
+// done queues the report of a record, or drops it when nobody asked for reports.
+func (p *producer) done(r *spool.Record, err error, opaque uintptr) {
+	if err != nil {
+		r.Offset = -1
+	}
+	if !p.reports {
+		p.outq.Add(-1)
+		return
+	}
+	p.mu.Lock()
+	p.queue = append(p.queue, report{r, err, opaque})
+	p.mu.Unlock()
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+//export spoolgo_producer_take
+func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_message_t) C.size_t {
+	p := value[producer](h)
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	empty := len(p.queue) == 0
+	p.mu.Unlock()
+	if empty && timeoutMS != 0 {
+		ctx, cancel := timeoutCtx(timeoutMS)
+		select {
+		case <-p.notify:
+		case <-ctx.Done():
+		}
+		cancel()
+	}
+	p.mu.Lock()
+	got := p.queue
+	p.queue = nil
+	p.mu.Unlock()
+	if len(got) == 0 {
+		return 0
+	}
+	// One block for all: the array of pointers, then the messages; the shim frees it once.
+	ptrs := len(got) * int(unsafe.Sizeof((*C.spool_message_t)(nil)))
+	errstrs := make([]string, len(got))
+	sizes := make([]int, len(got))
+	total := ptrs
+	for i, rep := range got {
+		errstrs[i] = errText(rep.err)
+		sizes[i] = messageBytes(rep.r, errstrs[i])
+		total += sizes[i]
+	}
+	base := C.malloc(C.size_t(total))
+	if base == nil {
+		panic("libspool: out of memory")
+	}
+	arr := unsafe.Slice((**C.spool_message_t)(base), len(got))
+	at := ptrs
+	for i, rep := range got {
+		arr[i] = fillMessage(unsafe.Add(base, at), sizes[i], rep.r, rep.err, errstrs[i], rep.opaque)
+		at += sizes[i]
+	}
+	p.outq.Add(-int64(len(got)))
+	*out = &arr[0]
+	return C.size_t(len(got))
+}
+
+//export spoolgo_producer_flush
+func spoolgo_producer_flush(h C.uintptr_t, timeoutMS C.int) C.int {
+	p := value[producer](h)
+	if p == nil {
+		return errBadArg
+	}
+	ctx, cancel := timeoutCtx(timeoutMS)
+	defer cancel()
+	return errCode(p.cl.Flush(ctx))
+}
+
+//export spoolgo_producer_outq_len
+func spoolgo_producer_outq_len(h C.uintptr_t) C.int {
+	p := value[producer](h)
+	if p == nil {
+		return 0
+	}
+	return C.int(p.outq.Load())
+}
+
+//export spoolgo_producer_close
+func spoolgo_producer_close(h C.uintptr_t) {
+	if p := value[producer](h); p != nil {
+		p.cancel()
+		p.cl.Close()
+	}
+}
+
+//export spoolgo_create_topic
+func spoolgo_create_topic(h C.uintptr_t, topic *C.char, partitions C.int32_t, replication C.int16_t, timeoutMS C.int) C.int {
+	p := value[producer](h)
+	if p == nil {
+		return errBadArg
+	}
+	ctx, cancel := timeoutCtx(timeoutMS)
+	defer cancel()
+	return errCode(p.cl.Admin().CreateTopic(ctx, C.GoString(topic), int32(partitions), int16(replication), nil))
+}
+
+//export spoolgo_delete_topic
+func spoolgo_delete_topic(h C.uintptr_t, topic *C.char, timeoutMS C.int) C.int {
+	p := value[producer](h)
+	if p == nil {
+		return errBadArg
+	}
+	ctx, cancel := timeoutCtx(timeoutMS)
+	defer cancel()
+	return errCode(p.cl.Admin().DeleteTopics(ctx, C.GoString(topic)))
+}

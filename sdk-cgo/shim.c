@@ -1,0 +1,300 @@
+/* shim.c: the public functions of spool.h. They check their arguments, unwrap handles and
+ * call the Go side (_cgo_export.h, functions spoolgo_*); callbacks are called from here, on
+ * the caller's thread, never from Go. */
+#include <stdio.h>
+#include <string.h>
+
+#include "_cgo_export.h"
+#include "spool_impl.h"
+
+static void set_errstr(char *errstr, size_t errstr_size, const char *msg) {
+    if (errstr == NULL || errstr_size == 0) return;
+    size_t n = strlen(msg);
+    if (n >= errstr_size) n = errstr_size - 1;
+    memcpy(errstr, msg, n);
+    errstr[n] = '\0';
+}
+
+const char *spool_version(void) { return SPOOL_VERSION_STR; }
+
+/* spool_err2str's strings, made once per code by the Go side and kept here, in C, so that
+ * leak checkers see them reachable. Codes outside the table share one string. */
+#define ERR2STR_MIN (-128)
+#define ERR2STR_MAX 1023
+static char *err2str_cache[ERR2STR_MAX - ERR2STR_MIN + 1];
+
+const char *spool_err2str(spool_err_t err) {
+    if (err < ERR2STR_MIN || err > ERR2STR_MAX) return "unknown error code";
+    char **slot = &err2str_cache[err - ERR2STR_MIN];
+    char *s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (s != NULL) return s;
+    char *made = spoolgo_err2str(err);
+    if (__atomic_compare_exchange_n(slot, &s, made, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return made;
+    free(made); /* another thread stored it first */
+    return s;
+}
+
+int spool_handle_count(void) { return spoolgo_handle_count(); }
+
+/* configuration */
+
+spool_conf_t *spool_conf_new(void) {
+    spool_conf_t *conf = calloc(1, sizeof *conf);
+    if (conf == NULL) return NULL;
+    conf->h = spoolgo_conf_new();
+    return conf;
+}
+
+spool_conf_t *spool_conf_dup(const spool_conf_t *conf) {
+    if (conf == NULL) return NULL;
+    spool_conf_t *dup = calloc(1, sizeof *dup);
+    if (dup == NULL) return NULL;
+    dup->dr_cb = __atomic_load_n(&conf->dr_cb, __ATOMIC_ACQUIRE);
+    dup->opaque = __atomic_load_n(&conf->opaque, __ATOMIC_ACQUIRE);
+    dup->h = spoolgo_conf_dup(conf->h);
+    return dup;
+}
+
+spool_conf_res_t spool_conf_set(spool_conf_t *conf, const char *key, const char *value,
+                                char *errstr, size_t errstr_size) {
+    if (conf == NULL || key == NULL || value == NULL) {
+        set_errstr(errstr, errstr_size, "spool_conf_set: conf, key and value must not be NULL");
+        return SPOOL_CONF_INVALID;
+    }
+    return (spool_conf_res_t)spoolgo_conf_set(conf->h, (char *)key, (char *)value, errstr,
+                                              errstr_size);
+}
+
+spool_conf_res_t spool_conf_get(const spool_conf_t *conf, const char *key, char *dest,
+                                size_t *dest_size) {
+    if (conf == NULL || key == NULL || dest_size == NULL) return SPOOL_CONF_INVALID;
+    return (spool_conf_res_t)spoolgo_conf_get(conf->h, (char *)key, dest, dest_size);
+}
+
+/* The callback and opaque are read and written atomically, so that a conf may be shared by
+ * threads like every handle. */
+void spool_conf_set_dr_cb(spool_conf_t *conf, spool_dr_cb_t dr_cb) {
+    if (conf != NULL) __atomic_store_n(&conf->dr_cb, dr_cb, __ATOMIC_RELEASE);
+}
+
+void spool_conf_set_opaque(spool_conf_t *conf, void *opaque) {
+    if (conf != NULL) __atomic_store_n(&conf->opaque, opaque, __ATOMIC_RELEASE);
+}
+
+void spool_conf_destroy(spool_conf_t *conf) {
+    if (conf == NULL) return;
+    spoolgo_handle_delete(conf->h);
+    free(conf);
+}
+
+/* producer */
+
+/* alloc_handle checks the conf given to fn and allocates a zeroed handle of size bytes; NULL
+ * with errstr written when either fails. */
+static void *alloc_handle(const spool_conf_t *conf, size_t size, const char *fn, char *errstr,
+                          size_t errstr_size) {
+    char msg[64];
+    void *h = NULL;
+    if (conf == NULL)
+        snprintf(msg, sizeof msg, "%s: conf must not be NULL", fn);
+    else if ((h = calloc(1, size)) == NULL)
+        snprintf(msg, sizeof msg, "%s: out of memory", fn);
+    if (h == NULL) set_errstr(errstr, errstr_size, msg);
+    return h;
+}
+
+spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t errstr_size) {
+    spool_producer_t *p = alloc_handle(conf, sizeof *p, "spool_producer_new", errstr, errstr_size);
+    if (p == NULL) return NULL;
+    p->dr_cb = __atomic_load_n(&conf->dr_cb, __ATOMIC_ACQUIRE);
+    p->opaque = __atomic_load_n(&conf->opaque, __ATOMIC_ACQUIRE);
+    p->h = spoolgo_producer_new(conf->h, p->dr_cb != NULL, errstr, errstr_size);
+    if (p->h == 0) {
+        free(p);
+        return NULL;
+    }
+    spool_conf_destroy(conf);
+    return p;
+}
+
+spool_err_t spool_produce_headers(spool_producer_t *p, const char *topic, int32_t partition,
+                                  const void *key, size_t key_len, const void *value,
+                                  size_t value_len, const spool_header_t *headers,
+                                  size_t header_count, void *msg_opaque) {
+    if (p == NULL || topic == NULL || (headers == NULL && header_count > 0) ||
+        partition < SPOOL_PARTITION_UA)
+        return SPOOL_ERR__BAD_ARG;
+    for (size_t i = 0; i < header_count; i++)
+        if (headers[i].key == NULL && headers[i].key_len > 0) return SPOOL_ERR__BAD_ARG;
+    return spoolgo_produce(p->h, (char *)topic, partition, (void *)key, key_len, (void *)value,
+                           value_len, (spool_header_t *)headers, header_count,
+                           (uintptr_t)msg_opaque);
+}
+
+spool_err_t spool_produce(spool_producer_t *p, const char *topic, int32_t partition,
+                          const void *key, size_t key_len, const void *value, size_t value_len,
+                          void *msg_opaque) {
+    return spool_produce_headers(p, topic, partition, key, key_len, value, value_len, NULL, 0,
+                                 msg_opaque);
+}
+
+int spool_producer_poll(spool_producer_t *p, int timeout_ms) {
+    if (p == NULL) return -1;
+    /* reports is one block: the pointers, then the messages they point to */
+    spool_message_t **reports = NULL;
+    size_t n = spoolgo_producer_take(p->h, timeout_ms, &reports);
+    for (size_t i = 0; i < n; i++)
+        if (p->dr_cb != NULL) p->dr_cb(p, reports[i], p->opaque);
+    free(reports);
+    return (int)n;
+}
+
+spool_err_t spool_producer_flush(spool_producer_t *p, int timeout_ms) {
+    if (p == NULL) return SPOOL_ERR__BAD_ARG;
+    spool_err_t err = spoolgo_producer_flush(p->h, timeout_ms);
+    while (spool_producer_poll(p, 0) > 0) {
+    }
+    return err;
+}
+
+int spool_producer_outq_len(spool_producer_t *p) {
+    if (p == NULL) return 0;
+    return spoolgo_producer_outq_len(p->h);
+}
+
+spool_err_t spool_create_topic(spool_producer_t *p, const char *topic, int32_t partitions,
+                               int16_t replication_factor, int timeout_ms) {
+    if (p == NULL || topic == NULL || partitions == 0 || partitions < -1 || replication_factor == 0 ||
+        replication_factor < -1)
+        return SPOOL_ERR__BAD_ARG;
+    return spoolgo_create_topic(p->h, (char *)topic, partitions, replication_factor, timeout_ms);
+}
+
+spool_err_t spool_delete_topic(spool_producer_t *p, const char *topic, int timeout_ms) {
+    if (p == NULL || topic == NULL) return SPOOL_ERR__BAD_ARG;
+    return spoolgo_delete_topic(p->h, (char *)topic, timeout_ms);
+}
+
+void spool_producer_destroy(spool_producer_t *p) {
+    if (p == NULL) return;
+    spoolgo_producer_close(p->h);
+    spoolgo_handle_delete(p->h);
+    free(p);
+}
+
+/* consumer */
+
+spool_consumer_t *spool_consumer_new(spool_conf_t *conf, char *errstr, size_t errstr_size) {
+    spool_consumer_t *c = alloc_handle(conf, sizeof *c, "spool_consumer_new", errstr, errstr_size);
+    if (c == NULL) return NULL;
+    c->h = spoolgo_consumer_new(conf->h, errstr, errstr_size);
+    if (c->h == 0) {
+        free(c);
+        return NULL;
+    }
+    spool_conf_destroy(conf);
+    return c;
+}
+
+spool_err_t spool_consumer_subscribe(spool_consumer_t *c, const char **topics,
+                                     size_t topic_count) {
+    if (c == NULL || topics == NULL || topic_count == 0) return SPOOL_ERR__BAD_ARG;
+    for (size_t i = 0; i < topic_count; i++)
+        if (topics[i] == NULL) return SPOOL_ERR__BAD_ARG;
+    return spoolgo_consumer_subscribe(c->h, (char **)topics, topic_count);
+}
+
+spool_err_t spool_consumer_assign(spool_consumer_t *c, const char *topic, int32_t partition,
+                                  int64_t offset) {
+    if (c == NULL || topic == NULL || partition < 0 || offset < SPOOL_OFFSET_BEGINNING)
+        return SPOOL_ERR__BAD_ARG;
+    return spoolgo_consumer_assign(c->h, (char *)topic, partition, offset, 0);
+}
+
+spool_err_t spool_consumer_seek(spool_consumer_t *c, const char *topic, int32_t partition,
+                                int64_t offset) {
+    if (c == NULL || topic == NULL || partition < 0 || offset < SPOOL_OFFSET_BEGINNING)
+        return SPOOL_ERR__BAD_ARG;
+    return spoolgo_consumer_assign(c->h, (char *)topic, partition, offset, 1);
+}
+
+spool_message_t *spool_consumer_poll(spool_consumer_t *c, int timeout_ms) {
+    if (c == NULL) return NULL;
+    return spoolgo_consumer_poll(c->h, timeout_ms);
+}
+
+size_t spool_consumer_poll_batch(spool_consumer_t *c, int timeout_ms, spool_message_t **msgs,
+                                 size_t max) {
+    if (c == NULL || msgs == NULL || max == 0) return 0;
+    return spoolgo_consumer_poll_batch(c->h, timeout_ms, msgs, max);
+}
+
+spool_err_t spool_consumer_commit(spool_consumer_t *c, int async) {
+    if (c == NULL) return SPOOL_ERR__BAD_ARG;
+    return spoolgo_consumer_commit(c->h, async);
+}
+
+spool_err_t spool_consumer_close(spool_consumer_t *c) {
+    if (c == NULL) return SPOOL_ERR__BAD_ARG;
+    return spoolgo_consumer_close(c->h);
+}
+
+void spool_consumer_destroy(spool_consumer_t *c) {
+    if (c == NULL) return;
+    spoolgo_consumer_close(c->h);
+    spoolgo_handle_delete(c->h);
+    free(c);
+}
+
+/* messages */
+
+spool_err_t spool_message_err(const spool_message_t *m) {
+    return m == NULL ? SPOOL_ERR__BAD_ARG : m->err;
+}
+const char *spool_message_errstr(const spool_message_t *m) { return m == NULL ? "" : m->errstr; }
+const char *spool_message_topic(const spool_message_t *m) { return m == NULL ? "" : m->topic; }
+int32_t spool_message_partition(const spool_message_t *m) { return m == NULL ? -1 : m->partition; }
+int64_t spool_message_offset(const spool_message_t *m) { return m == NULL ? -1 : m->offset; }
+int64_t spool_message_timestamp(const spool_message_t *m) { return m == NULL ? -1 : m->timestamp; }
+
+const void *spool_message_key(const spool_message_t *m, size_t *len) {
+    if (len != NULL) *len = m == NULL ? 0 : m->key_len;
+    return m == NULL ? NULL : m->key;
+}
+
+const void *spool_message_value(const spool_message_t *m, size_t *len) {
+    if (len != NULL) *len = m == NULL ? 0 : m->value_len;
+    return m == NULL ? NULL : m->value;
+}
+
+size_t spool_message_header_count(const spool_message_t *m) {
+    return m == NULL ? 0 : m->header_count;
+}
+
+spool_err_t spool_message_header(const spool_message_t *m, size_t idx, const char **key,
+                                 size_t *key_len, const void **value, size_t *value_len) {
+    if (m == NULL || idx >= m->header_count) return SPOOL_ERR__BAD_ARG;
+    const spool_header_t *h = &m->headers[idx];
+    if (key != NULL) *key = h->key;
+    if (key_len != NULL) *key_len = h->key_len;
+    if (value != NULL) *value = h->value;
+    if (value_len != NULL) *value_len = h->value_len;
+    return SPOOL_ERR_NO_ERROR;
+}
+
+spool_err_t spool_message_view(const spool_message_t *m, spool_message_view_t *view,
+                               size_t view_size) {
+    if (m == NULL || view == NULL) return SPOOL_ERR__BAD_ARG;
+    spool_message_view_t v = {m->err,     m->partition, m->offset,    m->timestamp,
+                              m->topic,   m->errstr,    m->key,       m->key_len,
+                              m->value,   m->value_len, m->header_count, (void *)m->opaque};
+    memcpy(view, &v, view_size < sizeof v ? view_size : sizeof v);
+    return SPOOL_ERR_NO_ERROR;
+}
+
+void *spool_message_opaque(const spool_message_t *m) {
+    return m == NULL ? NULL : (void *)m->opaque;
+}
+
+void spool_message_destroy(spool_message_t *m) { free(m); }

@@ -1,0 +1,562 @@
+/* spool_test.c: libspool's C tests, run by ctest_test.go against a real broker, built with
+ * -Wall -Wextra -Werror and run plain, under AddressSanitizer and under valgrind.
+ *
+ * usage: spool_test SCENARIO BROKER [ARGS...]
+ *   api      BROKER                  every public function, NULL arguments, config errors
+ *   produce  BROKER TOPIC N          N records with keys and headers, delivery reports
+ *   consume  BROKER TOPIC N PARTS    the N records back from PARTS partitions, by assign
+ *   group    BROKER TOPIC N GROUP    two consumers of one group share the N records
+ *   down     BROKER                  a producer whose broker is down gets failed reports
+ *   threads  BROKER TOPIC N          4 threads produce N records through one producer while
+ *                                    another polls reports, then 2 threads poll one consumer
+ *   leak     BROKER                  forgets to destroy a message: the leak checkers must fail
+ * Every scenario ends by checking that no handle is left (spool_handle_count). Exit 0 on
+ * success; a failed check prints where and exits 1. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <spool.h>
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_ERR(call, want)                                                                   \
+    do {                                                                                        \
+        spool_err_t err_ = (call);                                                              \
+        if (err_ != (want)) {                                                                   \
+            fprintf(stderr, "%s:%d: %s = %d (%s), want %d\n", __FILE__, __LINE__, #call, err_, \
+                    spool_err2str(err_), (want));                                               \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+static char errstr[512];
+
+static spool_conf_t *conf_with(const char *broker, const char *const *kv) {
+    spool_conf_t *conf = spool_conf_new();
+    CHECK(conf != NULL);
+    CHECK(spool_conf_set(conf, "bootstrap.servers", broker, errstr, sizeof errstr) == SPOOL_CONF_OK);
+    for (; kv != NULL && kv[0] != NULL; kv += 2) {
+        if (spool_conf_set(conf, kv[0], kv[1], errstr, sizeof errstr) != SPOOL_CONF_OK) {
+            fprintf(stderr, "conf %s=%s: %s\n", kv[0], kv[1], errstr);
+            exit(1);
+        }
+    }
+    return conf;
+}
+
+/* ---- api ---- */
+
+static void api(const char *broker) {
+    CHECK(strcmp(spool_version(), SPOOL_VERSION_STR) == 0);
+    CHECK(strstr(spool_err2str(SPOOL_RESP_ERR_NOT_LEADER_OR_FOLLOWER), "NOT_LEADER_OR_FOLLOWER") != NULL);
+    CHECK(strstr(spool_err2str(SPOOL_ERR__TIMED_OUT), "TIMED_OUT") != NULL);
+    CHECK(strstr(spool_err2str(SPOOL_ERR_NO_ERROR), "NO_ERROR") != NULL);
+    CHECK(spool_err2str(123456) != NULL && spool_err2str(-99999) != NULL);
+
+    /* configuration errors */
+    spool_conf_t *conf = spool_conf_new();
+    CHECK(spool_conf_set(conf, "no.such.key", "1", errstr, sizeof errstr) == SPOOL_CONF_UNKNOWN);
+    CHECK(strstr(errstr, "no.such.key") != NULL);
+    CHECK(spool_conf_set(conf, "acks", "2", errstr, sizeof errstr) == SPOOL_CONF_INVALID);
+    CHECK(strstr(errstr, "acks") != NULL);
+    /* a tiny errstr is cut and NUL-terminated, never overrun */
+    char tiny[4] = {'x', 'x', 'x', 'x'};
+    CHECK(spool_conf_set(conf, "linger.ms", "soon", tiny, 3) == SPOOL_CONF_INVALID);
+    CHECK(tiny[2] == '\0' && tiny[3] == 'x');
+    CHECK(spool_conf_set(conf, "linger.ms", "soon", NULL, 0) == SPOOL_CONF_INVALID);
+    CHECK(spool_conf_set(NULL, "acks", "1", errstr, sizeof errstr) == SPOOL_CONF_INVALID);
+    CHECK(spool_conf_set(conf, NULL, "1", errstr, sizeof errstr) == SPOOL_CONF_INVALID);
+    CHECK(spool_conf_set(conf, "acks", NULL, errstr, sizeof errstr) == SPOOL_CONF_INVALID);
+    CHECK(spool_conf_set(conf, "acks", "-1", errstr, sizeof errstr) == SPOOL_CONF_OK);
+    char val[8];
+    size_t val_size = sizeof val;
+    CHECK(spool_conf_get(conf, "request.required.acks", val, &val_size) == SPOOL_CONF_OK);
+    CHECK(strcmp(val, "all") == 0 && val_size == 4);
+    val_size = 0;
+    CHECK(spool_conf_get(conf, "acks", NULL, &val_size) == SPOOL_CONF_OK && val_size == 4);
+    CHECK(spool_conf_get(conf, "linger.ms", val, &val_size) == SPOOL_CONF_UNKNOWN);
+    spool_conf_t *dup = spool_conf_dup(conf);
+    CHECK(dup != NULL && spool_conf_dup(NULL) == NULL);
+    spool_conf_destroy(dup);
+
+    /* a combination refused by _new leaves the conf with the caller */
+    CHECK(spool_conf_set(conf, "group.id", "g", errstr, sizeof errstr) == SPOOL_CONF_OK);
+    CHECK(spool_conf_set(conf, "session.timeout.ms", "1000", errstr, sizeof errstr) == SPOOL_CONF_OK);
+    CHECK(spool_conf_set(conf, "heartbeat.interval.ms", "2000", errstr, sizeof errstr) == SPOOL_CONF_OK);
+    CHECK(spool_consumer_new(conf, errstr, sizeof errstr) == NULL);
+    CHECK(strstr(errstr, "HeartbeatInterval") != NULL);
+    spool_conf_destroy(conf);
+
+    /* NULL handles and arguments */
+    spool_conf_set_dr_cb(NULL, NULL);
+    spool_conf_set_opaque(NULL, NULL);
+    spool_conf_destroy(NULL);
+    CHECK(spool_producer_new(NULL, errstr, sizeof errstr) == NULL);
+    CHECK(spool_consumer_new(NULL, NULL, 0) == NULL);
+    CHECK_ERR(spool_produce(NULL, "t", 0, NULL, 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK(spool_producer_poll(NULL, 0) == -1);
+    CHECK_ERR(spool_producer_flush(NULL, 0), SPOOL_ERR__BAD_ARG);
+    CHECK(spool_producer_outq_len(NULL) == 0);
+    spool_producer_destroy(NULL);
+    CHECK_ERR(spool_consumer_subscribe(NULL, NULL, 0), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_assign(NULL, "t", 0, 0), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_seek(NULL, "t", 0, 0), SPOOL_ERR__BAD_ARG);
+    CHECK(spool_consumer_poll(NULL, 0) == NULL);
+    CHECK_ERR(spool_consumer_commit(NULL, 0), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_close(NULL), SPOOL_ERR__BAD_ARG);
+    spool_consumer_destroy(NULL);
+    size_t len = 7;
+    CHECK(spool_message_err(NULL) == SPOOL_ERR__BAD_ARG);
+    CHECK(strcmp(spool_message_errstr(NULL), "") == 0 && strcmp(spool_message_topic(NULL), "") == 0);
+    CHECK(spool_message_partition(NULL) == -1 && spool_message_offset(NULL) == -1);
+    CHECK(spool_message_timestamp(NULL) == -1);
+    CHECK(spool_message_key(NULL, &len) == NULL && len == 0);
+    CHECK(spool_message_value(NULL, NULL) == NULL);
+    CHECK(spool_message_header_count(NULL) == 0);
+    CHECK_ERR(spool_message_header(NULL, 0, NULL, NULL, NULL, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK(spool_message_opaque(NULL) == NULL);
+    spool_message_view_t view;
+    CHECK_ERR(spool_message_view(NULL, &view, sizeof view), SPOOL_ERR__BAD_ARG);
+    spool_message_destroy(NULL);
+
+    /* NULL arguments on live handles */
+    spool_producer_t *p = spool_producer_new(conf_with(broker, NULL), errstr, sizeof errstr);
+    CHECK(p != NULL);
+    CHECK_ERR(spool_produce(p, NULL, 0, NULL, 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_produce(p, "t", -2, NULL, 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_produce_headers(p, "t", 0, NULL, 0, NULL, 0, NULL, 1, NULL), SPOOL_ERR__BAD_ARG);
+    spool_header_t bad = {NULL, 3, NULL, 0};
+    CHECK_ERR(spool_produce_headers(p, "t", 0, NULL, 0, NULL, 0, &bad, 1, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_producer_flush(p, 1000), SPOOL_ERR_NO_ERROR);
+    spool_producer_destroy(p);
+
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, NULL), errstr, sizeof errstr);
+    CHECK(c != NULL);
+    const char *topics[] = {"t"};
+    CHECK_ERR(spool_consumer_subscribe(c, topics, 1), SPOOL_ERR__STATE); /* no group.id */
+    CHECK_ERR(spool_consumer_subscribe(c, NULL, 1), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_assign(c, NULL, 0, 0), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_consumer_commit(c, 0), SPOOL_ERR__STATE);
+    CHECK(spool_consumer_poll(c, 0) == NULL);
+    CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_consumer_assign(c, "t", 0, 0), SPOOL_ERR__CLOSED);
+    spool_consumer_destroy(c);
+}
+
+/* check_view checks that spool_message_view agrees with the accessors, and that a short
+ * view_size is respected. */
+static void check_view(const spool_message_t *m) {
+    spool_message_view_t v;
+    CHECK_ERR(spool_message_view(m, NULL, sizeof v), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_message_view(m, &v, sizeof v), SPOOL_ERR_NO_ERROR);
+    size_t klen, vlen;
+    const void *k = spool_message_key(m, &klen), *val = spool_message_value(m, &vlen);
+    CHECK(v.err == spool_message_err(m) && v.partition == spool_message_partition(m));
+    CHECK(v.offset == spool_message_offset(m) && v.timestamp == spool_message_timestamp(m));
+    CHECK(v.topic == spool_message_topic(m) && v.errstr == spool_message_errstr(m));
+    CHECK(v.key == k && v.key_len == klen && v.value == val && v.value_len == vlen);
+    CHECK(v.header_count == spool_message_header_count(m) && v.opaque == spool_message_opaque(m));
+    struct { int32_t err, partition; int64_t guard; } shorter = {0, 0, 77};
+    CHECK_ERR(spool_message_view(m, (spool_message_view_t *)(void *)&shorter, 8), SPOOL_ERR_NO_ERROR);
+    CHECK(shorter.err == spool_message_err(m) && shorter.partition == spool_message_partition(m) && shorter.guard == 77);
+}
+
+/* ---- produce ---- */
+
+struct delivery {
+    int n; /* record n is the one with an empty value */
+    spool_err_t want_err; /* of failed reports */
+    int reports, failed;
+    int *seen; /* per record index */
+};
+
+static void dr_cb(spool_producer_t *p, const spool_message_t *m, void *opaque) {
+    struct delivery *d = opaque;
+    CHECK(p != NULL);
+    check_view(m);
+    d->reports++;
+    intptr_t i = (intptr_t)spool_message_opaque(m);
+    if (spool_message_err(m) != SPOOL_ERR_NO_ERROR) {
+        fprintf(stderr, "record %d failed: %s\n", (int)i, spool_message_errstr(m));
+        CHECK_ERR(spool_message_err(m), d->want_err);
+        CHECK(spool_message_offset(m) == -1);
+        d->failed++;
+        return;
+    }
+    CHECK(spool_message_offset(m) >= 0 && spool_message_partition(m) >= 0);
+    CHECK(spool_message_timestamp(m) > 1600000000000LL);
+    size_t len;
+    const char *v = spool_message_value(m, &len);
+    char want[32] = "";
+    if (i != d->n) snprintf(want, sizeof want, "value-%d", (int)i);
+    CHECK(len == strlen(want) && memcmp(v, want, len) == 0);
+    d->seen[i]++;
+}
+
+static void produce(const char *broker, const char *topic, int n) {
+    struct delivery d = {n, SPOOL_ERR_NO_ERROR, 0, 0, calloc((size_t)n + 1, sizeof(int))};
+    const char *kv[] = {"linger.ms", "2", "compression.type", "lz4", NULL};
+    spool_conf_t *conf = conf_with(broker, kv);
+    spool_conf_set_dr_cb(conf, dr_cb);
+    spool_conf_set_opaque(conf, &d);
+    spool_producer_t *p = spool_producer_new(conf, errstr, sizeof errstr);
+    CHECK(p != NULL);
+    /* topic admin: the harness made topic; a scratch topic comes and goes */
+    CHECK_ERR(spool_create_topic(p, topic, 3, 1, 10000), SPOOL_RESP_ERR_TOPIC_ALREADY_EXISTS);
+    CHECK_ERR(spool_create_topic(p, topic, 0, 1, 10000), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_create_topic(NULL, topic, 1, 1, 10000), SPOOL_ERR__BAD_ARG);
+    char scratch[128];
+    snprintf(scratch, sizeof scratch, "%s-scratch", topic);
+    CHECK_ERR(spool_create_topic(p, scratch, 2, -1, 10000), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_delete_topic(p, scratch, 10000), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_delete_topic(p, scratch, 10000), SPOOL_RESP_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    CHECK_ERR(spool_delete_topic(p, NULL, 10000), SPOOL_ERR__BAD_ARG);
+    for (int i = 0; i < n; i++) {
+        char text[32];
+        /* key, value and header key in heap blocks of exactly their length, without a NUL:
+         * a read past a length is a heap overflow for valgrind */
+        int klen = snprintf(text, sizeof text, "key-%d", i % 10);
+        char *key = malloc((size_t)klen);
+        memcpy(key, text, (size_t)klen);
+        int vlen = snprintf(text, sizeof text, "value-%d", i);
+        char *value = malloc((size_t)vlen);
+        memcpy(value, text, (size_t)vlen);
+        char *hkey = malloc(3);
+        memcpy(hkey, "idx", 3);
+        spool_header_t h[2] = {{hkey, 3, value, (size_t)vlen}, {"null", 4, NULL, 0}};
+        /* every third record without a key: the partitioner places it */
+        CHECK_ERR(spool_produce_headers(p, topic, SPOOL_PARTITION_UA, i % 3 == 2 ? NULL : key,
+                                        (size_t)klen, value, (size_t)vlen, h, 2, (void *)(intptr_t)i),
+                  SPOOL_ERR_NO_ERROR);
+        free(key);
+        free(value);
+        free(hkey);
+        if (i % 100 == 0) spool_producer_poll(p, 0);
+    }
+    /* one to an explicit partition, with an empty value */
+    CHECK_ERR(spool_produce(p, topic, 0, "explicit", 8, "", 0, (void *)(intptr_t)n), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_producer_flush(p, 30000), SPOOL_ERR_NO_ERROR);
+    CHECK(spool_producer_outq_len(p) == 0);
+    CHECK(d.reports == n + 1 && d.failed == 0);
+    for (int i = 0; i <= n; i++) CHECK(d.seen[i] == 1);
+    spool_producer_destroy(p);
+    free(d.seen);
+}
+
+/* ---- consume ---- */
+
+/* checks one consumed record of produce's and marks it in seen */
+static void check_record(const spool_message_t *m, const char *topic, int n, int *seen) {
+    CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+    check_view(m);
+    CHECK(strcmp(spool_message_topic(m), topic) == 0);
+    size_t klen, vlen;
+    const char *k = spool_message_key(m, &klen);
+    const char *v = spool_message_value(m, &vlen);
+    if (klen == 8 && memcmp(k, "explicit", 8) == 0) {
+        CHECK(v != NULL && vlen == 0 && spool_message_partition(m) == 0);
+        seen[n]++;
+        return;
+    }
+    CHECK(vlen > 6 && vlen < 16 && memcmp(v, "value-", 6) == 0);
+    char buf[16];
+    memcpy(buf, v + 6, vlen - 6);
+    buf[vlen - 6] = '\0';
+    int i = atoi(buf);
+    CHECK(i >= 0 && i < n);
+    if (i % 3 == 2) {
+        CHECK(k == NULL && klen == 0);
+    } else {
+        char want[16];
+        snprintf(want, sizeof want, "key-%d", i % 10);
+        CHECK(k != NULL && klen == strlen(want) && memcmp(k, want, klen) == 0);
+    }
+    CHECK(spool_message_header_count(m) == 2);
+    const char *hk;
+    const void *hv;
+    size_t hklen, hvlen;
+    CHECK_ERR(spool_message_header(m, 0, &hk, &hklen, &hv, &hvlen), SPOOL_ERR_NO_ERROR);
+    CHECK(hklen == 3 && strcmp(hk, "idx") == 0 && hvlen == vlen && memcmp(hv, v, vlen) == 0);
+    CHECK_ERR(spool_message_header(m, 1, &hk, NULL, &hv, &hvlen), SPOOL_ERR_NO_ERROR);
+    CHECK(strcmp(hk, "null") == 0 && hv == NULL && hvlen == 0);
+    CHECK_ERR(spool_message_header(m, 2, &hk, NULL, NULL, NULL), SPOOL_ERR__BAD_ARG);
+    seen[i]++;
+}
+
+static void consume(const char *broker, const char *topic, int n, int parts) {
+    int *seen = calloc((size_t)n + 1, sizeof(int));
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, NULL), errstr, sizeof errstr);
+    CHECK(c != NULL);
+    for (int p = 0; p < parts; p++) CHECK_ERR(spool_consumer_assign(c, topic, p, SPOOL_OFFSET_BEGINNING), SPOOL_ERR_NO_ERROR);
+    int got = 0, batches = 0;
+    int64_t last[64];
+    for (int p = 0; p < 64; p++) last[p] = -1;
+    spool_message_t *batch[7];
+    CHECK(spool_consumer_poll_batch(NULL, 0, batch, 7) == 0);
+    CHECK(spool_consumer_poll_batch(c, 0, NULL, 7) == 0);
+    CHECK(spool_consumer_poll_batch(c, 0, batch, 0) == 0);
+    while (got < n + 1) {
+        /* half of the records one by one, the rest in batches of at most 7 */
+        size_t k = got < n / 2 ? ((batch[0] = spool_consumer_poll(c, 10000)) != NULL)
+                               : spool_consumer_poll_batch(c, 10000, batch, 7);
+        CHECK(k > 0 && k <= 7);
+        batches += k > 1;
+        for (size_t j = 0; j < k; j++) {
+            spool_message_t *m = batch[j];
+            check_record(m, topic, n, seen);
+            int32_t p = spool_message_partition(m);
+            CHECK(p >= 0 && p < parts && spool_message_offset(m) > last[p]); /* in offset order */
+            last[p] = spool_message_offset(m);
+            spool_message_destroy(m);
+            got++;
+        }
+    }
+    CHECK(batches > 0);
+    for (int i = 0; i <= n; i++) CHECK(seen[i] == 1);
+    CHECK(spool_consumer_poll(c, 200) == NULL); /* nothing more */
+    /* seek back one record on partition 0 and read it again */
+    CHECK_ERR(spool_consumer_seek(c, topic, 0, last[0]), SPOOL_ERR_NO_ERROR);
+    spool_message_t *m = spool_consumer_poll(c, 10000);
+    CHECK(m != NULL && spool_message_partition(m) == 0 && spool_message_offset(m) == last[0]);
+    CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR);
+    spool_consumer_destroy(c);
+    spool_message_destroy(m); /* a message outlives its consumer */
+    free(seen);
+}
+
+/* ---- group ---- */
+
+static void group(const char *broker, const char *topic, int n, const char *group_id) {
+    const char *kv[] = {"group.id", group_id, "session.timeout.ms", "6000", "heartbeat.interval.ms", "500",
+                        "enable.auto.commit", "false", NULL};
+    spool_conf_t *conf = conf_with(broker, kv);
+    spool_consumer_t *c[2];
+    c[0] = spool_consumer_new(spool_conf_dup(conf), errstr, sizeof errstr);
+    c[1] = spool_consumer_new(conf, errstr, sizeof errstr);
+    CHECK(c[0] != NULL && c[1] != NULL);
+    const char *topics[] = {topic};
+    CHECK_ERR(spool_consumer_commit(c[0], 0), SPOOL_ERR__STATE); /* not subscribed yet */
+    CHECK_ERR(spool_consumer_subscribe(c[0], topics, 1), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_consumer_subscribe(c[0], topics, 1), SPOOL_ERR__STATE);
+    CHECK_ERR(spool_consumer_assign(c[0], topic, 0, 0), SPOOL_ERR__STATE);
+    CHECK_ERR(spool_consumer_subscribe(c[1], topics, 1), SPOOL_ERR_NO_ERROR);
+    int *seen = calloc((size_t)n + 1, sizeof(int));
+    int got[2] = {0, 0};
+    unsigned parts[2] = {0, 0}; /* bit p: partition p seen by consumer i */
+    /* Poll both from this thread until each has records and all arrived. The first member
+     * may take everything before the second joins; records come again after the rebalance
+     * (nothing is committed yet), so count distinct records. */
+    int distinct = 0;
+    for (int round = 0; round < 4000 && (distinct < n + 1 || got[0] == 0 || got[1] == 0); round++) {
+        for (int i = 0; i < 2; i++) {
+            spool_message_t *m = spool_consumer_poll(c[i], 20);
+            if (m == NULL) continue;
+            CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+            int *copy = calloc((size_t)n + 1, sizeof(int));
+            check_record(m, topic, n, copy);
+            for (int j = 0; j <= n; j++)
+                if (copy[j] && !seen[j]++) distinct++;
+            free(copy);
+            got[i]++;
+            parts[i] |= 1u << spool_message_partition(m);
+            spool_message_destroy(m);
+        }
+    }
+    CHECK(distinct == n + 1);
+    CHECK(got[0] > 0 && got[1] > 0);
+    CHECK_ERR(spool_consumer_commit(c[0], 0), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_consumer_commit(c[1], 1), SPOOL_ERR_NO_ERROR);
+    for (int i = 0; i < 2; i++) {
+        CHECK_ERR(spool_consumer_close(c[i]), SPOOL_ERR_NO_ERROR);
+        CHECK(spool_consumer_poll(c[i], 0) == NULL);
+        spool_consumer_destroy(c[i]);
+    }
+    printf("group: consumer 0 got %d records (partitions %#x), consumer 1 %d (%#x)\n", got[0], parts[0], got[1], parts[1]);
+    free(seen);
+}
+
+/* ---- down ---- */
+
+static void down(const char *broker) {
+    struct delivery d = {-1, SPOOL_ERR__TRANSPORT, 0, 0, calloc(4, sizeof(int))};
+    const char *kv[] = {"message.timeout.ms", "1500", "request.timeout.ms", "500", "socket.connection.setup.timeout.ms", "200", NULL};
+    spool_conf_t *conf = conf_with(broker, kv);
+    spool_conf_set_dr_cb(conf, dr_cb);
+    spool_conf_set_opaque(conf, &d);
+    spool_producer_t *p = spool_producer_new(conf, errstr, sizeof errstr);
+    CHECK(p != NULL);
+    for (int i = 0; i < 3; i++) CHECK_ERR(spool_produce(p, "nowhere", SPOOL_PARTITION_UA, NULL, 0, "v", 1, (void *)(intptr_t)i), SPOOL_ERR_NO_ERROR);
+    spool_producer_flush(p, 10000);
+    CHECK(d.reports == 3 && d.failed == 3);
+    spool_producer_destroy(p);
+    free(d.seen);
+
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, kv), errstr, sizeof errstr);
+    CHECK_ERR(spool_consumer_assign(c, "nowhere", 0, SPOOL_OFFSET_BEGINNING), SPOOL_ERR_NO_ERROR);
+    spool_message_t *m = spool_consumer_poll(c, 1000);
+    if (m != NULL) { /* an error message, never a record */
+        CHECK(spool_message_err(m) != SPOOL_ERR_NO_ERROR && spool_message_errstr(m)[0] != '\0');
+        spool_message_destroy(m);
+    }
+    spool_consumer_destroy(c);
+}
+
+/* ---- threads ---- */
+
+struct shared {
+    const char *topic;
+    int n, per_thread;
+    spool_producer_t *p;
+    spool_consumer_t *c;
+    pthread_mutex_t mu;
+    int reports, consumed, done_producing;
+    int *seen;
+};
+
+static void threads_dr_cb(spool_producer_t *p, const spool_message_t *m, void *opaque) {
+    (void)p;
+    struct shared *s = opaque;
+    CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+    pthread_mutex_lock(&s->mu);
+    s->reports++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *produce_thread(void *arg) {
+    struct shared *s = ((void **)arg)[0];
+    int t = (int)(intptr_t)((void **)arg)[1];
+    for (int i = 0; i < s->per_thread; i++) {
+        char v[32];
+        int len = snprintf(v, sizeof v, "t%d-%d", t, i);
+        CHECK_ERR(spool_produce(s->p, s->topic, SPOOL_PARTITION_UA, NULL, 0, v, (size_t)len, NULL), SPOOL_ERR_NO_ERROR);
+    }
+    return NULL;
+}
+
+static void *poll_reports_thread(void *arg) {
+    struct shared *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        int finished = s->done_producing && s->reports == s->n;
+        pthread_mutex_unlock(&s->mu);
+        if (finished) return NULL;
+        spool_producer_poll(s->p, 50);
+    }
+}
+
+static void *consume_thread(void *arg) {
+    struct shared *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        int finished = s->consumed >= s->n;
+        pthread_mutex_unlock(&s->mu);
+        if (finished) return NULL;
+        spool_message_t *m = spool_consumer_poll(s->c, 100);
+        if (m == NULL) continue;
+        CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+        size_t len;
+        const char *v = spool_message_value(m, &len);
+        int t, i;
+        char buf[32];
+        CHECK(len < sizeof buf);
+        memcpy(buf, v, len);
+        buf[len] = '\0';
+        CHECK(sscanf(buf, "t%d-%d", &t, &i) == 2 && t >= 0 && t < 4 && i >= 0 && i < s->per_thread);
+        pthread_mutex_lock(&s->mu);
+        s->seen[t * s->per_thread + i]++;
+        s->consumed++;
+        pthread_mutex_unlock(&s->mu);
+        spool_message_destroy(m);
+    }
+}
+
+static void threads(const char *broker, const char *topic, int n) {
+    struct shared s = {.topic = topic, .n = n - n % 4, .per_thread = n / 4};
+    pthread_mutex_init(&s.mu, NULL);
+    s.seen = calloc((size_t)s.n, sizeof(int));
+    spool_conf_t *conf = conf_with(broker, NULL);
+    spool_conf_set_dr_cb(conf, threads_dr_cb);
+    spool_conf_set_opaque(conf, &s);
+    s.p = spool_producer_new(conf, errstr, sizeof errstr);
+    CHECK(s.p != NULL);
+    pthread_t producers[4], poller, consumers[2];
+    void *args[4][2];
+    CHECK(pthread_create(&poller, NULL, poll_reports_thread, &s) == 0);
+    for (int t = 0; t < 4; t++) {
+        args[t][0] = &s;
+        args[t][1] = (void *)(intptr_t)t;
+        CHECK(pthread_create(&producers[t], NULL, produce_thread, args[t]) == 0);
+    }
+    for (int t = 0; t < 4; t++) pthread_join(producers[t], NULL);
+    CHECK_ERR(spool_producer_flush(s.p, 30000), SPOOL_ERR_NO_ERROR);
+    pthread_mutex_lock(&s.mu);
+    s.done_producing = 1;
+    pthread_mutex_unlock(&s.mu);
+    pthread_join(poller, NULL);
+    CHECK(s.reports == s.n);
+    spool_producer_destroy(s.p);
+
+    s.c = spool_consumer_new(conf_with(broker, NULL), errstr, sizeof errstr);
+    CHECK(s.c != NULL);
+    CHECK_ERR(spool_consumer_assign(s.c, topic, 0, SPOOL_OFFSET_BEGINNING), SPOOL_ERR_NO_ERROR);
+    for (int t = 0; t < 2; t++) CHECK(pthread_create(&consumers[t], NULL, consume_thread, &s) == 0);
+    for (int t = 0; t < 2; t++) pthread_join(consumers[t], NULL);
+    for (int i = 0; i < s.n; i++) CHECK(s.seen[i] == 1);
+    spool_consumer_destroy(s.c);
+    free(s.seen);
+    pthread_mutex_destroy(&s.mu);
+}
+
+/* ---- leak ---- */
+
+static void leak(const char *broker) {
+    const char *kv[] = {"group.id", "g", NULL};
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, kv), errstr, sizeof errstr);
+    spool_message_t *m = spool_consumer_poll(c, 0); /* not subscribed: an error message */
+    CHECK(m != NULL);
+    CHECK_ERR(spool_message_err(m), SPOOL_ERR__STATE);
+    spool_consumer_destroy(c);
+    /* m is not destroyed */
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s api|produce|consume|group|down BROKER [ARGS...]\n", argv[0]);
+        return 2;
+    }
+    const char *scenario = argv[1], *broker = argv[2];
+    if (strcmp(scenario, "api") == 0) {
+        api(broker);
+    } else if (strcmp(scenario, "produce") == 0 && argc == 5) {
+        produce(broker, argv[3], atoi(argv[4]));
+    } else if (strcmp(scenario, "consume") == 0 && argc == 6) {
+        consume(broker, argv[3], atoi(argv[4]), atoi(argv[5]));
+    } else if (strcmp(scenario, "group") == 0 && argc == 6) {
+        group(broker, argv[3], atoi(argv[4]), argv[5]);
+    } else if (strcmp(scenario, "down") == 0) {
+        down(broker);
+    } else if (strcmp(scenario, "threads") == 0 && argc == 5) {
+        threads(broker, argv[3], atoi(argv[4]));
+    } else if (strcmp(scenario, "leak") == 0) {
+        leak(broker);
+    } else {
+        fprintf(stderr, "unknown scenario or arguments: %s\n", scenario);
+        return 2;
+    }
+    int left = spool_handle_count();
+    if (left != 0) {
+        fprintf(stderr, "%s: %d handle(s) left after destroy\n", scenario, left);
+        return 1;
+    }
+    printf("%s: ok\n", scenario);
+    return 0;
+}

@@ -5,11 +5,8 @@ MODULES := protocol-spec broker sdk-go sdk-cgo conformance examples
 FUZZTIME ?= 3s
 BENCHTIME ?= 1s
 
-<<<<<<< HEAD
-=======
 PREFIX ?= /usr/local
 
->>>>>>> h-cgo
 .PHONY: all build install run test deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke clean
 
 all: build
@@ -20,21 +17,15 @@ build:
 	@for m in $(MODULES); do scripts/each-module.sh $$m build || exit 1; done
 	@if [ -d broker/cmd/spoold ]; then cd broker && $(GO) build -o ../bin/spoold ./cmd/spoold; fi
 	@if [ -d sdk-go/cmd/spool ]; then cd sdk-go && $(GO) build -o ../bin/spool ./cmd/spool; fi
-<<<<<<< HEAD
 	@if [ -d conformance/cmd/spool-conformance ]; then cd conformance && $(GO) build -o ../bin/spool-conformance ./cmd/spool-conformance; fi
+	@$(MAKE) --no-print-directory -C sdk-cgo GO=$(GO)
 
-## install: build, then copy spoold and spool into $(PREFIX)/bin (PREFIX defaults to /usr/local)
-PREFIX ?= /usr/local
+## install: build, then install spoold and spool into $(PREFIX)/bin and libspool (headers,
+## libspool.so/.a, spool.pc) under $(PREFIX) (PREFIX defaults to /usr/local)
 install: build
 	install -d $(PREFIX)/bin
 	install -m 0755 bin/spoold bin/spool $(PREFIX)/bin/
-=======
-	@$(MAKE) --no-print-directory -C sdk-cgo GO=$(GO)
-
-## install: install libspool (headers, libspool.so/.a, spool.pc) under PREFIX (default /usr/local)
-install:
 	@$(MAKE) --no-print-directory -C sdk-cgo GO=$(GO) install PREFIX=$(abspath $(PREFIX))
->>>>>>> h-cgo
 
 ## run: build and start a single-node broker on 127.0.0.1:9092 with data under ./data
 run: build

@@ -1,0 +1,54 @@
+package zk
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/spoolmq/spool/broker/internal/cluster"
+)
+
+// Znodes as Kafka 3.9 writes them in ZooKeeper mode read back as Spool's registry sees them,
+// and what Spool writes reads back the same.
+func TestRegistryReadsKafkasZnodes(t *testing.T) {
+	b, err := decodeBroker(2, []byte(`{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT","SSL":"SSL"},"endpoints":["PLAINTEXT://kafka-2:9092","SSL://kafka-2:9093"],"jmx_port":-1,"port":9092,"host":"kafka-2","version":5,"timestamp":"1700000000000","rack":"r1"}`))
+	if err != nil || b.NodeID != 2 || b.Host != "kafka-2" || b.Port != 9092 || b.Rack == nil || *b.Rack != "r1" {
+		t.Fatalf("broker: %+v %v", b, err)
+	}
+	id, a, err := decodeTopic("orders", []byte(`{"partitions":{"1":[2,3,1],"0":[1,2,3]},"topic_id":"gnE0f8I3QZyYZyWw3JVtJw","adding_replicas":{},"removing_replicas":{},"version":3}`))
+	if err != nil || len(a) != 2 || !slices.Equal(a[0], []int32{1, 2, 3}) || !slices.Equal(a[1], []int32{2, 3, 1}) || encodeUUID(id) != "gnE0f8I3QZyYZyWw3JVtJw" {
+		t.Fatalf("topic: %v %v %v", encodeUUID(id), a, err)
+	}
+	st, err := decodePartitionState([]byte(`{"controller_epoch":4,"leader":3,"version":1,"leader_epoch":7,"isr":[3,1]}`), 12)
+	if err != nil || st.Leader != 3 || st.LeaderEpoch != 7 || st.ControllerEpoch != 4 || !slices.Equal(st.ISR, []int32{3, 1}) || st.ZkVersion != 12 {
+		t.Fatalf("partition state: %+v %v", st, err)
+	}
+	if c, err := decodeController([]byte(`{"version":2,"brokerid":3,"timestamp":"1700000000000","kraftControllerEpoch":-1}`)); err != nil || c != 3 {
+		t.Fatalf("controller: %d %v", c, err)
+	}
+	if e, err := decodeControllerEpoch([]byte("17")); err != nil || e != 17 {
+		t.Fatalf("controller epoch: %d %v", e, err)
+	}
+	if cfg, err := decodeConfig([]byte(`{"version":1,"config":{"retention.ms":"1000"}}`)); err != nil || cfg["retention.ms"] != "1000" {
+		t.Fatalf("config: %v %v", cfg, err)
+	}
+	if end, err := decodeProducerIDBlock([]byte(`{"version":1,"broker":1,"block_start":"1000","block_end":"1999"}`)); err != nil || end != 1999 {
+		t.Fatalf("producer id block: %d %v", end, err)
+	}
+
+	// Round trips of what Spool writes.
+	self := cluster.Broker{NodeID: 5, Host: "127.0.0.1", Port: 19092, Rack: rack("x")}
+	if got, err := decodeBroker(5, encodeBroker(self)); err != nil || got.Host != self.Host || got.Port != self.Port || *got.Rack != "x" {
+		t.Fatalf("broker round trip: %+v %v", got, err)
+	}
+	tid := cluster.NewTopicID()
+	if gotID, ga, err := decodeTopic("t", encodeTopic(tid, assignment{{1, 2}, {2, 1}})); err != nil || gotID != tid || !slices.Equal(ga[1], []int32{2, 1}) {
+		t.Fatalf("topic round trip: %v %v", ga, err)
+	}
+	ps := partitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, ControllerEpoch: 3}
+	if got, err := decodePartitionState(encodePartitionState(ps), 0); err != nil || got.Leader != 1 || got.LeaderEpoch != 2 || !slices.Equal(got.ISR, ps.ISR) {
+		t.Fatalf("state round trip: %+v %v", got, err)
+	}
+	if f, err := decodeFenced(encodeFenced(3, []int32{4, 2})); err != nil || !f[2] || !f[4] || len(f) != 2 {
+		t.Fatalf("fenced round trip: %v %v", f, err)
+	}
+}

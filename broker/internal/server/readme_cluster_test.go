@@ -1,0 +1,127 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+)
+
+// TestReadmeClusterQuickStart runs the README's cluster quick start as a user pastes it (start
+// ZooKeeper, three brokers, create a replicated topic, kill a broker, restart it), on ports
+// and directories of its own instead of the README's fixed ones, and checks what it prints.
+func TestReadmeClusterQuickStart(t *testing.T) {
+	brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
+	brokertest.NeedTool(t, "/usr/share/java/zookeeper.jar", "zookeeper")
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	i := strings.Index(section, "### Cluster mode")
+	if i < 0 {
+		t.Fatal("README has no ### Cluster mode section")
+	}
+	section = section[i:]
+	start := strings.Index(section, "```sh\n")
+	end := strings.Index(section[start+6:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("no sh block in ### Cluster mode")
+	}
+	block := section[start+6 : start+6+end]
+
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(brokertest.Binary(t), filepath.Join(dir, "bin", "spoold")); err != nil {
+		t.Fatal(err)
+	}
+	cli := filepath.Join(dir, "bin", "spool")
+	build := exec.Command("go", "build", "-o", cli, "./cmd/spool")
+	build.Dir = "../../../sdk-go"
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the spool CLI: %v\n%s", err, out)
+	}
+	base := freeRun(t, 3)
+	zkPort := freePortT(t)
+	script := strings.NewReplacer(
+		"make build\n", "",
+		"2181", fmt.Sprint(zkPort),
+		"127.0.0.1:909", fmt.Sprintf("127.0.0.1:%d", base/10),
+		"/tmp/spool-zk", filepath.Join(dir, "zk"),
+		"/tmp/spool-d", filepath.Join(dir, "d"),
+	).Replace(block)
+	// After the block: wait until the restarted broker is back in every ISR.
+	script += `until [ "$(kcat -b $SPOOL_BROKERS -L -t orders 2>/dev/null | grep -c 'isrs: 1,2,3$')" = 6 ]; do sleep 0.2; done
+echo RECOVERED
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = os.Environ()
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The block leaves ZooKeeper and the brokers running in the background: end them all.
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	err = cmd.Wait()
+	text := out.String()
+	if err != nil {
+		t.Fatalf("quick start failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
+	}
+	for _, want := range []string{`topic "orders" with 6 partitions`, " 2 brokers:", "RECOVERED"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("quick start output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// freeRun returns a multiple of ten, p, such that the loopback ports p+1..p+n are free, so
+// that the README's "127.0.0.1:909$n" can become "127.0.0.1:<p/10>$n". It searches below the
+// ephemeral range, where no other test's port comes from.
+func freeRun(t *testing.T, n int) int {
+	t.Helper()
+	for p := 20000; p < 32000; p += 10 {
+		ok := true
+		var ls []net.Listener
+		for i := 1; i <= n; i++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if ok {
+			return p
+		}
+	}
+	t.Fatal("no free run of loopback ports")
+	return 0
+}
+
+func freePortT(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

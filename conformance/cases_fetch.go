@@ -367,8 +367,7 @@ func init() {
 		}
 		return tp.Partitions[0].LeaderEpoch
 	}
-	const noEpochCheck = "Spool ignores CurrentLeaderEpoch in Fetch and ListOffsets (no FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH yet); left to the cluster-mode work on leader epochs"
-	register(&Case{ID: "fetch/unknown-leader-epoch", Spec: "§8.2", KnownIssue: noEpochCheck,
+	register(&Case{ID: "fetch/unknown-leader-epoch", Spec: "§8.2",
 		Desc: "Fetch v9+ with a CurrentLeaderEpoch newer than the leader's gets UNKNOWN_LEADER_EPOCH; the current one reads",
 		Run: func(t *T) {
 			topic := t.Topic(1)
@@ -385,7 +384,7 @@ func init() {
 				t.Errorf("the fetch with the current epoch read no record")
 			}
 		}})
-	register(&Case{ID: "listoffsets/unknown-leader-epoch", Spec: "§8.3", KnownIssue: noEpochCheck,
+	register(&Case{ID: "listoffsets/unknown-leader-epoch", Spec: "§8.3",
 		Desc: "ListOffsets v4+ with a CurrentLeaderEpoch newer than the leader's gets UNKNOWN_LEADER_EPOCH",
 		Run: func(t *T) {
 			topic := t.Topic(1)

@@ -9,10 +9,8 @@ import (
 
 // More produce validation, admin and group cases: SPEC.md §5.6, §8.9-§8.11, §8.15, §8.18.
 
-const noTimestampBounds = "Spool does not know the topic configs message.timestamp.before.max.ms and message.timestamp.after.max.ms (CreateTopics answers INVALID_CONFIG) and checks no timestamp bounds"
-
 func init() {
-	register(&Case{ID: "produce/timestamp-too-old", Spec: "§5.6", KnownIssue: noTimestampBounds,
+	register(&Case{ID: "produce/timestamp-too-old", Spec: "§5.6",
 		Desc: "a record older than the topic's message.timestamp.before.max.ms gets INVALID_TIMESTAMP; a recent one is accepted",
 		Run: func(t *T) {
 			topic := t.Topic(1, "message.timestamp.before.max.ms", "60000")
@@ -23,7 +21,7 @@ func init() {
 			r = t.produce(c, topic, 0, 1, t.makeBatch(plain, values("now", 1)...), maxV(wire.KeyProduce))
 			t.wantCode("a record of now", r.ErrorCode, nil)
 		}})
-	register(&Case{ID: "produce/timestamp-too-new", Spec: "§5.6", KnownIssue: noTimestampBounds,
+	register(&Case{ID: "produce/timestamp-too-new", Spec: "§5.6",
 		Desc: "a record further in the future than message.timestamp.after.max.ms gets INVALID_TIMESTAMP",
 		Run: func(t *T) {
 			topic := t.Topic(1, "message.timestamp.after.max.ms", "60000")

@@ -13,6 +13,16 @@ package server
 // stable offset is the high watermark and there are no aborted transactions. Records go from
 // segment files to the socket with sendfile (spool.fetch.sendfile) or a pooled read+write,
 // never through the heap as a whole.
+//
+// Only a partition's leader serves it: elsewhere NOT_LEADER_OR_FOLLOWER (or
+// UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist). A consumer's
+// CurrentLeaderEpoch (v9+) older than the leader's is FENCED_LEADER_EPOCH, newer
+// UNKNOWN_LEADER_EPOCH. A follower's fetch (ReplicaId >= 0, sessionless, from another broker)
+// reads up to the log end instead of the high watermark; the leader records its position once
+// per request (replication.Replica.OnFollowerFetch: it may advance the high watermark and the
+// ISR), refuses a stale or future epoch the same way, and answers a follower whose log
+// diverges from its own (LastFetchedEpoch, v12) with DivergingEpoch and no records, so that
+// it truncates by leader epoch (KIP-320).
 
 import (
 	"context"
@@ -81,6 +91,8 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 	var follower map[topicPartition]followerCheck
 	if r.ReplicaId >= 0 {
 		follower = s.checkFollowerFetch(r)
+	} else {
+		follower = consumerEpochs(r)
 	}
 	f, size, failed := s.readFetch(r, plan.targets, follower)
 	if size >= int64(r.MinBytes) || r.MaxWaitMs <= 0 || failed || len(plan.targets) == 0 {
@@ -163,7 +175,13 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 		}
 		part, err := s.leaderPart(t.topic, t.partition)
 		var limit int64
-		if err == nil && follower != nil {
+		isFollower := r.ReplicaId >= 0
+		if err == nil && !isFollower {
+			if fc, ok := follower[t.topicPartition]; ok {
+				err = checkLeaderEpoch(part, fc.epoch)
+			}
+		}
+		if err == nil && isFollower {
 			// A follower reads up to the log end; its fetch was checked once per request.
 			fc := follower[t.topicPartition]
 			err = fc.err
@@ -183,7 +201,7 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 		}
 		hw := s.highWatermark(part)
 		limit = hw
-		if follower != nil {
+		if isFollower {
 			limit = part.log.LogEndOffset()
 		}
 		pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = hw, hw, part.log.LogStartOffset()
@@ -212,10 +230,31 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 	return f, size, failed
 }
 
-// followerCheck is the leader's verdict on one partition of a follower's fetch.
+// followerCheck is, for a follower's fetch, the leader's verdict on one partition; for a
+// consumer's, the CurrentLeaderEpoch it sent (checked on each read, as leadership may move
+// during a long poll).
 type followerCheck struct {
 	diverging *replication.Divergence
 	err       error
+	epoch     int32
+}
+
+// consumerEpochs collects the CurrentLeaderEpoch of each partition a consumer's fetch names
+// (partitions a fetch session adds from earlier requests are not checked again).
+func consumerEpochs(r *wire.FetchRequest) map[topicPartition]followerCheck {
+	var out map[topicPartition]followerCheck
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.CurrentLeaderEpoch < 0 {
+				continue
+			}
+			if out == nil {
+				out = map[topicPartition]followerCheck{}
+			}
+			out[topicPartition{rt.Topic, rp.Partition}] = followerCheck{epoch: rp.CurrentLeaderEpoch}
+		}
+	}
+	return out
 }
 
 // checkFollowerFetch records a follower's fetch positions (once per request, before any

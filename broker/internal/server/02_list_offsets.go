@@ -53,6 +53,9 @@ func handleListOffsets(s *Server, _ context.Context, req *request) *pending {
 				continue
 			}
 			part, err := s.leaderPart(rt.Name, rp.PartitionIndex)
+			if err == nil {
+				err = checkLeaderEpoch(part, rp.CurrentLeaderEpoch)
+			}
 			if err != nil {
 				pr.ErrorCode = errCode(err)
 				tr.Partitions = append(tr.Partitions, pr)

@@ -168,3 +168,21 @@ func (s *Server) leaderPart(topic string, index int32) (*partition, error) {
 	}
 	return nil, fmt.Errorf("%w: %s-%d", wire.ErrUnknownTopicOrPartition, topic, index)
 }
+
+// checkLeaderEpoch applies a client's CurrentLeaderEpoch (Fetch v9+, ListOffsets v4+; -1 means
+// none) to a partition led here: older than the leader's is FENCED_LEADER_EPOCH (the client's
+// metadata is stale), newer is UNKNOWN_LEADER_EPOCH (this broker has not learnt it yet), as
+// Kafka answers. Both make the client refresh its metadata.
+func checkLeaderEpoch(p *partition, current int32) error {
+	if current < 0 {
+		return nil
+	}
+	_, epoch := p.replica.Leader()
+	switch {
+	case current < epoch:
+		return fmt.Errorf("%w: %s-%d is at leader epoch %d, the request at %d", wire.ErrFencedLeaderEpoch, p.topic, p.index, epoch, current)
+	case current > epoch:
+		return fmt.Errorf("%w: %s-%d is at leader epoch %d, the request at %d", wire.ErrUnknownLeaderEpoch, p.topic, p.index, epoch, current)
+	}
+	return nil
+}

@@ -17,7 +17,7 @@
 // Names follow OpenTelemetry's semantic conventions where one exists (rpc.server.call.duration
 // with rpc.method, messaging.destination.name, messaging.destination.partition.id) and are
 // spool.* otherwise; the Prometheus exporter turns dots into underscores and adds unit and
-// _total suffixes (rpc_server_call_duration_seconds, spool_topic_bytes_in_bytes_total).
+// _total suffixes (rpc_server_call_duration_seconds, spool_topic_bytes_in_total: a name that already says bytes gets no unit suffix).
 package metrics
 
 import (

@@ -46,21 +46,25 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 	}
 	var errs []error
 	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
-		g, err := m.meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		opts := []metric.Int64ObservableGaugeOption{metric.WithDescription(desc)}
+		if unit != "" { // 0/1 gauges have none (Prometheus would add _ratio for "1")
+			opts = append(opts, metric.WithUnit(unit))
+		}
+		g, err := m.meter.Int64ObservableGauge(name, opts...)
 		errs = append(errs, err)
 		return g
 	}
 	start := gauge("spool.partition.log.start_offset", "{offset}", "First offset of the local log, by topic and partition.")
 	end := gauge("spool.partition.log.end_offset", "{offset}", "Offset the next appended record gets in the local log, by topic and partition.")
 	hw := gauge("spool.partition.high_watermark", "{offset}", "High watermark (last offset consumers may read, plus one) of the local replica.")
-	leader := gauge("spool.partition.leader", "1", "1 where this broker leads the partition, 0 where it follows.")
+	leader := gauge("spool.partition.leader", "", "1 where this broker leads the partition, 0 where it follows.")
 	instruments := []metric.Observable{start, end, hw, leader}
 	var ur, umi, offline, ctrl metric.Int64ObservableGauge
 	if cluster != nil {
 		ur = gauge("spool.partitions.under_replicated", "{partition}", "Partitions led here whose ISR is smaller than their replica set.")
 		umi = gauge("spool.partitions.under_min_isr", "{partition}", "Partitions led here whose ISR is smaller than min.insync.replicas.")
 		offline = gauge("spool.partitions.offline", "{partition}", "Partitions without a live leader (reported by the controller only).")
-		ctrl = gauge("spool.controller.active", "1", "1 where this broker is the controller.")
+		ctrl = gauge("spool.controller.active", "", "1 where this broker is the controller.")
 		instruments = append(instruments, ur, umi, offline, ctrl)
 	}
 	fsyncs, err := m.meter.Int64ObservableCounter("spool.storage.fsyncs", metric.WithUnit("{fsync}"),

@@ -29,7 +29,7 @@ import (
 )
 
 // scrape fetches and parses /metrics.
-func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
+func scrape(t testing.TB, addr string) map[string]*dto.MetricFamily {
 	t.Helper()
 	fams, err := tryScrape(addr)
 	if err != nil {

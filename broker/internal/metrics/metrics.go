@@ -65,8 +65,9 @@ type Metrics struct {
 	recordsIn metric.Int64Counter
 	conns     metric.Int64UpDownCounter
 
-	// apis[key][version-min] is the request attribute set of that API and version.
-	apis   [][]metric.MeasurementOption
+	// apis[key][version-min] is the request attribute set of that API and version, as the
+	// one-element slice Record takes (a slice made per call would be allocated per call).
+	apis   [][][]metric.RecordOption
 	minVer []int16
 	// errs and topics cache attribute sets: error code → option, topic → option.
 	errs   sync.Map
@@ -115,18 +116,19 @@ func (m *Metrics) precomputeAPIs() {
 	for _, a := range wire.APIs {
 		maxKey = max(maxKey, a.Key)
 	}
-	m.apis = make([][]metric.MeasurementOption, maxKey+1)
+	m.apis = make([][][]metric.RecordOption, maxKey+1)
 	m.minVer = make([]int16, maxKey+1)
 	for _, a := range wire.APIs {
 		m.minVer[a.Key] = a.MinVersion
 		for v := a.MinVersion; v <= a.MaxVersion; v++ {
-			m.apis[a.Key] = append(m.apis[a.Key], metric.WithAttributeSet(attribute.NewSet(attrMethod.String(a.Name), attrVersion.Int(int(v)))))
+			set := attribute.NewSet(attrMethod.String(a.Name), attrVersion.Int(int(v)))
+			m.apis[a.Key] = append(m.apis[a.Key], []metric.RecordOption{metric.WithAttributeSet(set)})
 		}
 	}
 }
 
 // apiAttrs is the attribute set of a request, or nil for a key or version outside the window.
-func (m *Metrics) apiAttrs(key, version int16) metric.MeasurementOption {
+func (m *Metrics) apiAttrs(key, version int16) []metric.RecordOption {
 	if key < 0 || int(key) >= len(m.apis) {
 		return nil
 	}
@@ -143,7 +145,7 @@ func (m *Metrics) Request(key, version int16, d time.Duration) {
 		return
 	}
 	if a := m.apiAttrs(key, version); a != nil {
-		m.duration.Record(context.Background(), d.Seconds(), a)
+		m.duration.Record(context.Background(), d.Seconds(), a...)
 	}
 }
 
@@ -166,17 +168,17 @@ func (m *Metrics) Error(key, code int16) {
 		if a := wire.LookupAPI(key); a != nil {
 			method = a.Name
 		}
-		opt, _ = m.errs.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attrMethod.String(method), attrError.String(name))))
+		opt, _ = m.errs.LoadOrStore(k, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrMethod.String(method), attrError.String(name)))})
 	}
-	m.errors.Add(context.Background(), 1, opt.(metric.MeasurementOption))
+	m.errors.Add(context.Background(), 1, opt.([]metric.AddOption)...)
 }
 
-func (m *Metrics) topic(name string) metric.MeasurementOption {
+func (m *Metrics) topic(name string) []metric.AddOption {
 	opt, ok := m.topics.Load(name)
 	if !ok {
-		opt, _ = m.topics.LoadOrStore(name, metric.WithAttributeSet(attribute.NewSet(attrTopic.String(name))))
+		opt, _ = m.topics.LoadOrStore(name, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrTopic.String(name)))})
 	}
-	return opt.(metric.MeasurementOption)
+	return opt.([]metric.AddOption)
 }
 
 // ForgetTopic drops a deleted topic's cached attribute set.
@@ -192,8 +194,8 @@ func (m *Metrics) Produced(topic string, bytes, records int64) {
 		return
 	}
 	a := m.topic(topic)
-	m.bytesIn.Add(context.Background(), bytes, a)
-	m.recordsIn.Add(context.Background(), records, a)
+	m.bytesIn.Add(context.Background(), bytes, a...)
+	m.recordsIn.Add(context.Background(), records, a...)
 }
 
 // Fetched records bytes of topic sent in a fetch response.
@@ -201,7 +203,7 @@ func (m *Metrics) Fetched(topic string, bytes int64) {
 	if m == nil || bytes == 0 {
 		return
 	}
-	m.bytesOut.Add(context.Background(), bytes, m.topic(topic))
+	m.bytesOut.Add(context.Background(), bytes, m.topic(topic)...)
 }
 
 // Connection records a connection opened (+1) or closed (-1).
@@ -254,50 +256,56 @@ func (m *Metrics) walkErrors(key int16, v reflect.Value) {
 			m.walkErrors(key, v.Elem())
 		}
 	case reflect.Slice:
-		if !holdsErrors(v.Type().Elem()) {
+		if !planFor(v.Type().Elem()).has {
 			return
 		}
 		for i := range v.Len() {
 			m.walkErrors(key, v.Index(i))
 		}
 	case reflect.Struct:
-		t := v.Type()
+		p := planFor(v.Type())
+		for _, i := range p.codes {
+			m.Error(key, int16(v.Field(i).Int()))
+		}
+		for _, i := range p.nested {
+			m.walkErrors(key, v.Field(i))
+		}
+	}
+}
+
+// errorPlan says where a type's error codes are: for a struct, the indexes of its ErrorCode
+// field and of the fields that may hold more.
+type errorPlan struct {
+	has    bool // a value of the type may contain an ErrorCode field
+	codes  []int
+	nested []int
+}
+
+// errorPlans memoizes planFor by type.
+var errorPlans sync.Map
+
+func planFor(t reflect.Type) *errorPlan {
+	if p, ok := errorPlans.Load(t); ok {
+		return p.(*errorPlan)
+	}
+	errorPlans.Store(t, &errorPlan{}) // a recursive type sees "none" while it is being inspected
+	p := &errorPlan{}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice:
+		p.has = planFor(t.Elem()).has
+	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
 			switch {
-			case isErrorCode(f):
-				m.Error(key, int16(v.Field(i).Int()))
-			case holdsErrors(f.Type):
-				m.walkErrors(key, v.Field(i))
+			case !f.IsExported():
+			case f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16:
+				p.codes = append(p.codes, i)
+			case planFor(f.Type).has:
+				p.nested = append(p.nested, i)
 			}
 		}
+		p.has = len(p.codes)+len(p.nested) > 0
 	}
-}
-
-func isErrorCode(f reflect.StructField) bool {
-	return f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16
-}
-
-// errorTypes memoizes holdsErrors by type.
-var errorTypes sync.Map
-
-// holdsErrors reports whether a value of type t may contain an ErrorCode field.
-func holdsErrors(t reflect.Type) bool {
-	if v, ok := errorTypes.Load(t); ok {
-		return v.(bool)
-	}
-	errorTypes.Store(t, false) // a recursive type sees false while it is being inspected
-	has := false
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice:
-		has = holdsErrors(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if f := t.Field(i); f.IsExported() && (isErrorCode(f) || holdsErrors(f.Type)) {
-				has = true
-			}
-		}
-	}
-	errorTypes.Store(t, has)
-	return has
+	errorPlans.Store(t, p)
+	return p
 }

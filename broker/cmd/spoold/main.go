@@ -102,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "spoold metrics on %s\n", a)
 	}
 	fmt.Fprintf(stdout, "spoold listening on %s\n", srv.Addr())
-	log.Info("spoold listening", "addr", srv.Addr().String(), "version", versionString())
+	log.Info("spoold listening", "addr", srv.Addr().String(), "version", strings.TrimPrefix(versionString(), "spoold "))
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	done := make(chan error, 1)

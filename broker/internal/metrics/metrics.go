@@ -84,26 +84,22 @@ func New() (*Metrics, error) {
 	m.provider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	m.meter = m.provider.Meter("github.com/spoolmq/spool/broker")
 	var errs []error
-	check := func(err error) { errs = append(errs, err) }
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
 	m.duration, err = m.meter.Float64Histogram("rpc.server.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Kafka requests by API (rpc.method) and version: time from the request read to its response written."),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...))
-	check(err)
-	m.errors, err = m.meter.Int64Counter("spool.request.errors", metric.WithUnit("{error}"),
-		metric.WithDescription("Error codes in responses, by API and Kafka error name (error.type)."))
-	check(err)
-	m.bytesIn, err = m.meter.Int64Counter("spool.topic.bytes.in", metric.WithUnit("By"),
-		metric.WithDescription("Record batch bytes appended by producers, by topic."))
-	check(err)
-	m.bytesOut, err = m.meter.Int64Counter("spool.topic.bytes.out", metric.WithUnit("By"),
-		metric.WithDescription("Record batch bytes sent to fetchers (consumers and followers), by topic."))
-	check(err)
-	m.recordsIn, err = m.meter.Int64Counter("spool.topic.records.in", metric.WithUnit("{record}"),
-		metric.WithDescription("Records appended by producers, by topic."))
-	check(err)
+	errs = append(errs, err)
+	m.errors = counter("spool.request.errors", "{error}", "Error codes in responses, by API and Kafka error name (error.type).")
+	m.bytesIn = counter("spool.topic.bytes.in", "By", "Record batch bytes appended by producers, by topic.")
+	m.bytesOut = counter("spool.topic.bytes.out", "By", "Record batch bytes sent to fetchers (consumers and followers), by topic.")
+	m.recordsIn = counter("spool.topic.records.in", "{record}", "Records appended by producers, by topic.")
 	m.conns, err = m.meter.Int64UpDownCounter("spool.connections.active", metric.WithUnit("{connection}"),
 		metric.WithDescription("Open client connections."))
-	check(err)
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("creating instruments: %w", err)
 	}

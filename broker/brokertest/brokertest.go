@@ -50,11 +50,11 @@ type Broker struct {
 	// MetricsAddr is the HOST:PORT of /metrics, /healthz and /readyz when the broker was
 	// started with spool.metrics.listener (or --metrics-listen), else "".
 	MetricsAddr string
-	srv     *server.Server
-	cmd     *exec.Cmd
-	done    chan error
-	stopped bool
-	mu      sync.Mutex
+	srv         *server.Server
+	cmd         *exec.Cmd
+	done        chan error
+	stopped     bool
+	mu          sync.Mutex
 }
 
 func (o Options) args(t testing.TB) (dataDir string, args []string) {

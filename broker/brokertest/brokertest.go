@@ -47,11 +47,14 @@ type Options struct {
 type Broker struct {
 	Addr    string // HOST:PORT clients connect to
 	DataDir string
-	srv     *server.Server
-	cmd     *exec.Cmd
-	done    chan error
-	stopped bool
-	mu      sync.Mutex
+	// MetricsAddr is the HOST:PORT of /metrics, /healthz and /readyz when the broker was
+	// started with spool.metrics.listener (or --metrics-listen), else "".
+	MetricsAddr string
+	srv         *server.Server
+	cmd         *exec.Cmd
+	done        chan error
+	stopped     bool
+	mu          sync.Mutex
 }
 
 func (o Options) args(t testing.TB) (dataDir string, args []string) {
@@ -102,6 +105,9 @@ func Start(t testing.TB, o Options) *Broker {
 		t.Fatalf("brokertest: %v", err)
 	}
 	b := &Broker{Addr: srv.Addr().String(), DataDir: dataDir, srv: srv, done: make(chan error, 1)}
+	if a := srv.MetricsAddr(); a != nil {
+		b.MetricsAddr = a.String()
+	}
 	go func() { b.done <- srv.Serve() }()
 	t.Cleanup(func() { b.Stop(t) })
 	return b
@@ -210,9 +216,14 @@ func StartProcess(t testing.TB, o Options) *Broker {
 	}
 	b := &Broker{DataDir: dataDir, cmd: cmd, done: make(chan error, 1)}
 	addrs := make(chan string, 1)
+	metricsAddr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			// The metrics line, when there is one, comes first.
+			if rest, ok := strings.CutPrefix(sc.Text(), "spoold metrics on "); ok {
+				metricsAddr <- rest
+			}
 			if rest, ok := strings.CutPrefix(sc.Text(), "spoold listening on "); ok {
 				addrs <- rest
 			}
@@ -222,6 +233,10 @@ func StartProcess(t testing.TB, o Options) *Broker {
 	go func() { b.done <- cmd.Wait() }()
 	select {
 	case b.Addr = <-addrs:
+		select {
+		case b.MetricsAddr = <-metricsAddr:
+		default:
+		}
 	case err := <-b.done:
 		t.Fatalf("brokertest: spoold exited at start: %v", err)
 	case <-time.After(60 * time.Second):

@@ -19,6 +19,7 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -27,11 +28,42 @@ import (
 	"github.com/spoolmq/spool/broker/internal/server"
 )
 
+// version and commit are set at link time (-ldflags "-X main.version=1.2.3 -X main.commit=abc");
+// otherwise they come from the module's build information.
+var version, commit string
+
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// versionString is what --version prints: spoold VERSION (commit COMMIT, GOVERSION).
+func versionString() string {
+	v, c := version, commit
+	bi, ok := debug.ReadBuildInfo()
+	if ok {
+		if v == "" && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && c == "" {
+				c = s.Value
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	if c == "" {
+		c = "unknown"
+	}
+	return fmt.Sprintf("spoold %s (commit %s, %s)", v, c, runtime.Version())
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	conf, err := config.Load(args, stdout)
 	if errors.Is(err, config.ErrHelp) {
+		return 0
+	}
+	if errors.Is(err, config.ErrVersion) {
+		fmt.Fprintln(stdout, versionString())
 		return 0
 	}
 	if err != nil {
@@ -64,8 +96,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		srv.Close()
 		return 1
 	}
-	// Tests and scripts read the bound address from this line.
+	// Tests and scripts read the bound addresses from these lines; the log says it too.
+	// The metrics line comes first, so a reader has both once it has the listening line.
+	if a := srv.MetricsAddr(); a != nil {
+		fmt.Fprintf(stdout, "spoold metrics on %s\n", a)
+	}
 	fmt.Fprintf(stdout, "spoold listening on %s\n", srv.Addr())
+	log.Info("spoold listening", "addr", srv.Addr().String(), "version", strings.TrimPrefix(versionString(), "spoold "))
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	done := make(chan error, 1)

@@ -39,3 +39,22 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestVersion(t *testing.T) {
+	var out, errs strings.Builder
+	if code := run([]string{"--version"}, &out, &errs); code != 0 {
+		t.Fatalf("spoold --version: exit %d\n%s", code, errs.String())
+	}
+	if !strings.HasPrefix(out.String(), "spoold ") || !strings.Contains(out.String(), "(commit ") || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("spoold --version printed %q, want one line: spoold VERSION (commit COMMIT, GO)", out.String())
+	}
+	if errs.Len() > 0 {
+		t.Fatalf("spoold --version wrote to stderr: %q", errs.String())
+	}
+	// Link-time values win over the build information.
+	version, commit = "1.2.3", "abc123"
+	t.Cleanup(func() { version, commit = "", "" })
+	if got := versionString(); !strings.HasPrefix(got, "spoold 1.2.3 (commit abc123, go") {
+		t.Fatalf("with -X main.version and main.commit: %q", got)
+	}
+}

@@ -33,6 +33,9 @@ type Config struct {
 // ErrHelp is returned by Load when --help was asked for; usage has been printed.
 var ErrHelp = flag.ErrHelp
 
+// ErrVersion is returned by Load when --version was asked for: the caller prints it.
+var ErrVersion = errors.New("version requested")
+
 // UsageError is a bad flag, file or value: the caller prints it and exits 2.
 type UsageError struct{ Err error }
 
@@ -59,7 +62,9 @@ func Load(args []string, out io.Writer) (*Config, error) {
 	zk := fs.String("zookeeper", "", "ZooKeeper connect `STRING` for cluster mode (zookeeper.connect); empty: single node, embedded metadata")
 	file := fs.String("config", "", "Kafka-style properties `FILE`, e.g. Kafka's config/server.properties")
 	fsync := fs.String("fsync", "", "durability `MODE`: always (fsync before ack, default), interval, never (spool.fsync)")
+	metricsListen := fs.String("metrics-listen", "", "serve /metrics, /healthz and /readyz on `HOST:PORT` (spool.metrics.listener; default off)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
+	version := fs.Bool("version", false, "print the version and commit, and exit")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a property, `KEY=VALUE` (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -70,6 +75,9 @@ func Load(args []string, out io.Writer) (*Config, error) {
 		// The flag package names flags with one dash; spoold's are written with two.
 		msg := strings.NewReplacer(": -", ": --", "flag -", "flag --").Replace(err.Error())
 		return nil, &UsageError{errors.New(msg)}
+	}
+	if *version {
+		return nil, ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return nil, &UsageError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
@@ -109,7 +117,7 @@ func Load(args []string, out io.Writer) (*Config, error) {
 		}
 	}
 	for name, v := range map[string]string{Listeners: *listen, AdvertisedListeners: *advertised, LogDirs: *dataDir,
-		NodeID: *nodeID, ZooKeeperConnect: *zk, Fsync: *fsync} {
+		NodeID: *nodeID, ZooKeeperConnect: *zk, Fsync: *fsync, MetricsListener: *metricsListen} {
 		if v == "" {
 			continue
 		}

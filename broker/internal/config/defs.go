@@ -221,6 +221,7 @@ const (
 	GroupInitialRebalanceDelay  = "group.initial.rebalance.delay.ms"
 	OffsetsRetentionMinutes     = "offsets.retention.minutes"
 	PprofListener               = "spool.pprof.listener"
+	MetricsListener             = "spool.metrics.listener"
 	MemoryLimitBytes            = "spool.memory.limit.bytes"
 
 	// Cluster mode.
@@ -277,6 +278,8 @@ var BrokerDefs = []Def{
 		Doc: "Incremental fetch sessions (KIP-227) the broker keeps; 0 answers every fetch without a session."},
 	{Name: PprofListener, Type: String, Nullable: true, Check: hostPort,
 		Doc: "HOST:PORT for Go's pprof profiles over HTTP (/debug/pprof/); empty: off."},
+	{Name: MetricsListener, Type: String, Nullable: true, Check: hostPort,
+		Doc: "HOST:PORT of the operations HTTP listener: /metrics (Prometheus), /healthz and /readyz; empty: off (--metrics-listen)."},
 	{Name: MemoryLimitBytes, Type: Long, Default: "67108864", Check: atLeast(0),
 		Doc: "Soft limit for the Go heap (GOMEMLIMIT); the collector works harder near it, which keeps RSS bounded under load. 0: no limit. The GOMEMLIMIT environment variable wins."},
 	{Name: OffsetsTopicNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},

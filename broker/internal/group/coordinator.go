@@ -151,11 +151,13 @@ type group struct {
 	generation   int32
 	leader       string
 	stateTime    time.Time
-	members      map[string]*member
-	order        []string // member ids in join order
-	pending      map[string]*time.Timer
-	static       map[string]string // instance id -> member id
-	offsets      map[tp]offsetEntry
+	// rebalanceStart is when the current rebalance began (the rebalance log lines' duration).
+	rebalanceStart time.Time
+	members        map[string]*member
+	order          []string // member ids in join order
+	pending        map[string]*time.Timer
+	static         map[string]string // instance id -> member id
+	offsets        map[tp]offsetEntry
 
 	joinTimer       *time.Timer
 	joinSeq         uint64
@@ -713,7 +715,7 @@ func (c *Coordinator) resetSession(g *group, m *member) {
 			c.resetSession(g, m)
 			return
 		}
-		c.log.Info("member session expired", "group", g.id, "member", m.id)
+		c.log.Info("member session expired, removing it", "group", g.id, "member", m.id, "client_id", m.clientID, "generation", g.generation)
 		c.removeMember(g, m)
 	})
 }
@@ -761,6 +763,10 @@ func (c *Coordinator) prepareRebalance(g *group) {
 				c.completeJoin(g)
 			}
 		})
+	}
+	if g.state != PreparingRebalance {
+		g.rebalanceStart = time.Now()
+		c.log.Info("group rebalancing", "group", g.id, "from_state", g.state.String(), "generation", g.generation, "members", len(g.members))
 	}
 	g.setState(PreparingRebalance)
 	c.maybeCompleteJoin(g)
@@ -811,6 +817,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	}
 	g.generation++
 	if len(g.members) == 0 {
+		c.log.Info("group empty after rebalance", "group", g.id, "generation", g.generation)
 		g.protocol, g.leader = "", ""
 		g.setState(Empty)
 		if err := c.storeGroup(g); err != nil {
@@ -827,6 +834,8 @@ func (c *Coordinator) completeJoin(g *group) {
 		}
 	}
 	g.protocol = g.selectProtocol()
+	c.log.Info("group joined, waiting for the leader's assignment", "group", g.id, "generation", g.generation,
+		"members", len(g.members), "protocol", g.protocol, "leader", g.leader)
 	g.setState(CompletingRebalance)
 	g.pendingSync = map[string]bool{}
 	for _, id := range g.order {
@@ -994,6 +1003,8 @@ func (c *Coordinator) Sync(r SyncRequest, done func(SyncResult)) {
 			return
 		}
 		if g.generation == gen && g.state == CompletingRebalance {
+			c.log.Info("group rebalance completed", "group", g.id, "generation", g.generation, "members", len(g.members),
+				"protocol", g.protocol, "took", time.Since(g.rebalanceStart).Round(time.Millisecond))
 			g.setState(Stable)
 			for _, o := range g.members {
 				if o.syncCb != nil {
@@ -1108,6 +1119,7 @@ func (c *Coordinator) Leave(groupID string, members []Leaving) (int16, []int16) 
 			codes[i] = wire.ErrUnknownMemberId.Code
 			continue
 		}
+		c.log.Info("member left", "group", g.id, "member", m.id, "generation", g.generation)
 		c.dropMember(g, m)
 		removed = true
 	}

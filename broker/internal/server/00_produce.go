@@ -172,6 +172,9 @@ func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic s
 	if err != nil {
 		return nil, none, storageError(err)
 	}
+	if !res.Duplicate {
+		s.metrics.Produced(topic, int64(len(rp.Records)), res.LastOffset-res.BaseOffset+1)
+	}
 	return part, res, nil
 }
 

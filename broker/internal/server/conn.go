@@ -29,6 +29,7 @@ type request struct {
 	version int16
 	header  wire.RequestHeader
 	msg     wire.Message
+	start   time.Time // when dispatch began; zero when metrics are off
 }
 
 // clientID is the request's client id, or "".
@@ -78,6 +79,8 @@ type conn struct {
 
 func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	c := &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), queue: make(chan *pending, maxInFlight)}
+	s.metrics.Connection(1)
+	defer s.metrics.Connection(-1)
 	ctx, cancel := context.WithCancel(ctx)
 	// Shutdown must not wait for an idle client: closing the socket ends both loops.
 	defer context.AfterFunc(ctx, func() { nc.Close() })()
@@ -196,6 +199,9 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 	}
 	r := wire.NewReader(frame)
 	req := &request{api: api, version: version}
+	if c.s.metrics != nil {
+		req.start = time.Now()
+	}
 	if c.nc != nil {
 		req.remote = c.nc.RemoteAddr()
 	}
@@ -222,7 +228,23 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		return nil, fmt.Errorf("decoding %s v%d: %w", api.Name, version, err)
 	}
 	p, err := c.call(h, ctx, req)
+	if p == nil && err == nil {
+		c.finished(req, nil) // acks=0 produce: no response
+	}
 	return c.track(req, p), err
+}
+
+// finished records a request's metrics once its response (resp, nil when there is none) is
+// written.
+func (c *conn) finished(req *request, resp wire.Message) {
+	m := c.s.metrics
+	if m == nil {
+		return
+	}
+	m.Request(req.api.Key, req.version, time.Since(req.start))
+	if resp != nil {
+		m.ResponseErrors(req.api.Key, resp)
+	}
 }
 
 // call runs a handler's synchronous part. A handler that panics is a bug, not a reason to
@@ -262,12 +284,18 @@ func (c *conn) writeLoop(ctx context.Context) {
 			return
 		}
 		if p.reply.msg == nil && p.reply.fetch == nil {
+			c.finished(p.req, nil)
 			continue
 		}
 		if err := c.write(p); err != nil {
 			c.log.Debug("writing response", "api", p.req.api.Name, "err", err)
 			c.drain()
 			return
+		}
+		if p.reply.fetch != nil {
+			c.finished(p.req, p.reply.fetch.resp)
+		} else {
+			c.finished(p.req, p.reply.msg)
 		}
 	}
 }
@@ -287,6 +315,12 @@ func (c *conn) write(p *pending) error {
 	h := wire.ResponseHeader{CorrelationId: req.header.CorrelationId}
 	b = h.AppendTo(b, hv)
 	if p.reply.fetch != nil {
+		if m := c.s.metrics; m != nil {
+			f := p.reply.fetch
+			for i := range f.parts {
+				m.Fetched(f.targets[i].topic, f.parts[i].size)
+			}
+		}
 		return c.writeFetch(b, req, p.reply.fetch)
 	}
 	b = p.reply.msg.AppendTo(b, req.version)

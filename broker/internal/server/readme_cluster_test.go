@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -21,30 +22,8 @@ import (
 func TestReadmeClusterQuickStart(t *testing.T) {
 	brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	brokertest.NeedTool(t, "/usr/share/java/zookeeper.jar", "zookeeper")
-	readme, err := os.ReadFile("../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(readme)
-	i := strings.Index(section, "### Cluster mode")
-	if i < 0 {
-		t.Fatal("README has no ### Cluster mode section")
-	}
-	section = section[i:]
-	start := strings.Index(section, "```sh\n")
-	end := strings.Index(section[start+6:], "```")
-	if start < 0 || end < 0 {
-		t.Fatal("no sh block in ### Cluster mode")
-	}
-	block := section[start+6 : start+6+end]
-
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(brokertest.Binary(t), filepath.Join(dir, "bin", "spoold")); err != nil {
-		t.Fatal(err)
-	}
+	block := readmeBlock(t, "### Cluster mode")
+	dir := readmeDir(t)
 	cli := filepath.Join(dir, "bin", "spool")
 	build := exec.Command("go", "build", "-o", cli, "./cmd/spool")
 	build.Dir = "../../../sdk-go"
@@ -64,29 +43,78 @@ func TestReadmeClusterQuickStart(t *testing.T) {
 	script += `until [ "$(kcat -b $SPOOL_BROKERS -L -t orders 2>/dev/null | grep -c 'isrs: 1,2,3$')" = 6 ]; do sleep 0.2; done
 echo RECOVERED
 `
+	text := runReadmeScript(t, dir, script)
+	for _, want := range []string{`topic "orders" with 6 partitions`, " 2 brokers:", "RECOVERED"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("quick start output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// readmeBlock is the first sh block of the README section under heading.
+func readmeBlock(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	i := strings.Index(section, heading+"\n")
+	if i < 0 {
+		t.Fatalf("README has no %s section", heading)
+	}
+	section = section[i:]
+	start := strings.Index(section, "```sh\n")
+	if start < 0 {
+		t.Fatalf("no sh block in %s", heading)
+	}
+	end := strings.Index(section[start+6:], "```")
+	if end < 0 {
+		t.Fatalf("no end to the sh block in %s", heading)
+	}
+	return section[start+6 : start+6+end]
+}
+
+// readmeDir is a directory to run a README block in, with bin/spoold as make build leaves it.
+func readmeDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(brokertest.Binary(t), filepath.Join(dir, "bin", "spoold")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runReadmeScript runs script with bash -e in dir and returns its output; whatever it leaves
+// running in the background is killed at cleanup.
+func runReadmeScript(t *testing.T, dir, script string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Background processes the block starts keep its output open: Wait stops waiting for them
+	// a second after bash exits (ErrWaitDelay after a successful exit is a success). At the
+	// timeout the whole group goes, so a stuck block fails with its output instead of hanging.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
 	cmd.Env = os.Environ()
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The block leaves ZooKeeper and the brokers running in the background: end them all.
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	err = cmd.Wait()
+	err := cmd.Wait()
 	text := out.String()
-	if err != nil {
-		t.Fatalf("quick start failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
+	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		t.Fatalf("README block failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
 	}
-	for _, want := range []string{`topic "orders" with 6 partitions`, " 2 brokers:", "RECOVERED"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("quick start output lacks %q:\n%s", want, text)
-		}
-	}
+	return text
 }
 
 // freeRun returns a multiple of ten, p, such that the loopback ports p+1..p+n are free, so

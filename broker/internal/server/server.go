@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	zkstore "github.com/spoolmq/spool/broker/internal/cluster/zk"
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/metrics"
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/storage"
 )
@@ -67,11 +69,19 @@ type Server struct {
 	closeError   error
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions, broker-wide as in Kafka
+
+	// Operations: metrics is nil unless spool.metrics.listener is set; ready is set once the
+	// broker serves (and, in cluster mode, is registered in ZooKeeper).
+	metrics *metrics.Metrics
+	opsLn   net.Listener
+	opsHTTP *http.Server
+	ready   atomic.Bool
+	started time.Time
 }
 
 // New opens the data directory (metadata and logs) and prepares a broker; Serve starts it.
 func New(conf *config.Config, log *slog.Logger) (*Server, error) {
-	s := &Server{conf: conf, log: log, fetchSessions: newFetchSessionCache(conf.Int(config.FetchSessionCacheSlots), fetchSessionEvictAfter)}
+	s := &Server{conf: conf, log: log, started: time.Now(), fetchSessions: newFetchSessionCache(conf.Int(config.FetchSessionCacheSlots), fetchSessionEvictAfter)}
 	// Made here, not in Serve, so a Close racing a Serve that has not started yet is safe.
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.cfg = settings{
@@ -132,6 +142,15 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		s.md.Close()
 		return nil, err
 	}
+	if conf.Get(config.MetricsListener) != "" {
+		if err := s.initMetrics(); err != nil {
+			s.groups.Close()
+			s.logs.Close()
+			s.md.Close()
+			return nil, err
+		}
+	}
+	s.logStartup()
 	return s, nil
 }
 
@@ -215,6 +234,10 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("listening: %w", err)
 	}
 	s.ln = ln
+	if err := s.listenOps(); err != nil {
+		ln.Close()
+		return err
+	}
 	if s.conf.Get(config.AdvertisedListeners) == "" {
 		_, port, _ := splitHostPort(ln.Addr().String())
 		s.self.Port = port
@@ -251,6 +274,7 @@ func (s *Server) Serve() error {
 			return err
 		}
 	}
+	s.ready.Store(true)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -301,10 +325,12 @@ func (s *Server) Close() error {
 			}
 			cancel()
 		}
+		s.ready.Store(false)
 		s.cancel()
 		if s.ln != nil {
 			s.ln.Close()
 		}
+		s.closeOps()
 		s.wg.Wait()
 		s.groups.Close()
 		s.fetchers.Wait()

@@ -616,6 +616,7 @@ func (l *Log) flushLocked() error {
 			it.s.release()
 		}
 	}()
+	began := time.Now()
 	for i := len(todo) - 1; i >= 0; i-- { // oldest first
 		s := todo[i].s
 		if err := s.flush(); err != nil {
@@ -632,6 +633,8 @@ func (l *Log) flushLocked() error {
 	}
 	l.unflushedMsg.Store(0)
 	l.flushCount.Add(1)
+	l.syncer.fsyncs.Add(1)
+	l.syncer.fsyncNanos.Add(int64(time.Since(began)))
 	l.advanceDurable(target)
 	return nil
 }

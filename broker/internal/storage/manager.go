@@ -54,6 +54,17 @@ func OpenManager(dataDir string, log *slog.Logger) (*Manager, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", dataDir, err)
 	}
+	// A directory with nothing in it (a lock file left by a run that stopped before writing
+	// anything aside) is a fresh one: it has no shutdown to have been unclean.
+	fresh := true
+	if ents, err := os.ReadDir(dataDir); err == nil {
+		for _, e := range ents {
+			if e.Name() != ".lock" {
+				fresh = false
+				break
+			}
+		}
+	}
 	lock, err := lockDir(dataDir)
 	if err != nil {
 		return nil, err
@@ -91,8 +102,8 @@ func OpenManager(dataDir string, log *slog.Logger) (*Manager, error) {
 		if err := syncDir(dataDir); err != nil {
 			return fail(err)
 		}
-	} else {
-		log.Info("no clean shutdown marker: logs recover from their recovery points", "dir", dataDir)
+	} else if !fresh {
+		log.Warn("no clean shutdown marker: logs recover from their recovery points", "dir", dataDir)
 	}
 	ents, err := os.ReadDir(dataDir)
 	if err != nil {
@@ -110,6 +121,17 @@ func OpenManager(dataDir string, log *slog.Logger) (*Manager, error) {
 
 // Dir is the data directory.
 func (m *Manager) Dir() string { return m.dir }
+
+// Stats are cumulative counters over the manager's logs.
+type Stats struct {
+	Fsyncs    int64         // flushes that fsynced something (one may cover many appends)
+	FsyncTime time.Duration // time those flushes took
+}
+
+// Stats reads the counters; safe for concurrent use, and cheap (two atomic loads).
+func (m *Manager) Stats() Stats {
+	return Stats{Fsyncs: m.syncer.fsyncs.Load(), FsyncTime: time.Duration(m.syncer.fsyncNanos.Load())}
+}
 
 // HadCleanShutdown reports whether the previous run closed the data directory cleanly.
 func (m *Manager) HadCleanShutdown() bool { return m.clean }

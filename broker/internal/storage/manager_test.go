@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -238,5 +239,40 @@ func TestOffsetCheckpointParsing(t *testing.T) {
 	c2.truncateFromEnd(100)
 	if !slices.Equal(c2.entries, []EpochEntry{{0, 50}}) {
 		t.Fatalf("after truncateFromEnd %v", c2.entries)
+	}
+}
+
+// TestManagerFreshDirectoryIsNotUnclean: a new, empty data directory has had no shutdown to be
+// unclean, so it warns of none; a directory with data and no clean-shutdown marker does.
+func TestManagerFreshDirectoryIsNotUnclean(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	dir := t.TempDir()
+	m, err := OpenManager(dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "no clean shutdown marker") {
+		t.Fatalf("a fresh data directory logged an unclean shutdown:\n%s", buf.String())
+	}
+	l, err := m.Open("fresh", 0, DefaultLogConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if _, err := l.Append(simpleBatch(t, 1, 1, "x"), AppendOptions{AssignOffsets: true}); err != nil {
+		t.Fatal(err)
+	}
+	// A crash: the lock goes, the marker is never written.
+	if err := m.lock.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := OpenManager(dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if !strings.Contains(buf.String(), "level=WARN msg=\"no clean shutdown marker") {
+		t.Fatalf("a data directory with logs and no marker did not warn:\n%s", buf.String())
 	}
 }

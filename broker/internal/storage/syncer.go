@@ -28,6 +28,10 @@ type syncer struct {
 	next    *syncRound   // the round collecting logs; nil when nobody waits
 	running bool         // a goroutine runs rounds until none is queued
 	rounds  atomic.Int64 // rounds run (group commit metric)
+	// fsyncs and fsyncNanos count the flushes of every log sharing this syncer that fsynced
+	// something, and the time they took (Manager.Stats).
+	fsyncs     atomic.Int64
+	fsyncNanos atomic.Int64
 }
 
 // syncRound is one group commit. logs and errs belong to the syncer until done is closed;

@@ -1,0 +1,307 @@
+// Package metrics owns the broker's one OpenTelemetry meter and its Prometheus export.
+//
+// The server records per-request instruments through the methods of *Metrics (the dispatcher
+// and the produce and fetch paths); storage, replication and the cluster view are read by
+// observable instruments whose callbacks the server registers with snapshot functions
+// (Partitions, Cluster, Storage), so nothing on a hot path keeps metric state of its own.
+//
+// Metrics off is a nil *Metrics: every method is a no-op on nil, so callers need no checks
+// except to skip work that only feeds a metric (reading the clock for a latency).
+//
+// # Cost
+//
+// Attribute sets for each API key and version are built once in New, topic attribute sets
+// once per topic, so recording a request allocates nothing. The HTTP handlers (Handler) serve
+// /metrics, /healthz and /readyz on the listener the server opens for spool.metrics.listener.
+//
+// Names follow OpenTelemetry's semantic conventions where one exists (rpc.server.call.duration
+// with rpc.method, messaging.destination.name, messaging.destination.partition.id) and are
+// spool.* otherwise; the Prometheus exporter turns dots into underscores and adds unit and
+// _total suffixes (rpc_server_call_duration_seconds, spool_topic_bytes_in_total: a name that already says bytes gets no unit suffix).
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// Attribute keys.
+const (
+	attrMethod    = attribute.Key("rpc.method")
+	attrVersion   = attribute.Key("kafka.api.version")
+	attrError     = attribute.Key("error.type")
+	attrTopic     = attribute.Key("messaging.destination.name")
+	attrPartition = attribute.Key("messaging.destination.partition.id")
+)
+
+// latencyBuckets are the request latency histogram's bounds in seconds: 100µs to 10s.
+var latencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// Metrics is the broker's meter and its instruments. A nil *Metrics records nothing.
+type Metrics struct {
+	provider *sdkmetric.MeterProvider
+	registry *prometheus.Registry
+	meter    metric.Meter
+
+	duration  metric.Float64Histogram
+	errors    metric.Int64Counter
+	bytesIn   metric.Int64Counter
+	bytesOut  metric.Int64Counter
+	recordsIn metric.Int64Counter
+	conns     metric.Int64UpDownCounter
+
+	// apis[key][version-min] is the request attribute set of that API and version, as the
+	// one-element slice Record takes (a slice made per call would be allocated per call).
+	apis   [][][]metric.RecordOption
+	minVer []int16
+	// errs and topics cache attribute sets: error code → option, topic → option.
+	errs   sync.Map
+	topics sync.Map
+}
+
+// New makes the meter, its instruments and a Prometheus registry they are exported to.
+func New() (*Metrics, error) {
+	m := &Metrics{registry: prometheus.NewRegistry()}
+	exp, err := otelprom.New(otelprom.WithRegisterer(m.registry), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	m.provider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	m.meter = m.provider.Meter("github.com/spoolmq/spool/broker")
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	m.duration, err = m.meter.Float64Histogram("rpc.server.call.duration", metric.WithUnit("s"),
+		metric.WithDescription("Kafka requests by API (rpc.method) and version: time from the request read to its response written."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	errs = append(errs, err)
+	m.errors = counter("spool.request.errors", "{error}", "Error codes in responses, by API and Kafka error name (error.type).")
+	m.bytesIn = counter("spool.topic.bytes.in", "By", "Record batch bytes appended by producers, by topic.")
+	m.bytesOut = counter("spool.topic.bytes.out", "By", "Record batch bytes sent to fetchers (consumers and followers), by topic.")
+	m.recordsIn = counter("spool.topic.records.in", "{record}", "Records appended by producers, by topic.")
+	m.conns, err = m.meter.Int64UpDownCounter("spool.connections.active", metric.WithUnit("{connection}"),
+		metric.WithDescription("Open client connections."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("creating instruments: %w", err)
+	}
+	m.precomputeAPIs()
+	return m, nil
+}
+
+func (m *Metrics) precomputeAPIs() {
+	maxKey := int16(0)
+	for _, a := range wire.APIs {
+		maxKey = max(maxKey, a.Key)
+	}
+	m.apis = make([][][]metric.RecordOption, maxKey+1)
+	m.minVer = make([]int16, maxKey+1)
+	for _, a := range wire.APIs {
+		m.minVer[a.Key] = a.MinVersion
+		for v := a.MinVersion; v <= a.MaxVersion; v++ {
+			set := attribute.NewSet(attrMethod.String(a.Name), attrVersion.Int(int(v)))
+			m.apis[a.Key] = append(m.apis[a.Key], []metric.RecordOption{metric.WithAttributeSet(set)})
+		}
+	}
+}
+
+// apiAttrs is the attribute set of a request, or nil for a key or version outside the window.
+func (m *Metrics) apiAttrs(key, version int16) []metric.RecordOption {
+	if key < 0 || int(key) >= len(m.apis) {
+		return nil
+	}
+	i := int(version - m.minVer[key])
+	if i < 0 || i >= len(m.apis[key]) {
+		return nil
+	}
+	return m.apis[key][i]
+}
+
+// Request records one request of API key at version that took d from read to response.
+func (m *Metrics) Request(key, version int16, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if a := m.apiAttrs(key, version); a != nil {
+		m.duration.Record(context.Background(), d.Seconds(), a...)
+	}
+}
+
+type errKey struct{ key, code int16 }
+
+// Error counts one error code (non-zero) in a response of API key.
+func (m *Metrics) Error(key, code int16) {
+	if m == nil || code == 0 {
+		return
+	}
+	k := errKey{key, code}
+	opt, ok := m.errs.Load(k)
+	if !ok {
+		name := strconv.Itoa(int(code))
+		var we *wire.Error
+		if errors.As(wire.ErrorForCode(code), &we) {
+			name = we.Name
+		}
+		method := strconv.Itoa(int(key))
+		if a := wire.LookupAPI(key); a != nil {
+			method = a.Name
+		}
+		opt, _ = m.errs.LoadOrStore(k, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrMethod.String(method), attrError.String(name)))})
+	}
+	m.errors.Add(context.Background(), 1, opt.([]metric.AddOption)...)
+}
+
+func (m *Metrics) topic(name string) []metric.AddOption {
+	opt, ok := m.topics.Load(name)
+	if !ok {
+		opt, _ = m.topics.LoadOrStore(name, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrTopic.String(name)))})
+	}
+	return opt.([]metric.AddOption)
+}
+
+// ForgetTopic drops a deleted topic's cached attribute set.
+func (m *Metrics) ForgetTopic(name string) {
+	if m != nil {
+		m.topics.Delete(name)
+	}
+}
+
+// Produced records a batch of records and bytes appended to topic by a producer.
+func (m *Metrics) Produced(topic string, bytes, records int64) {
+	if m == nil {
+		return
+	}
+	a := m.topic(topic)
+	m.bytesIn.Add(context.Background(), bytes, a...)
+	m.recordsIn.Add(context.Background(), records, a...)
+}
+
+// Fetched records bytes of topic sent in a fetch response.
+func (m *Metrics) Fetched(topic string, bytes int64) {
+	if m == nil || bytes == 0 {
+		return
+	}
+	m.bytesOut.Add(context.Background(), bytes, m.topic(topic)...)
+}
+
+// Connection records a connection opened (+1) or closed (-1).
+func (m *Metrics) Connection(delta int64) {
+	if m != nil {
+		m.conns.Add(context.Background(), delta)
+	}
+}
+
+// Shutdown stops the meter provider.
+func (m *Metrics) Shutdown(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
+	return m.provider.Shutdown(ctx)
+}
+
+// Handler serves /metrics (Prometheus text), /healthz (the process is alive) and /readyz
+// (ready answers nil: 200, else 503 with the reason).
+func (m *Metrics) Handler(ready func() error) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	return mux
+}
+
+// ResponseErrors counts every non-zero ErrorCode field in resp, a generated response of API
+// key, nested ones included (Kafka's per-response error counts). Types are inspected once;
+// afterwards only the fields on a path to an error code are visited.
+func (m *Metrics) ResponseErrors(key int16, resp any) {
+	if m == nil || resp == nil {
+		return
+	}
+	m.walkErrors(key, reflect.ValueOf(resp))
+}
+
+func (m *Metrics) walkErrors(key int16, v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			m.walkErrors(key, v.Elem())
+		}
+	case reflect.Slice:
+		if !planFor(v.Type().Elem()).has {
+			return
+		}
+		for i := range v.Len() {
+			m.walkErrors(key, v.Index(i))
+		}
+	case reflect.Struct:
+		p := planFor(v.Type())
+		for _, i := range p.codes {
+			m.Error(key, int16(v.Field(i).Int()))
+		}
+		for _, i := range p.nested {
+			m.walkErrors(key, v.Field(i))
+		}
+	}
+}
+
+// errorPlan says where a type's error codes are: for a struct, the indexes of its ErrorCode
+// field and of the fields that may hold more.
+type errorPlan struct {
+	has    bool // a value of the type may contain an ErrorCode field
+	codes  []int
+	nested []int
+}
+
+// errorPlans memoizes planFor by type.
+var errorPlans sync.Map
+
+func planFor(t reflect.Type) *errorPlan {
+	if p, ok := errorPlans.Load(t); ok {
+		return p.(*errorPlan)
+	}
+	errorPlans.Store(t, &errorPlan{}) // a recursive type sees "none" while it is being inspected
+	p := &errorPlan{}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice:
+		p.has = planFor(t.Elem()).has
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			switch {
+			case !f.IsExported():
+			case f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16:
+				p.codes = append(p.codes, i)
+			case planFor(f.Type).has:
+				p.nested = append(p.nested, i)
+			}
+		}
+		p.has = len(p.codes)+len(p.nested) > 0
+	}
+	errorPlans.Store(t, p)
+	return p
+}

@@ -1,0 +1,111 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// PartitionState is one local replica as the partition gauges report it.
+type PartitionState struct {
+	Topic          string
+	Partition      int32
+	LogStartOffset int64
+	LogEndOffset   int64
+	HighWatermark  int64
+	Leader         bool
+}
+
+// ClusterState is the cluster-mode view of this broker, as Kafka's ReplicaManager and
+// KafkaController gauges report it: under-replicated and under-min-ISR partitions among those
+// this broker leads; offline partitions (no live leader) reported by the controller only.
+type ClusterState struct {
+	UnderReplicated int64
+	UnderMinISR     int64
+	Offline         int64
+	Controller      bool
+}
+
+// StorageStats are the storage's cumulative counters.
+type StorageStats struct {
+	Fsyncs    int64
+	FsyncTime time.Duration
+}
+
+// Observe registers the observable instruments. partitions lists the local replicas at each
+// collection; cluster (nil on a single node) and storage are read at each collection too. The
+// callbacks run on the scraping goroutine and must not block.
+func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() ClusterState, storage func() StorageStats) error {
+	if m == nil {
+		return nil
+	}
+	var errs []error
+	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
+		opts := []metric.Int64ObservableGaugeOption{metric.WithDescription(desc)}
+		if unit != "" { // 0/1 gauges have none (Prometheus would add _ratio for "1")
+			opts = append(opts, metric.WithUnit(unit))
+		}
+		g, err := m.meter.Int64ObservableGauge(name, opts...)
+		errs = append(errs, err)
+		return g
+	}
+	start := gauge("spool.partition.log.start_offset", "{offset}", "First offset of the local log, by topic and partition.")
+	end := gauge("spool.partition.log.end_offset", "{offset}", "Offset the next appended record gets in the local log, by topic and partition.")
+	hw := gauge("spool.partition.high_watermark", "{offset}", "High watermark (last offset consumers may read, plus one) of the local replica.")
+	leader := gauge("spool.partition.leader", "", "1 where this broker leads the partition, 0 where it follows.")
+	instruments := []metric.Observable{start, end, hw, leader}
+	var ur, umi, offline, ctrl metric.Int64ObservableGauge
+	if cluster != nil {
+		ur = gauge("spool.partitions.under_replicated", "{partition}", "Partitions led here whose ISR is smaller than their replica set.")
+		umi = gauge("spool.partitions.under_min_isr", "{partition}", "Partitions led here whose ISR is smaller than min.insync.replicas.")
+		offline = gauge("spool.partitions.offline", "{partition}", "Partitions without a live leader (reported by the controller only).")
+		ctrl = gauge("spool.controller.active", "", "1 where this broker is the controller.")
+		instruments = append(instruments, ur, umi, offline, ctrl)
+	}
+	fsyncs, err := m.meter.Int64ObservableCounter("spool.storage.fsyncs", metric.WithUnit("{fsync}"),
+		metric.WithDescription("fsync rounds of the partition logs (one round may cover many appends: group commit)."))
+	errs = append(errs, err)
+	fsyncTime, err := m.meter.Float64ObservableCounter("spool.storage.fsync.time", metric.WithUnit("s"),
+		metric.WithDescription("Time spent in fsync rounds of the partition logs; divided by spool.storage.fsyncs, the mean fsync latency."))
+	errs = append(errs, err)
+	instruments = append(instruments, fsyncs, fsyncTime)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("creating observable instruments: %w", err)
+	}
+	_, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, p := range partitions() {
+			a := metric.WithAttributeSet(attribute.NewSet(attrTopic.String(p.Topic), attrPartition.String(strconv.Itoa(int(p.Partition)))))
+			o.ObserveInt64(start, p.LogStartOffset, a)
+			o.ObserveInt64(end, p.LogEndOffset, a)
+			o.ObserveInt64(hw, p.HighWatermark, a)
+			o.ObserveInt64(leader, boolInt(p.Leader), a)
+		}
+		if cluster != nil {
+			c := cluster()
+			o.ObserveInt64(ur, c.UnderReplicated)
+			o.ObserveInt64(umi, c.UnderMinISR)
+			o.ObserveInt64(offline, c.Offline)
+			o.ObserveInt64(ctrl, boolInt(c.Controller))
+		}
+		st := storage()
+		o.ObserveInt64(fsyncs, st.Fsyncs)
+		o.ObserveFloat64(fsyncTime, st.FsyncTime.Seconds())
+		return nil
+	}, instruments...)
+	if err != nil {
+		return fmt.Errorf("registering the metrics callback: %w", err)
+	}
+	return nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

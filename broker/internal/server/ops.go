@@ -1,0 +1,150 @@
+package server
+
+// Operations: the metrics and health listener (spool.metrics.listener) and the startup
+// summary. The metrics package owns the instruments; this file feeds its observable ones
+// from the replicas and the metadata image, and answers /readyz.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/metrics"
+	"github.com/spoolmq/spool/broker/internal/replication"
+)
+
+// initMetrics makes the meter and registers the observable instruments.
+func (s *Server) initMetrics() error {
+	m, err := metrics.New()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	var clusterState func() metrics.ClusterState
+	if s.clustered {
+		clusterState = s.clusterState
+	}
+	storageStats := func() metrics.StorageStats {
+		st := s.logs.Stats()
+		return metrics.StorageStats{Fsyncs: st.Fsyncs, FsyncTime: st.FsyncTime}
+	}
+	if err := m.Observe(s.partitionStates, clusterState, storageStats); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	s.metrics = m
+	return nil
+}
+
+// listenOps binds the metrics listener, when there is one, and serves it at once so that
+// /healthz and /readyz answer before the broker is ready.
+func (s *Server) listenOps() error {
+	if s.metrics == nil {
+		return nil
+	}
+	addr := s.conf.Get(config.MetricsListener)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listener %s: %w", addr, err)
+	}
+	s.opsLn = ln
+	s.opsHTTP = &http.Server{Handler: s.metrics.Handler(s.readiness), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.opsHTTP.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("metrics listener", "err", err)
+		}
+	}()
+	s.log.Info("metrics listening", "addr", ln.Addr().String(), "paths", "/metrics /healthz /readyz")
+	return nil
+}
+
+// MetricsAddr is the bound metrics listener address, or nil when metrics are off.
+func (s *Server) MetricsAddr() net.Addr {
+	if s.opsLn == nil {
+		return nil
+	}
+	return s.opsLn.Addr()
+}
+
+func (s *Server) closeOps() {
+	if s.opsHTTP == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.opsHTTP.Shutdown(ctx); err != nil {
+		s.log.Warn("stopping the metrics listener", "err", err)
+	}
+	if err := s.metrics.Shutdown(ctx); err != nil {
+		s.log.Warn("stopping the meter", "err", err)
+	}
+}
+
+// readiness is /readyz: storage is loaded once New returns; the broker is ready once it
+// serves, in cluster mode after registering in ZooKeeper.
+func (s *Server) readiness() error {
+	if s.ready.Load() {
+		return nil
+	}
+	if s.clustered {
+		return errors.New("storage loaded; not yet registered in ZooKeeper")
+	}
+	return errors.New("storage loaded; not yet serving")
+}
+
+// partitionStates lists the local replicas for the partition gauges.
+func (s *Server) partitionStates() []metrics.PartitionState {
+	parts := s.parts.all()
+	out := make([]metrics.PartitionState, 0, len(parts))
+	for _, p := range parts {
+		role, _ := p.replica.Role()
+		out = append(out, metrics.PartitionState{
+			Topic: p.topic, Partition: p.index,
+			LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+			HighWatermark: s.highWatermark(p), Leader: role == replication.RoleLeader,
+		})
+	}
+	return out
+}
+
+// clusterState computes the cluster gauges from the metadata image, as Kafka does: a leader
+// reports its under-replicated and under-min-ISR partitions, the controller the offline ones.
+func (s *Server) clusterState() metrics.ClusterState {
+	var st metrics.ClusterState
+	st.Controller = s.md.ControllerID() == s.self.NodeID
+	for _, t := range s.md.Topics() {
+		minISR := s.minISR(t)
+		for _, p := range t.Partitions {
+			if p.Leader < 0 && st.Controller {
+				st.Offline++
+			}
+			if p.Leader != s.self.NodeID {
+				continue
+			}
+			if len(p.ISR) < len(p.Replicas) {
+				st.UnderReplicated++
+			}
+			if len(p.ISR) < minISR {
+				st.UnderMinISR++
+			}
+		}
+	}
+	return st
+}
+
+// logStartup is the startup summary: what was loaded and in which mode.
+func (s *Server) logStartup() {
+	topics, partitions := 0, 0
+	for _, t := range s.md.Topics() {
+		topics++
+		partitions += len(t.Partitions)
+	}
+	mode := "single node (embedded metadata)"
+	if s.clustered {
+		mode = "cluster (ZooKeeper " + s.conf.Get(config.ZooKeeperConnect) + ")"
+	}
+	s.log.Info("storage loaded", "mode", mode, "topics", topics, "partitions", partitions,
+		"local_replicas", len(s.parts.all()), "data_dir", s.conf.Get(config.LogDirs), "took", time.Since(s.started).Round(time.Millisecond))
+}

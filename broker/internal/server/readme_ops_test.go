@@ -1,0 +1,34 @@
+package server_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+)
+
+// TestReadmeOperations runs the README's Operations block as a user pastes it, on ports and a
+// data directory of its own, and checks the health answers and the metrics it prints.
+func TestReadmeOperations(t *testing.T) {
+	brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
+	brokertest.NeedTool(t, "/usr/bin/curl", "curl")
+	block := readmeBlock(t, "### Operations")
+	dir := readmeDir(t)
+	base := freeRun(t, 5)
+	script := strings.NewReplacer(
+		"make build\n", "",
+		"127.0.0.1:9092", fmt.Sprintf("127.0.0.1:%d", base+2),
+		"127.0.0.1:9095", fmt.Sprintf("127.0.0.1:%d", base+5),
+		"/tmp/spool-ops", filepath.Join(dir, "data"),
+	).Replace(block)
+	text := runReadmeScript(t, dir, script)
+	for _, want := range []string{"spoold ", "ready\n", "ok\n", "hello\n",
+		`spool_topic_records_in_total{messaging_destination_name="orders"} 1`,
+		`spool_partition_high_watermark{messaging_destination_name="orders",messaging_destination_partition_id="0"} 1`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Operations block output lacks %q:\n%s", want, text)
+		}
+	}
+}

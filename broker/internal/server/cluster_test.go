@@ -344,6 +344,37 @@ func (f *faultRun) unavailability(name string, at time.Time, partitions []int32)
 		name, partitions, gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
 }
 
+// brokerFault is one fault of a broker: which broker, how it is struck, when its partitions
+// count as moved (default: no partition led by it, it in no ISR), and how it comes back.
+type brokerFault struct {
+	name    string
+	victim  func(clusterView) int32
+	strike  func(t *testing.T, id int32)
+	moved   func(id int32) func(clusterView) bool
+	recover func(t *testing.T, id int32)
+}
+
+// run strikes, waits for the partitions to move, reports the unavailability, brings the
+// broker back and waits until it is in every ISR again.
+func (f *faultRun) run(bf brokerFault) {
+	f.t.Helper()
+	v := f.wait("a view", func(clusterView) bool { return true })
+	victim := bf.victim(v)
+	parts := led(v, victim)
+	at := time.Now()
+	bf.strike(f.t, victim)
+	f.down[victim] = true
+	moved := movedOff(victim)
+	if bf.moved != nil {
+		moved = bf.moved(victim)
+	}
+	f.wait(bf.name+": its partitions moved", moved)
+	f.unavailability(fmt.Sprintf("%s (broker %d)", bf.name, victim), at, parts)
+	bf.recover(f.t, victim)
+	delete(f.down, victim)
+	f.wait(bf.name+": the broker back in every ISR", inEveryISR(victim))
+}
+
 // TestClusterFaults runs one cluster (3 brokers, RF 3, min.insync.replicas=2) under
 // acks=all idempotent load through a sequence of faults, then checks the history: nothing
 // acknowledged lost or moved, no duplicates, offsets increasing.
@@ -360,67 +391,40 @@ func TestClusterFaults(t *testing.T) {
 	waitAcks(t, hist, 0, 1000, "before the faults")
 	f := &faultRun{t: t, c: c, topic: topic, hist: hist, down: map[int32]bool{}}
 
+	leaderOfPartition := func(p int32) func(clusterView) int32 {
+		return func(v clusterView) int32 { return v.Partitions[p].Leader }
+	}
+	kill := func(t *testing.T, id int32) { c.Kill(t, id) }
+	restart := func(t *testing.T, id int32) { c.Restart(t, id) }
 	t.Run("kill -9 of a leader", func(t *testing.T) {
 		f.t = t
-		v := f.wait("a view", func(clusterView) bool { return true })
-		victim := v.Partitions[0].Leader
-		parts := led(v, victim)
-		at := time.Now()
-		c.Kill(t, victim)
-		f.down[victim] = true
-		f.wait("leaders moved off the killed broker", movedOff(victim))
-		f.unavailability("kill -9 of leader "+fmt.Sprint(victim), at, parts)
-		c.Restart(t, victim)
-		delete(f.down, victim)
-		f.wait("the restarted broker back in every ISR", inEveryISR(victim))
+		f.run(brokerFault{name: "kill -9 of a leader", victim: leaderOfPartition(0), strike: kill, recover: restart})
 	})
 	t.Run("SIGTERM of a leader (controlled shutdown)", func(t *testing.T) {
 		f.t = t
-		v := f.wait("a view", func(clusterView) bool { return true })
-		victim := v.Partitions[0].Leader
-		parts := led(v, victim)
-		at := time.Now()
-		c.Brokers[victim].Stop(t) // SIGTERM: leaderships move away before it exits
-		c.Proxies[victim].Down()
-		f.down[victim] = true
-		f.wait("leaders moved off the stopped broker", movedOff(victim))
-		f.unavailability("SIGTERM of leader "+fmt.Sprint(victim), at, parts)
-		c.Restart(t, victim)
-		delete(f.down, victim)
-		f.wait("the restarted broker back in every ISR", inEveryISR(victim))
+		f.run(brokerFault{name: "SIGTERM of a leader", victim: leaderOfPartition(0), recover: restart,
+			strike: func(t *testing.T, id int32) {
+				c.Brokers[id].Stop(t) // SIGTERM: leaderships move away before it exits
+				c.Proxies[id].Down()
+			}})
 	})
 	t.Run("kill -9 of the controller", func(t *testing.T) {
 		f.t = t
-		v := f.wait("a view", func(clusterView) bool { return true })
-		victim := v.Controller
-		parts := led(v, victim)
-		at := time.Now()
-		c.Kill(t, victim)
-		f.down[victim] = true
-		f.wait("a new controller, leaders moved off", func(v clusterView) bool {
-			return v.Controller >= 0 && v.Controller != victim && movedOff(victim)(v)
-		})
-		f.unavailability("kill -9 of controller "+fmt.Sprint(victim), at, parts)
-		c.Restart(t, victim)
-		delete(f.down, victim)
-		f.wait("the restarted controller back in every ISR", inEveryISR(victim))
+		f.run(brokerFault{name: "kill -9 of the controller", victim: func(v clusterView) int32 { return v.Controller }, strike: kill, recover: restart,
+			moved: func(id int32) func(clusterView) bool {
+				return func(v clusterView) bool { return v.Controller >= 0 && v.Controller != id && movedOff(id)(v) }
+			}})
 	})
 	t.Run("SIGSTOP of a leader past its session", func(t *testing.T) {
 		f.t = t
-		v := f.wait("a view", func(clusterView) bool { return true })
-		victim := v.Partitions[1].Leader
-		parts := led(v, victim)
-		at := time.Now()
-		c.Brokers[victim].Signal(t, syscall.SIGSTOP)
-		f.down[victim] = true
-		f.wait("leaders moved off the paused broker", movedOff(victim))
-		f.unavailability("SIGSTOP of leader "+fmt.Sprint(victim), at, parts)
-		// Past the ZooKeeper session timeout: on waking, its session has expired and it has
-		// been replaced; it must not acknowledge anything as the old leader.
-		time.Sleep(5 * time.Second)
-		c.Brokers[victim].Signal(t, syscall.SIGCONT)
-		delete(f.down, victim)
-		f.wait("the resumed broker back in every ISR", inEveryISR(victim))
+		f.run(brokerFault{name: "SIGSTOP of a leader", victim: leaderOfPartition(1),
+			strike: func(t *testing.T, id int32) { c.Brokers[id].Signal(t, syscall.SIGSTOP) },
+			recover: func(t *testing.T, id int32) {
+				// Past the ZooKeeper session timeout: on waking, its session has expired and it
+				// has been replaced; it must not acknowledge anything as the old leader.
+				time.Sleep(5 * time.Second)
+				c.Brokers[id].Signal(t, syscall.SIGCONT)
+			}})
 	})
 	t.Run("a follower cut off, then healed", func(t *testing.T) {
 		f.t = t
@@ -454,17 +458,7 @@ func TestClusterFaults(t *testing.T) {
 		zk.Restart(t)
 		waitAcks(t, hist, hist.Count(), 500, "producing after ZooKeeper's restart")
 		// The controller still works: a leader killed now still fails over.
-		v := f.wait("a view", func(clusterView) bool { return true })
-		victim := v.Partitions[2].Leader
-		parts := led(v, victim)
-		at := time.Now()
-		c.Kill(t, victim)
-		f.down[victim] = true
-		f.wait("leaders moved off after ZooKeeper's restart", movedOff(victim))
-		f.unavailability("kill -9 of leader "+fmt.Sprint(victim)+" after ZooKeeper's restart", at, parts)
-		c.Restart(t, victim)
-		delete(f.down, victim)
-		f.wait("back in every ISR", inEveryISR(victim))
+		f.run(brokerFault{name: "kill -9 of a leader after ZooKeeper's restart", victim: leaderOfPartition(2), strike: kill, recover: restart})
 	})
 	f.t = t
 	waitAcks(t, hist, hist.Count(), 500, "after the faults")
@@ -536,17 +530,10 @@ func TestClusterSurvivesZooKeeperNodeLoss(t *testing.T) {
 	waitAcks(t, hist, hist.Count(), 500, "after a ZooKeeper node died")
 
 	f := &faultRun{t: t, c: c, topic: topic, hist: hist, down: map[int32]bool{}}
-	v := f.wait("a view", func(clusterView) bool { return true })
-	victim := v.Partitions[0].Leader
-	parts := led(v, victim)
-	at := time.Now()
-	c.Kill(t, victim)
-	f.down[victim] = true
-	f.wait("leaders moved off with two ZooKeeper nodes left", movedOff(victim))
-	f.unavailability("kill -9 of leader "+fmt.Sprint(victim)+" on a degraded ensemble", at, parts)
-	c.Restart(t, victim)
-	delete(f.down, victim)
-	f.wait("back in every ISR", inEveryISR(victim))
+	f.run(brokerFault{name: "kill -9 of a leader on a degraded ensemble",
+		victim:  func(v clusterView) int32 { return v.Partitions[0].Leader },
+		strike:  func(t *testing.T, id int32) { c.Kill(t, id) },
+		recover: func(t *testing.T, id int32) { c.Restart(t, id) }})
 	load.Stop()
 	t.Log("history: " + hist.Check(t, readAll(t, c.Addrs(), topic, adm)))
 }

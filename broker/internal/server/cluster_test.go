@@ -143,11 +143,15 @@ func startLoad(t *testing.T, addrs []string, topic string, partitions int32, pro
 	return g
 }
 
+// Stop ends the load and waits for the records in flight, for a minute at most: a record still
+// unacknowledged then is simply not in the history (nothing claims it was written).
 func (g *loadGen) Stop() {
 	close(g.stop)
 	g.done.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for _, cl := range g.clients {
-		cl.Flush(context.Background())
+		cl.Flush(ctx)
 	}
 }
 

@@ -31,14 +31,14 @@ type Endpoint struct {
 }
 
 // Addr is the broker's address on a listener: the endpoint of that name, or Host and Port
-// when it has none (a broker registered with one endpoint only).
-func (b Broker) Addr(listener string) (string, int32) {
+// when it lists no endpoints. ok is false when it lists others only (then Host and Port).
+func (b Broker) Addr(listener string) (host string, port int32, ok bool) {
 	for _, e := range b.Endpoints {
 		if e.Listener == listener {
-			return e.Host, e.Port
+			return e.Host, e.Port, true
 		}
 	}
-	return b.Host, b.Port
+	return b.Host, b.Port, len(b.Endpoints) == 0
 }
 
 // Partition is one partition's placement.

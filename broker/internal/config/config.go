@@ -28,6 +28,9 @@ type Config struct {
 	values   map[string]string
 	sources  map[string]Source
 	LogLevel slog.Level
+
+	listeners   []Listener // resolved from listeners and advertised.listeners
+	interBroker string     // the inter-broker listener's name
 }
 
 // ErrHelp is returned by Load when --help was asked for; usage has been printed.
@@ -208,10 +211,13 @@ func (c *Config) Int(name string) int { return int(c.Int64(name)) }
 // Bool returns a boolean property.
 func (c *Config) Bool(name string) bool { return c.values[name] == "true" }
 
-// Advertised is the address clients are told to use.
+// Advertised is the inter-broker listener's advertised address, the one registered as this
+// broker's host and port.
 func (c *Config) Advertised() string {
-	if a := c.values[AdvertisedListeners]; a != "" {
-		return advertisedHost(a)
+	for _, l := range c.listeners {
+		if l.Name == c.interBroker {
+			return l.AdvertisedAddr()
+		}
 	}
 	return advertisedHost(c.values[Listeners])
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -24,11 +25,17 @@ const maxInFlight = 64
 // request is one decoded request. msg may alias frame; a handler that keeps a byte slice past
 // its synchronous part must copy it, because the frame buffer is reused for the next request.
 type request struct {
-	remote  net.Addr // the client's address; nil when not from a network connection
-	api     *wire.API
-	version int16
-	header  wire.RequestHeader
-	msg     wire.Message
+	remote net.Addr // the client's address; nil when not from a network connection
+	// listener is the name of the listener the request came through ("" when not from a
+	// network connection): Metadata answers with that listener's endpoints.
+	listener string
+	// principal is who the connection authenticated as, Kafka's "User:name"
+	// (security.Anonymous without authentication), for authorization.
+	principal string
+	api       *wire.API
+	version   int16
+	header    wire.RequestHeader
+	msg       wire.Message
 }
 
 // clientID is the request's client id, or "".
@@ -68,19 +75,31 @@ func (p *pending) complete(r reply) {
 // conn is one client connection: a reader goroutine decodes and dispatches requests in order;
 // a writer goroutine sends the replies in the same order.
 type conn struct {
-	s     *Server
-	nc    net.Conn
-	log   *slog.Logger
-	queue chan *pending
+	s         *Server
+	nc        net.Conn
+	listener  string // the listener's name
+	principal string // who the connection authenticated as
+	log       *slog.Logger
+	queue     chan *pending
 	// wbuf is the writer's reused response buffer.
 	wbuf []byte
 }
 
-func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
-	c := &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), queue: make(chan *pending, maxInFlight)}
+func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
+	c := &conn{s: s, nc: nc, listener: l.conf.Name, principal: security.Anonymous,
+		log: s.log.With("remote", nc.RemoteAddr().String(), "listener", l.conf.Name), queue: make(chan *pending, maxInFlight)}
 	ctx, cancel := context.WithCancel(ctx)
-	// Shutdown must not wait for an idle client: closing the socket ends both loops.
+	// Shutdown must not wait for an idle client: closing the socket ends both loops. nc stays
+	// the TCP socket under TLS: closing it ends the TLS connection too.
 	defer context.AfterFunc(ctx, func() { nc.Close() })()
+	if l.tls != nil {
+		if err := c.handshake(ctx, l.tls); err != nil {
+			c.log.Info("TLS handshake failed; connection closed", "err", err)
+			cancel()
+			nc.Close()
+			return
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -195,7 +214,7 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		return nil, fmt.Errorf("unknown API key %d", key)
 	}
 	r := wire.NewReader(frame)
-	req := &request{api: api, version: version}
+	req := &request{api: api, version: version, listener: c.listener, principal: c.principal}
 	if c.nc != nil {
 		req.remote = c.nc.RemoteAddr()
 	}

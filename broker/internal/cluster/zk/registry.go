@@ -119,7 +119,7 @@ func decodeBroker(id int32, data []byte, listener string) (cluster.Broker, error
 	}
 	if len(b.Endpoints) > 0 {
 		b.Host, b.Port = b.Endpoints[0].Host, b.Endpoints[0].Port
-		b.Host, b.Port = b.Addr(listener)
+		b.Host, b.Port, _ = b.Addr(listener)
 	}
 	return b, nil
 }

@@ -178,6 +178,9 @@ func (c *Config) Set(name, value string) error {
 	if name == "broker.id" {
 		name = NodeID
 	}
+	if rest, ok := strings.CutPrefix(name, "listener.name."); ok {
+		return c.setListenerProperty(name, rest, value)
+	}
 	d := LookupBroker(name)
 	if d == nil {
 		if s := suggest(name); s != "" {
@@ -190,6 +193,32 @@ func (c *Config) Set(name, value string) error {
 	}
 	c.values[name] = value
 	c.sources[name] = SourceStatic
+	return nil
+}
+
+// setListenerProperty sets Kafka's per-listener form listener.name.<listener>.<property>: an
+// ssl.* or sasl.* property, or a mechanism's JAAS config (<mechanism>.sasl.jaas.config).
+func (c *Config) setListenerProperty(name, rest, value string) error {
+	listener, prop, ok := strings.Cut(rest, ".")
+	if !ok || listener == "" {
+		return fmt.Errorf("%s: want listener.name.<listener>.<property>", name)
+	}
+	name = "listener.name." + strings.ToLower(listener) + "." + prop
+	if mech, ok := strings.CutSuffix(prop, ".sasl.jaas.config"); ok && mech != "" && !strings.Contains(mech, ".") {
+		if _, err := ParseJAAS(value); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		c.values[name], c.sources[name] = value, SourceStatic
+		return nil
+	}
+	d := LookupBroker(prop)
+	if d == nil || !(strings.HasPrefix(prop, "ssl.") || strings.HasPrefix(prop, "sasl.")) {
+		return fmt.Errorf("unknown property %q: a listener overrides ssl.* and sasl.* properties and <mechanism>.sasl.jaas.config", name)
+	}
+	if err := d.Parse(value); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	c.values[name], c.sources[name] = value, SourceStatic
 	return nil
 }
 

@@ -128,7 +128,7 @@ func TestEveryBadPropertyReportedAtOnce(t *testing.T) {
 func TestContradictionsRefused(t *testing.T) {
 	cases := map[string]struct{ set, says string }{
 		"tls without a key": {"listeners=SSL://:9093", "an SSL listener needs a certificate"},
-		"sasl listener":     {"listeners=SASL_PLAINTEXT://:9093", "no SASL yet"},
+		"sasl with gssapi":  {"listeners=SASL_PLAINTEXT://:9093", "GSSAPI is not supported; Spool serves PLAIN"},
 		"mapped to sasl":    {"listeners=EXTERNAL://:9093", "uses EXTERNAL"},
 		"unmapped listener": {"listeners=PLAINTEXT://:9092,OTHER://:9094", "uses OTHER"},
 		"same name twice":   {"listeners=PLAINTEXT://:9092,PLAINTEXT://:9094", "given twice"},
@@ -312,5 +312,42 @@ func TestBadSSLSettings(t *testing.T) {
 	}
 	if _, err := Load(ssl, io.Discard); err != nil {
 		t.Errorf("a good SSL setup: %v", err)
+	}
+}
+
+// SASL listeners: PLAIN's users come from the listener's JAAS config as Kafka reads it.
+func TestSASLListeners(t *testing.T) {
+	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="a \"quoted\" secret";`
+	c, err := Load([]string{"--set", "listeners=SASL_PLAINTEXT://127.0.0.1:9094,PLAINTEXT://127.0.0.1:9092", "--set", "sasl.enabled.mechanisms=PLAIN",
+		"--set", "listener.name.SASL_PLAINTEXT.plain.sasl.jaas.config=" + jaas}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.SASL("SASL_PLAINTEXT")
+	if !slices.Equal(s.Mechanisms, []string{"PLAIN"}) || len(s.PlainUsers) != 2 || s.PlainUsers["admin"] != "admin-secret" || s.PlainUsers["alice"] != `a "quoted" secret` {
+		t.Errorf("SASL setup: %+v", s)
+	}
+	if !c.Listeners()[0].SASL() || c.Listeners()[0].TLS() || c.InterBrokerListener() != "PLAINTEXT" {
+		t.Errorf("listeners %+v, inter-broker %s", c.Listeners(), c.InterBrokerListener())
+	}
+	for name, tc := range map[string]struct {
+		set  []string
+		says string
+	}{
+		"no users":           {[]string{"sasl.enabled.mechanisms=PLAIN"}, "PLAIN needs its users: set listener.name.sasl_plaintext.plain.sasl.jaas.config"},
+		"scram":              {[]string{"sasl.enabled.mechanisms=SCRAM-SHA-512"}, "SCRAM-SHA-512 is not supported"},
+		"bad jaas":           {[]string{"sasl.enabled.mechanisms=PLAIN", `listener.name.sasl_plaintext.plain.sasl.jaas.config=PlainLoginModule required user_a="x"`}, "missing the closing ';'"},
+		"other module":       {[]string{"sasl.enabled.mechanisms=PLAIN", `listener.name.sasl_plaintext.plain.sasl.jaas.config=com.example.Login required user_a="x";`}, "PLAIN's is org.apache.kafka.common.security.plain.PlainLoginModule"},
+		"nobody":             {[]string{"sasl.enabled.mechanisms=PLAIN", `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="a";`}, "nobody could log in"},
+		"unknown override":   {[]string{"listener.name.sasl_plaintext.num.partitions=3"}, "a listener overrides ssl.* and sasl.*"},
+		"bad override value": {[]string{"listener.name.ssl.ssl.client.auth=sometimes", "sasl.enabled.mechanisms=PLAIN"}, "sometimes"},
+	} {
+		args := []string{"--set", "listeners=SASL_PLAINTEXT://127.0.0.1:9094,SSL://127.0.0.1:9093", "--set", "ssl.keystore.type=PEM", "--set", "ssl.keystore.location=/k.pem"}
+		for _, kv := range tc.set {
+			args = append(args, "--set", kv)
+		}
+		if _, err := Load(args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want it to say %q", name, err, tc.says)
+		}
 	}
 }

@@ -109,7 +109,7 @@ func (c *Config) resolveUnits(ms, minutes, hours string) {
 // Listener is one listener the broker serves.
 type Listener struct {
 	Name       string // upper case, as in Kafka: PLAINTEXT, SSL, or a name mapped by listener.security.protocol.map
-	Protocol   string // PLAINTEXT or SSL
+	Protocol   string // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
 	Addr       string // HOST:PORT to bind; an empty host is every interface
 	Advertised string // HOST:PORT given to clients; "" when advertised.listeners names it not (then the bound address)
 }
@@ -130,7 +130,7 @@ func (c *Config) Listeners() []Listener { return slices.Clone(c.listeners) }
 func (c *Config) InterBrokerListener() string { return c.interBroker }
 
 // securityProtocols are Kafka's; Spool serves these.
-var securityProtocols = map[string]bool{"PLAINTEXT": true, "SSL": true}
+var securityProtocols = map[string]bool{"PLAINTEXT": true, "SSL": true, "SASL_PLAINTEXT": true, "SASL_SSL": true}
 
 // resolveListeners reads listeners, advertised.listeners, listener.security.protocol.map and
 // inter.broker.listener.name: every listener that is not a KRaft controller listener
@@ -166,10 +166,8 @@ func (c *Config) resolveListeners() error {
 		switch {
 		case slices.ContainsFunc(c.listeners, func(x Listener) bool { return x.Name == l.name }):
 			errs = append(errs, fmt.Errorf("%s=%s: listener %s is given twice", Listeners, c.values[Listeners], l.name))
-		case !securityProtocols[proto] && strings.HasPrefix(proto, "SASL_"):
-			errs = append(errs, fmt.Errorf("%s: %s://%s uses %s; Spool has no SASL yet (PLAINTEXT and SSL listeners only)", Listeners, l.name, l.addr, proto))
 		case !securityProtocols[proto]:
-			errs = append(errs, fmt.Errorf("%s: %s://%s uses %s, which is no security protocol Spool knows; map the name with listener.security.protocol.map to PLAINTEXT or SSL", Listeners, l.name, l.addr, proto))
+			errs = append(errs, fmt.Errorf("%s: %s://%s uses %s, which is no security protocol Spool knows; map the name with listener.security.protocol.map to PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", Listeners, l.name, l.addr, proto))
 		}
 		c.listeners = append(c.listeners, Listener{Name: l.name, Protocol: proto, Addr: l.addr})
 	}
@@ -202,7 +200,7 @@ func (c *Config) resolveListeners() error {
 			c.values[AdvertisedListeners] = c.listeners[0].Advertised
 		}
 	}
-	return c.resolveSSL()
+	return errors.Join(c.resolveSSL(), c.resolveSASL())
 }
 
 // resolveInterBroker picks the listener other brokers use: inter.broker.listener.name, else

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -18,17 +19,19 @@ type SSL struct {
 	CipherSuites           []string
 }
 
-// SSL returns the ssl.* settings; resolve has checked them when a listener uses SSL.
-func (c *Config) SSL() SSL {
+// SSL returns a listener's ssl.* settings (listener.name.<l>.ssl.* over ssl.*); resolve has
+// checked them for every listener using TLS.
+func (c *Config) SSL(listener string) SSL {
+	v := func(name string) string { return c.ListenerValue(listener, name) }
 	return SSL{
-		KeystoreLocation:       c.values["ssl.keystore.location"],
-		CertificateChain:       c.values["ssl.keystore.certificate.chain"],
-		Key:                    c.values["ssl.keystore.key"],
-		TruststoreLocation:     c.values["ssl.truststore.location"],
-		TruststoreCertificates: c.values["ssl.truststore.certificates"],
-		ClientAuth:             strings.ToLower(c.values["ssl.client.auth"]),
-		Protocols:              splitList(c.values["ssl.enabled.protocols"]),
-		CipherSuites:           splitList(c.values["ssl.cipher.suites"]),
+		KeystoreLocation:       v("ssl.keystore.location"),
+		CertificateChain:       v("ssl.keystore.certificate.chain"),
+		Key:                    v("ssl.keystore.key"),
+		TruststoreLocation:     v("ssl.truststore.location"),
+		TruststoreCertificates: v("ssl.truststore.certificates"),
+		ClientAuth:             strings.ToLower(v("ssl.client.auth")),
+		Protocols:              splitList(v("ssl.enabled.protocols")),
+		CipherSuites:           splitList(v("ssl.cipher.suites")),
 	}
 }
 
@@ -40,6 +43,84 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// TLS tells whether the listener's connections run over TLS (SSL, SASL_SSL).
+func (l Listener) TLS() bool { return l.Protocol == "SSL" || l.Protocol == "SASL_SSL" }
+
+// SASL tells whether the listener's connections authenticate with SASL.
+func (l Listener) SASL() bool { return strings.HasPrefix(l.Protocol, "SASL_") }
+
+// ListenerValue is a property for one listener: Kafka's listener.name.<listener>.<name>
+// override when set, else the broker-wide value.
+func (c *Config) ListenerValue(listener, name string) string {
+	if v, ok := c.values[listenerPrefix(listener)+name]; ok {
+		return v
+	}
+	return c.values[name]
+}
+
+func listenerPrefix(listener string) string {
+	return "listener.name." + strings.ToLower(listener) + "."
+}
+
+// Mechanisms Spool serves.
+var saslMechanisms = map[string]bool{"PLAIN": true}
+
+// SASL is a SASL listener's setup.
+type SASL struct {
+	Mechanisms []string          // sasl.enabled.mechanisms
+	PlainUsers map[string]string // PLAIN's users and passwords, from the listener's JAAS config
+}
+
+// SASL returns a listener's SASL setup; resolve has checked it.
+func (c *Config) SASL(listener string) SASL {
+	s := SASL{Mechanisms: splitList(c.ListenerValue(listener, "sasl.enabled.mechanisms"))}
+	if v := c.values[listenerPrefix(listener)+"plain.sasl.jaas.config"]; v != "" {
+		if j, err := ParseJAAS(v); err == nil {
+			s.PlainUsers = j.Users()
+		}
+	}
+	return s
+}
+
+// resolveSASL checks each SASL listener's mechanisms and users.
+func (c *Config) resolveSASL() error {
+	var errs []error
+	for _, l := range c.listeners {
+		if !l.SASL() {
+			continue
+		}
+		mechs := splitList(c.ListenerValue(l.Name, "sasl.enabled.mechanisms"))
+		for _, m := range mechs {
+			if !saslMechanisms[m] {
+				errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms=%s: %s is not supported; Spool serves PLAIN (set sasl.enabled.mechanisms=PLAIN)",
+					l.Name, strings.Join(mechs, ","), m))
+			}
+		}
+		if len(mechs) == 0 {
+			errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms is empty; set it to PLAIN", l.Name))
+		}
+		if !slices.Contains(mechs, "PLAIN") {
+			continue
+		}
+		key := listenerPrefix(l.Name) + "plain.sasl.jaas.config"
+		v := c.values[key]
+		if v == "" {
+			errs = append(errs, fmt.Errorf("listener %s: PLAIN needs its users: set %s=org.apache.kafka.common.security.plain.PlainLoginModule required user_NAME=\"PASSWORD\";", l.Name, key))
+			continue
+		}
+		j, err := ParseJAAS(v)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		case j.Module != plainLoginModule:
+			errs = append(errs, fmt.Errorf("%s: login module %s; PLAIN's is %s", key, j.Module, plainLoginModule))
+		case len(j.Users()) == 0:
+			errs = append(errs, fmt.Errorf("%s: no user_NAME=\"PASSWORD\" option, so nobody could log in", key))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // TLSVersions maps ssl.enabled.protocols names to crypto/tls versions.
@@ -55,16 +136,21 @@ func CipherSuite(name string) (uint16, bool) {
 	return 0, false
 }
 
-// resolveSSL checks the ssl.* properties when a listener uses SSL.
+// resolveSSL checks the ssl.* properties of every listener that uses TLS.
 func (c *Config) resolveSSL() error {
-	used := false
+	var errs []error
 	for _, l := range c.listeners {
-		used = used || l.Protocol == "SSL"
+		if l.TLS() {
+			if err := c.resolveListenerSSL(l.Name); err != nil {
+				errs = append(errs, fmt.Errorf("listener %s: %w", l.Name, err))
+			}
+		}
 	}
-	if !used {
-		return nil
-	}
-	s := c.SSL()
+	return errors.Join(errs...)
+}
+
+func (c *Config) resolveListenerSSL(listener string) error {
+	s := c.SSL(listener)
 	var errs []error
 	inline := s.CertificateChain != "" || s.Key != ""
 	switch {
@@ -75,17 +161,17 @@ func (c *Config) resolveSSL() error {
 	case inline && (s.CertificateChain == "" || s.Key == ""):
 		errs = append(errs, errors.New("ssl.keystore.certificate.chain and ssl.keystore.key go together; set both"))
 	}
-	if t := c.values["ssl.keystore.type"]; !strings.EqualFold(t, "PEM") {
+	if t := c.ListenerValue(listener, "ssl.keystore.type"); !strings.EqualFold(t, "PEM") {
 		errs = append(errs, fmt.Errorf("ssl.keystore.type=%s: Spool reads PEM keystores only; set ssl.keystore.type=PEM", t))
 	}
-	if c.values["ssl.key.password"] != "" {
+	if c.ListenerValue(listener, "ssl.key.password") != "" {
 		errs = append(errs, errors.New("ssl.key.password is set: Spool reads unencrypted PKCS#8 keys only; leave it unset"))
 	}
 	trust := s.TruststoreLocation != "" || s.TruststoreCertificates != ""
 	if s.TruststoreLocation != "" && s.TruststoreCertificates != "" {
 		errs = append(errs, errors.New("ssl.truststore.location and ssl.truststore.certificates are both set; give one"))
 	}
-	if t := c.values["ssl.truststore.type"]; trust && !strings.EqualFold(t, "PEM") {
+	if t := c.ListenerValue(listener, "ssl.truststore.type"); trust && !strings.EqualFold(t, "PEM") {
 		errs = append(errs, fmt.Errorf("ssl.truststore.type=%s: Spool reads PEM truststores only; set ssl.truststore.type=PEM", t))
 	}
 	switch s.ClientAuth {
@@ -95,7 +181,7 @@ func (c *Config) resolveSSL() error {
 			errs = append(errs, fmt.Errorf("ssl.client.auth=%s needs the CAs to check client certificates against: set ssl.truststore.location", s.ClientAuth))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("ssl.client.auth=%s: want none, requested or required", c.values["ssl.client.auth"]))
+		errs = append(errs, fmt.Errorf("ssl.client.auth=%s: want none, requested or required", s.ClientAuth))
 	}
 	if len(s.Protocols) == 0 {
 		errs = append(errs, errors.New("ssl.enabled.protocols is empty: want TLSv1.2, TLSv1.3 or both"))

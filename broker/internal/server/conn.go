@@ -32,6 +32,8 @@ type request struct {
 	// principal is who the connection authenticated as, Kafka's "User:name"
 	// (security.Anonymous without authentication), for authorization.
 	principal string
+	// sasl is the connection's SASL state on a SASL listener, else nil.
+	sasl *saslSession
 	api       *wire.API
 	version   int16
 	header    wire.RequestHeader
@@ -77,8 +79,9 @@ func (p *pending) complete(r reply) {
 type conn struct {
 	s         *Server
 	nc        net.Conn
-	listener  string // the listener's name
-	principal string // who the connection authenticated as
+	listener  string       // the listener's name
+	principal string       // who the connection authenticated as
+	sasl      *saslSession // nil unless the listener uses SASL
 	log       *slog.Logger
 	queue     chan *pending
 	// wbuf is the writer's reused response buffer.
@@ -92,6 +95,9 @@ func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
 	// Shutdown must not wait for an idle client: closing the socket ends both loops. nc stays
 	// the TCP socket under TLS: closing it ends the TLS connection too.
 	defer context.AfterFunc(ctx, func() { nc.Close() })()
+	if l.sasl != nil {
+		c.sasl = &saslSession{cfg: l.sasl}
+	}
 	if l.tls != nil {
 		if err := c.handshake(ctx, l.tls); err != nil {
 			c.log.Info("TLS handshake failed; connection closed", "err", err)
@@ -135,6 +141,9 @@ func (c *conn) readLoop(ctx context.Context) error {
 			return err
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if c.sasl != nil && !c.sasl.authenticated && int64(size) > c.sasl.cfg.maxReceive {
+			return fmt.Errorf("request of %d bytes before SASL authentication is over %d (sasl.server.max.receive.size)", size, c.sasl.cfg.maxReceive)
+		}
 		if size < 8 || int64(size) > maxSize {
 			// Refused before allocating anything for it.
 			return fmt.Errorf("request of %d bytes is outside 8..%d (socket.request.max.bytes)", size, maxSize)
@@ -160,6 +169,10 @@ func (c *conn) readLoop(ctx context.Context) error {
 		}
 		if p.done == nil && p.reply.close {
 			return errors.New("request refused, closing")
+		}
+		if c.sasl != nil && c.sasl.failed {
+			// The reply (an error) goes out; nothing more is read.
+			return errors.New("SASL authentication failed, closing")
 		}
 	}
 	return ctx.Err()
@@ -214,7 +227,11 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		return nil, fmt.Errorf("unknown API key %d", key)
 	}
 	r := wire.NewReader(frame)
-	req := &request{api: api, version: version, listener: c.listener, principal: c.principal}
+	if c.sasl != nil && !c.sasl.authenticated && !beforeAuth(key) {
+		// As Kafka: anything but ApiVersions and the SASL exchange closes the connection.
+		return nil, fmt.Errorf("%s before SASL authentication", api.Name)
+	}
+	req := &request{api: api, version: version, listener: c.listener, principal: c.principal, sasl: c.sasl}
 	if c.nc != nil {
 		req.remote = c.nc.RemoteAddr()
 	}
@@ -241,6 +258,10 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		return nil, fmt.Errorf("decoding %s v%d: %w", api.Name, version, err)
 	}
 	p, err := c.call(h, ctx, req)
+	if c.sasl != nil && c.sasl.authenticated && c.principal != c.sasl.principal {
+		c.principal = c.sasl.principal
+		c.log = c.log.With("principal", c.principal)
+	}
 	return c.track(req, p), err
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 // handshakeTimeout bounds a TLS handshake, so that a client that connects and sends nothing
@@ -19,7 +20,31 @@ const handshakeTimeout = 10 * time.Second
 type listener struct {
 	conf config.Listener
 	ln   net.Listener
-	tls  *tls.Config // nil for PLAINTEXT
+	tls  *tls.Config  // nil without TLS (PLAINTEXT, SASL_PLAINTEXT)
+	sasl *saslConfig // nil without SASL (PLAINTEXT, SSL)
+}
+
+// saslConfig is a SASL listener's setup.
+type saslConfig struct {
+	mechanisms []string
+	plain      map[string]string // PLAIN's users and passwords
+	maxReceive int64             // sasl.server.max.receive.size: the largest frame before authentication
+	failDelay  time.Duration     // connection.failed.authentication.delay.ms
+}
+
+// saslSession is a connection's SASL state. Only the connection's reader goroutine touches
+// it (handlers' synchronous parts).
+type saslSession struct {
+	cfg           *saslConfig
+	mechanism     string // chosen by SaslHandshake
+	authenticated bool
+	failed        bool // the exchange failed: the connection closes after the reply
+	principal     string
+}
+
+// beforeAuth are the requests a SASL connection may send before it authenticates.
+func beforeAuth(key int16) bool {
+	return key == wire.KeyApiVersions || key == wire.KeySaslHandshake || key == wire.KeySaslAuthenticate
 }
 
 // handshake runs the TLS handshake on the connection and takes the principal from the client

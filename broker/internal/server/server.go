@@ -214,8 +214,14 @@ func splitHostPort(addr string) (string, int32, error) {
 func (s *Server) Listen() error {
 	for _, lc := range s.conf.Listeners() {
 		l := &listener{conf: lc}
-		if lc.Protocol == "SSL" {
-			t, err := security.NewTLS(s.conf.SSL(), s.log.With("listener", lc.Name))
+		if lc.SASL() {
+			sc := s.conf.SASL(lc.Name)
+			l.sasl = &saslConfig{mechanisms: sc.Mechanisms, plain: sc.PlainUsers,
+				maxReceive: s.conf.Int64("sasl.server.max.receive.size"),
+				failDelay:  time.Duration(s.conf.Int64("connection.failed.authentication.delay.ms")) * time.Millisecond}
+		}
+		if lc.TLS() {
+			t, err := security.NewTLS(s.conf.SSL(lc.Name), s.log.With("listener", lc.Name))
 			if err != nil {
 				s.closeListeners()
 				return &config.UsageError{Err: fmt.Errorf("listener %s: %w", lc.Name, err)}

@@ -33,11 +33,11 @@ type request struct {
 	// (security.Anonymous without authentication), for authorization.
 	principal string
 	// sasl is the connection's SASL state on a SASL listener, else nil.
-	sasl *saslSession
-	api       *wire.API
-	version   int16
-	header    wire.RequestHeader
-	msg       wire.Message
+	sasl    *saslSession
+	api     *wire.API
+	version int16
+	header  wire.RequestHeader
+	msg     wire.Message
 }
 
 // clientID is the request's client id, or "".

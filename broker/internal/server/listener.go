@@ -20,7 +20,7 @@ const handshakeTimeout = 10 * time.Second
 type listener struct {
 	conf config.Listener
 	ln   net.Listener
-	tls  *tls.Config  // nil without TLS (PLAINTEXT, SASL_PLAINTEXT)
+	tls  *tls.Config // nil without TLS (PLAINTEXT, SASL_PLAINTEXT)
 	sasl *saslConfig // nil without SASL (PLAINTEXT, SSL)
 }
 

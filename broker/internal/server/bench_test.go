@@ -96,13 +96,16 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
 }
 
-func BenchmarkBrokerProduce(b *testing.B) {
+// eachTransportAndSize runs bench for each transport and record size (100 B, 1 KiB).
+func eachTransportAndSize(b *testing.B, bench func(b *testing.B, transport string, size int)) {
 	for _, tr := range transports {
 		for _, size := range []int{100, 1024} {
-			b.Run(fmt.Sprintf("%s/%dB", tr, size), func(b *testing.B) { benchmarkProduce(b, tr, size) })
+			b.Run(fmt.Sprintf("%s/%dB", tr, size), func(b *testing.B) { bench(b, tr, size) })
 		}
 	}
 }
+
+func BenchmarkBrokerProduce(b *testing.B) { eachTransportAndSize(b, benchmarkProduce) }
 
 func benchmarkProduce(b *testing.B, transport string, size int) {
 	br, opts := benchBroker(b, transport)
@@ -122,13 +125,7 @@ func benchmarkProduce(b *testing.B, transport string, size int) {
 	b.ReportMetric(float64(br.PeakRSS(b))/(1<<20), "peak-RSS-MiB")
 }
 
-func BenchmarkBrokerFetch(b *testing.B) {
-	for _, tr := range transports {
-		for _, size := range []int{100, 1024} {
-			b.Run(fmt.Sprintf("%s/%dB", tr, size), func(b *testing.B) { benchmarkFetch(b, tr, size) })
-		}
-	}
-}
+func BenchmarkBrokerFetch(b *testing.B) { eachTransportAndSize(b, benchmarkFetch) }
 
 func benchmarkFetch(b *testing.B, transport string, size int) {
 	br, opts := benchBroker(b, transport)

@@ -21,30 +21,8 @@ import (
 func TestReadmeClusterQuickStart(t *testing.T) {
 	brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	brokertest.NeedTool(t, "/usr/share/java/zookeeper.jar", "zookeeper")
-	readme, err := os.ReadFile("../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(readme)
-	i := strings.Index(section, "### Cluster mode")
-	if i < 0 {
-		t.Fatal("README has no ### Cluster mode section")
-	}
-	section = section[i:]
-	start := strings.Index(section, "```sh\n")
-	end := strings.Index(section[start+6:], "```")
-	if start < 0 || end < 0 {
-		t.Fatal("no sh block in ### Cluster mode")
-	}
-	block := section[start+6 : start+6+end]
-
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(brokertest.Binary(t), filepath.Join(dir, "bin", "spoold")); err != nil {
-		t.Fatal(err)
-	}
+	block := readmeBlock(t, "### Cluster mode")
+	dir := readmeDir(t)
 	cli := filepath.Join(dir, "bin", "spool")
 	build := exec.Command("go", "build", "-o", cli, "./cmd/spool")
 	build.Dir = "../../../sdk-go"
@@ -64,21 +42,7 @@ func TestReadmeClusterQuickStart(t *testing.T) {
 	script += `until [ "$(kcat -b $SPOOL_BROKERS -L -t orders 2>/dev/null | grep -c 'isrs: 1,2,3$')" = 6 ]; do sleep 0.2; done
 echo RECOVERED
 `
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = os.Environ()
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// The block leaves ZooKeeper and the brokers running in the background: end them all.
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	err = cmd.Wait()
-	text := out.String()
+	text, err := runReadmeScript(t, dir, script)
 	if err != nil {
 		t.Fatalf("quick start failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
 	}
@@ -87,6 +51,78 @@ echo RECOVERED
 			t.Errorf("quick start output lacks %q:\n%s", want, text)
 		}
 	}
+}
+
+// readmeBlock is the first sh block of the README section that starts with heading.
+func readmeBlock(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	i := strings.Index(section, heading+"\n")
+	if i < 0 {
+		t.Fatalf("README has no %s section", heading)
+	}
+	section = section[i:]
+	start := strings.Index(section, "```sh\n")
+	if start < 0 {
+		t.Fatalf("no sh block in %s", heading)
+	}
+	end := strings.Index(section[start+6:], "```")
+	if end < 0 {
+		t.Fatalf("no end to the sh block in %s", heading)
+	}
+	return section[start+6 : start+6+end]
+}
+
+// readmeDir is a directory to run a README block in, with bin/spoold.
+func readmeDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(brokertest.Binary(t), filepath.Join(dir, "bin", "spoold")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runReadmeScript runs a script with bash -e -o pipefail in dir, in a process group of its own
+// that the test's cleanup kills (README blocks leave brokers running in the background), and
+// returns its output. The output goes to a file, not a pipe: a background broker keeps its
+// output open, and Wait would wait for a pipe until the broker ends.
+func runReadmeScript(t *testing.T, dir, script string) (string, error) {
+	t.Helper()
+	out, err := os.Create(filepath.Join(dir, "output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// From a file, not bash -c: the script's own command line would then hold the script,
+	// and the quick start's pgrep -f would find (and kill) the shell running it.
+	path := filepath.Join(dir, "readme.sh")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", path)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	err = cmd.Wait()
+	text, rerr := os.ReadFile(out.Name())
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return string(text), err
 }
 
 // freeRun returns a multiple of ten, p, such that the loopback ports p+1..p+n are free, so

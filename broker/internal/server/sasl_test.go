@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,15 @@ func TestKcatSASLPlain(t *testing.T) {
 	run(t, "one\ntwo\n", kcat, append(sasl, "-P", "-t", "kcat-sasl")...)
 	if out := run(t, "", kcat, append(sasl, "-C", "-t", "kcat-sasl", "-o", "beginning", "-e", "-q")...); out != "one\ntwo\n" {
 		t.Errorf("kcat over SASL_PLAINTEXT read %q", out)
+	}
+	// A wrong password: librdkafka reports the broker's SASL_AUTHENTICATION_FAILED and gives up.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, "-b", b.Listener(t, "SASL_PLAINTEXT"), "-X", "security.protocol=sasl_plaintext",
+		"-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=guess", "-P", "-t", "kcat-sasl")
+	cmd.Stdin = strings.NewReader("refused\n")
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "Authentication failed: Invalid username or password") {
+		t.Errorf("kcat with a wrong password: %v\n%s", err, out)
 	}
 }

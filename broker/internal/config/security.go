@@ -30,12 +30,13 @@ func (c *Config) SSL(listener string) SSL {
 		TruststoreLocation:     v("ssl.truststore.location"),
 		TruststoreCertificates: v("ssl.truststore.certificates"),
 		ClientAuth:             strings.ToLower(v("ssl.client.auth")),
-		Protocols:              splitList(v("ssl.enabled.protocols")),
-		CipherSuites:           splitList(v("ssl.cipher.suites")),
+		Protocols:              SplitList(v("ssl.enabled.protocols")),
+		CipherSuites:           SplitList(v("ssl.cipher.suites")),
 	}
 }
 
-func splitList(v string) []string {
+// SplitList splits a comma-separated list value, dropping blanks.
+func SplitList(v string) []string {
 	var out []string
 	for _, x := range strings.Split(v, ",") {
 		if x = strings.TrimSpace(x); x != "" {
@@ -75,7 +76,7 @@ type SASL struct {
 
 // SASL returns a listener's SASL setup; resolve has checked it.
 func (c *Config) SASL(listener string) SASL {
-	s := SASL{Mechanisms: splitList(c.ListenerValue(listener, "sasl.enabled.mechanisms"))}
+	s := SASL{Mechanisms: SplitList(c.ListenerValue(listener, "sasl.enabled.mechanisms"))}
 	if v := c.values[listenerPrefix(listener)+"plain.sasl.jaas.config"]; v != "" {
 		if j, err := ParseJAAS(v); err == nil {
 			s.PlainUsers = j.Users()
@@ -91,7 +92,7 @@ func (c *Config) resolveSASL() error {
 		if !l.SASL() {
 			continue
 		}
-		mechs := splitList(c.ListenerValue(l.Name, "sasl.enabled.mechanisms"))
+		mechs := SplitList(c.ListenerValue(l.Name, "sasl.enabled.mechanisms"))
 		for _, m := range mechs {
 			if !saslMechanisms[m] {
 				errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms=%s: %s is not supported; Spool serves PLAIN (set sasl.enabled.mechanisms=PLAIN)",

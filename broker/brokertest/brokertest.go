@@ -29,7 +29,7 @@ type Options struct {
 	DataDir string
 	// Props are broker properties (Kafka names), e.g. "num.partitions": "3".
 	Props map[string]string
-	// Addr is the listen address; default 127.0.0.1:0.
+	// Addr is the listen address; default 127.0.0.1:0. Props["listeners"], when set, replaces it.
 	Addr string
 	// LogLevel defaults to warn, so test output stays readable; LogLevelName ("info", ...)
 	// overrides it (LevelInfo is slog's zero value, so it cannot be asked for otherwise).
@@ -45,7 +45,7 @@ type Options struct {
 
 // Broker is a running test broker.
 type Broker struct {
-	Addr    string // HOST:PORT clients connect to
+	Addr    string // HOST:PORT clients connect to (the first listener)
 	DataDir string
 	// MetricsAddr is the HOST:PORT of /metrics, /healthz and /readyz when the broker was
 	// started with spool.metrics.listener (or --metrics-listen), else "".
@@ -70,7 +70,10 @@ func (o Options) args(t testing.TB) (dataDir string, args []string) {
 	if o.LogLevelName != "" {
 		level = o.LogLevelName
 	}
-	args = []string{"--listen", addr, "--data-dir", dataDir, "--log-level", level, "--node-id", fmt.Sprint(o.NodeID)}
+	args = []string{"--data-dir", dataDir, "--log-level", level, "--node-id", fmt.Sprint(o.NodeID)}
+	if _, ok := o.Props["listeners"]; !ok {
+		args = append(args, "--listen", addr)
+	}
 	if o.ZooKeeper != "" {
 		args = append(args, "--zookeeper", o.ZooKeeper)
 	}
@@ -111,6 +114,17 @@ func Start(t testing.TB, o Options) *Broker {
 	go func() { b.done <- srv.Serve() }()
 	t.Cleanup(func() { b.Stop(t) })
 	return b
+}
+
+// Listener is the bound HOST:PORT of the listener named name (upper case, as PLAINTEXT or
+// SSL) of a broker started in the test process.
+func (b *Broker) Listener(t testing.TB, name string) string {
+	t.Helper()
+	a := b.srv.ListenerAddr(name)
+	if a == nil {
+		t.Fatalf("brokertest: no listener %s", name)
+	}
+	return a.String()
 }
 
 // Stop shuts the broker down cleanly (as SIGTERM does) and waits for it.

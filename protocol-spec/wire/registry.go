@@ -17,11 +17,13 @@ const (
 	KeySyncGroup               int16 = 14
 	KeyDescribeGroups          int16 = 15
 	KeyListGroups              int16 = 16
+	KeySaslHandshake           int16 = 17
 	KeyApiVersions             int16 = 18
 	KeyCreateTopics            int16 = 19
 	KeyDeleteTopics            int16 = 20
 	KeyInitProducerId          int16 = 22
 	KeyDescribeConfigs         int16 = 32
+	KeySaslAuthenticate        int16 = 36
 	KeyCreatePartitions        int16 = 37
 	KeyDeleteGroups            int16 = 42
 	KeyIncrementalAlterConfigs int16 = 44
@@ -70,6 +72,9 @@ var APIs = []API{
 	{Key: 16, Name: "ListGroups", MinVersion: 0, MaxVersion: 4, FlexibleFrom: 3, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(ListGroupsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(ListGroupsResponse); m.Default(); return m }},
+	{Key: 17, Name: "SaslHandshake", MinVersion: 0, MaxVersion: 1, FlexibleFrom: -1, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(SaslHandshakeRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(SaslHandshakeResponse); m.Default(); return m }},
 	{Key: 18, Name: "ApiVersions", MinVersion: 0, MaxVersion: 4, FlexibleFrom: 3, FixedResponseHeader: 0,
 		NewRequest:  func() Message { m := new(ApiVersionsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(ApiVersionsResponse); m.Default(); return m }},
@@ -85,6 +90,9 @@ var APIs = []API{
 	{Key: 32, Name: "DescribeConfigs", MinVersion: 1, MaxVersion: 4, FlexibleFrom: 4, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DescribeConfigsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DescribeConfigsResponse); m.Default(); return m }},
+	{Key: 36, Name: "SaslAuthenticate", MinVersion: 0, MaxVersion: 2, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(SaslAuthenticateRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(SaslAuthenticateResponse); m.Default(); return m }},
 	{Key: 37, Name: "CreatePartitions", MinVersion: 0, MaxVersion: 3, FlexibleFrom: 2, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(CreatePartitionsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(CreatePartitionsResponse); m.Default(); return m }},

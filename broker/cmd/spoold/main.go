@@ -92,8 +92,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if err := srv.Listen(); err != nil {
-		log.Error("cannot start", "err", err)
 		srv.Close()
+		var ue *config.UsageError
+		if errors.As(err, &ue) {
+			// A keystore that does not load is a bad setting: said like the others.
+			fmt.Fprintln(stderr, "spoold:", err)
+			return 2
+		}
+		log.Error("cannot start", "err", err)
 		return 1
 	}
 	// Tests and scripts read the bound addresses from these lines; the log says it too.

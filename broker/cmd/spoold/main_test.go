@@ -19,6 +19,9 @@ func TestExitCodes(t *testing.T) {
 			`unknown property "num.partition" (did you mean num.partitions?)` + "\n" + `--set: unknown property "log.retention.hourz" (did you mean log.retention.hours?)`},
 		{[]string{"--fsync", "maybe"}, 2, "spool.fsync"},
 		{[]string{"--config", "/nonexistent/server.properties"}, 2, "reading config file"},
+		// A keystore that does not load is a bad setting too.
+		{[]string{"--data-dir", t.TempDir(), "--set", "listeners=SSL://127.0.0.1:0", "--set", "ssl.keystore.type=PEM",
+			"--set", "ssl.keystore.location=/nonexistent/broker.pem"}, 2, "listener SSL: ssl.keystore.location: open /nonexistent/broker.pem"},
 		// A data directory that cannot be created is a start failure, not a usage error.
 		{[]string{"--data-dir", "/proc/spool-cannot-exist", "--listen", "127.0.0.1:0"}, 1, "cannot start"},
 	}

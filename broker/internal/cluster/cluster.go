@@ -12,12 +12,33 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
-// Broker is one broker as clients see it.
+// Broker is one broker as clients see it. Host and Port are the address other brokers use
+// (the inter-broker listener); Endpoints are every listener's advertised address.
 type Broker struct {
-	NodeID int32
-	Host   string
-	Port   int32
-	Rack   *string
+	NodeID    int32
+	Host      string
+	Port      int32
+	Rack      *string
+	Endpoints []Endpoint
+}
+
+// Endpoint is one listener's advertised address, as in Kafka's broker registration.
+type Endpoint struct {
+	Listener string // the listener name, upper case (PLAINTEXT, SSL, CLIENT, ...)
+	Protocol string // its security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+	Host     string
+	Port     int32
+}
+
+// Addr is the broker's address on a listener: the endpoint of that name, or Host and Port
+// when it lists no endpoints. ok is false when it lists others only (then Host and Port).
+func (b Broker) Addr(listener string) (host string, port int32, ok bool) {
+	for _, e := range b.Endpoints {
+		if e.Listener == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return b.Host, b.Port, len(b.Endpoints) == 0
 }
 
 // Partition is one partition's placement.

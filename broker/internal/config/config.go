@@ -28,6 +28,9 @@ type Config struct {
 	values   map[string]string
 	sources  map[string]Source
 	LogLevel slog.Level
+
+	listeners   []Listener // resolved from listeners and advertised.listeners
+	interBroker string     // the inter-broker listener's name
 }
 
 // ErrHelp is returned by Load when --help was asked for; usage has been printed.
@@ -183,6 +186,9 @@ func (c *Config) Set(name, value string) error {
 	if name == "broker.id" {
 		name = NodeID
 	}
+	if rest, ok := strings.CutPrefix(name, "listener.name."); ok {
+		return c.setListenerProperty(name, rest, value)
+	}
 	d := LookupBroker(name)
 	if d == nil {
 		if s := suggest(name); s != "" {
@@ -195,6 +201,32 @@ func (c *Config) Set(name, value string) error {
 	}
 	c.values[name] = value
 	c.sources[name] = SourceStatic
+	return nil
+}
+
+// setListenerProperty sets Kafka's per-listener form listener.name.<listener>.<property>: an
+// ssl.* or sasl.* property, or a mechanism's JAAS config (<mechanism>.sasl.jaas.config).
+func (c *Config) setListenerProperty(name, rest, value string) error {
+	listener, prop, ok := strings.Cut(rest, ".")
+	if !ok || listener == "" {
+		return fmt.Errorf("%s: want listener.name.<listener>.<property>", name)
+	}
+	name = "listener.name." + strings.ToLower(listener) + "." + prop
+	if mech, ok := strings.CutSuffix(prop, ".sasl.jaas.config"); ok && mech != "" && !strings.Contains(mech, ".") {
+		if _, err := ParseJAAS(value); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		c.values[name], c.sources[name] = value, SourceStatic
+		return nil
+	}
+	d := LookupBroker(prop)
+	if d == nil || !(strings.HasPrefix(prop, "ssl.") || strings.HasPrefix(prop, "sasl.")) {
+		return fmt.Errorf("unknown property %q: a listener overrides ssl.* and sasl.* properties and <mechanism>.sasl.jaas.config", name)
+	}
+	if err := d.Parse(value); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	c.values[name], c.sources[name] = value, SourceStatic
 	return nil
 }
 
@@ -216,10 +248,13 @@ func (c *Config) Int(name string) int { return int(c.Int64(name)) }
 // Bool returns a boolean property.
 func (c *Config) Bool(name string) bool { return c.values[name] == "true" }
 
-// Advertised is the address clients are told to use.
+// Advertised is the inter-broker listener's advertised address, the one registered as this
+// broker's host and port.
 func (c *Config) Advertised() string {
-	if a := c.values[AdvertisedListeners]; a != "" {
-		return advertisedHost(a)
+	for _, l := range c.listeners {
+		if l.Name == c.interBroker {
+			return l.AdvertisedAddr()
+		}
 	}
 	return advertisedHost(c.values[Listeners])
 }

@@ -25,8 +25,8 @@ func TestKafkaStockServerProperties(t *testing.T) {
 			[]string{"log.retention.hours", "group.initial.rebalance.delay.ms", "broker.id", "offsets.topic.replication.factor",
 				"zookeeper.connection.timeout.ms"}},
 		{"kafka-3.9-kraft-server.properties", ":9092", "localhost:9092", "1", "/tmp/kraft-combined-logs", "",
-			[]string{"process.roles", "controller.quorum.voters", "inter.broker.listener.name", "num.io.threads"},
-			[]string{"listeners", "controller.listener.names", "listener.security.protocol.map", "log.retention.hours"}},
+			[]string{"process.roles", "controller.quorum.voters", "num.io.threads"},
+			[]string{"listeners", "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map", "log.retention.hours"}},
 	}
 	for _, tc := range cases {
 		c, err := Load([]string{"--config", filepath.Join("testdata", tc.file)}, io.Discard)
@@ -115,7 +115,7 @@ func TestEveryBadPropertyReportedAtOnce(t *testing.T) {
 		`unknown property "retention.ms" (did you mean log.retention.ms?)`,
 		`invalid value "eight" for num.io.threads: want an integer`,
 		`unknown property "completely.unknown.thing"` + "\n",
-		"listeners must be PLAINTEXT", // a contradiction, found after the names
+		"an SSL listener needs a certificate", // a contradiction, found after the names
 		"one directory",
 	} {
 		if !strings.Contains(err.Error()+"\n", want) {
@@ -127,9 +127,11 @@ func TestEveryBadPropertyReportedAtOnce(t *testing.T) {
 // Settings that contradict Spool are refused with the reason.
 func TestContradictionsRefused(t *testing.T) {
 	cases := map[string]struct{ set, says string }{
-		"tls listener":      {"listeners=SSL://:9093", "listeners must be PLAINTEXT"},
+		"tls without a key": {"listeners=SSL://:9093", "an SSL listener needs a certificate"},
+		"sasl with gssapi":  {"listeners=SASL_PLAINTEXT://:9093", "GSSAPI is not supported; Spool serves PLAIN"},
 		"mapped to sasl":    {"listeners=EXTERNAL://:9093", "uses EXTERNAL"},
-		"two listeners":     {"listeners=PLAINTEXT://:9092,OTHER://:9094", "one listener for clients"},
+		"unmapped listener": {"listeners=PLAINTEXT://:9092,OTHER://:9094", "uses OTHER"},
+		"same name twice":   {"listeners=PLAINTEXT://:9092,PLAINTEXT://:9094", "given twice"},
 		"two dirs":          {"log.dirs=/a,/b", "one directory"},
 		"controller only":   {"process.roles=controller", "no controller-only role"},
 		"authorizer":        {"authorizer.class.name=kafka.security.authorizer.AclAuthorizer", "no ACLs"},
@@ -236,6 +238,116 @@ func TestTopicConfigDefaultsAreNotIgnored(t *testing.T) {
 		c, err := Load([]string{"--set", sets}, io.Discard)
 		if err != nil || c.Get("log.roll.jitter.ms") != want {
 			t.Errorf("%s: log.roll.jitter.ms = %q, want %s (%v)", sets, c.Get("log.roll.jitter.ms"), want, err)
+		}
+	}
+}
+
+// Several listeners, named ones mapped through listener.security.protocol.map, each with its
+// advertised address; the inter-broker listener is picked as Kafka picks it.
+func TestSeveralListeners(t *testing.T) {
+	c, err := Load([]string{
+		"--set", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://:9093,INTERNAL://10.0.0.1:9094",
+		"--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:PLAINTEXT",
+		"--set", "advertised.listeners=SSL://public.example:443,PLAINTEXT://127.0.0.1:9092",
+		"--set", "inter.broker.listener.name=internal",
+		"--set", "ssl.keystore.type=PEM", "--set", "ssl.keystore.location=/etc/spool/broker.pem",
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Listener{
+		{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "127.0.0.1:9092", Advertised: "127.0.0.1:9092"},
+		{Name: "SSL", Protocol: "SSL", Addr: ":9093", Advertised: "public.example:443"},
+		{Name: "INTERNAL", Protocol: "PLAINTEXT", Addr: "10.0.0.1:9094"},
+	}
+	if got := c.Listeners(); !slices.Equal(got, want) {
+		t.Errorf("listeners:\n got %+v\nwant %+v", got, want)
+	}
+	if c.InterBrokerListener() != "INTERNAL" || c.Advertised() != "10.0.0.1:9094" {
+		t.Errorf("inter-broker listener %q advertised %q", c.InterBrokerListener(), c.Advertised())
+	}
+	// Without inter.broker.listener.name, security.inter.broker.protocol's name (PLAINTEXT).
+	c, err = Load([]string{"--set", "listeners=SSL://:9093,PLAINTEXT://127.0.0.1:9092", "--set", "ssl.keystore.type=PEM",
+		"--set", "ssl.keystore.certificate.chain=x", "--set", "ssl.keystore.key=y"}, io.Discard)
+	if err != nil || c.InterBrokerListener() != "PLAINTEXT" || c.Advertised() != "127.0.0.1:9092" {
+		t.Errorf("default inter-broker listener: %v %q %q", err, c.InterBrokerListener(), c.Advertised())
+	}
+	// The flags keep their meaning: one PLAINTEXT listener and its advertised address.
+	c, err = Load([]string{"--listen", "127.0.0.1:7000", "--advertised-listener", "broker.example:7001"}, io.Discard)
+	if err != nil || !slices.Equal(c.Listeners(), []Listener{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "127.0.0.1:7000", Advertised: "broker.example:7001"}}) ||
+		c.Get(Listeners) != "127.0.0.1:7000" || c.Get(AdvertisedListeners) != "broker.example:7001" {
+		t.Errorf("flags: %v %+v", err, c.Listeners())
+	}
+}
+
+// Each bad security setting is refused, saying what is wrong.
+func TestBadSSLSettings(t *testing.T) {
+	ssl := []string{"--set", "listeners=SSL://127.0.0.1:9093", "--set", "ssl.keystore.type=PEM", "--set", "ssl.keystore.location=/k.pem"}
+	cases := map[string]struct {
+		set  []string
+		says string
+	}{
+		"jks keystore":         {[]string{"ssl.keystore.type=JKS"}, "ssl.keystore.type=JKS: Spool reads PEM keystores only"},
+		"two keystores":        {[]string{"ssl.keystore.key=k", "ssl.keystore.certificate.chain=c"}, "both set"},
+		"encrypted key":        {[]string{"ssl.key.password=secret"}, "unencrypted PKCS#8"},
+		"client auth typo":     {[]string{"ssl.client.auth=always"}, "want none, requested or required"},
+		"mtls without CAs":     {[]string{"ssl.client.auth=required"}, "needs the CAs"},
+		"jks truststore":       {[]string{"ssl.truststore.location=/ca.pem"}, "ssl.truststore.type=JKS"},
+		"old tls":              {[]string{"ssl.enabled.protocols=TLSv1.1"}, "TLSv1.1 is not supported"},
+		"bad cipher":           {[]string{"ssl.cipher.suites=TLS_RSA_WITH_RC4_128_SHA"}, "cipher suite TLS_RSA_WITH_RC4_128_SHA"},
+		"unknown advertised":   {[]string{"advertised.listeners=OTHER://h:1"}, "OTHER is no listener"},
+		"unknown inter-broker": {[]string{"inter.broker.listener.name=OTHER"}, "no such listener"},
+		"ssl between brokers":  {[]string{"zookeeper.connect=127.0.0.1:2181"}, "inter-broker listener SSL uses SSL"},
+	}
+	for name, tc := range cases {
+		args := slices.Clone(ssl)
+		for _, kv := range tc.set {
+			args = append(args, "--set", kv)
+		}
+		_, err := Load(args, io.Discard)
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: err = %v, want a usage error saying %q", name, err, tc.says)
+		}
+	}
+	if _, err := Load(ssl, io.Discard); err != nil {
+		t.Errorf("a good SSL setup: %v", err)
+	}
+}
+
+// SASL listeners: PLAIN's users come from the listener's JAAS config as Kafka reads it.
+func TestSASLListeners(t *testing.T) {
+	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="a \"quoted\" secret";`
+	c, err := Load([]string{"--set", "listeners=SASL_PLAINTEXT://127.0.0.1:9094,PLAINTEXT://127.0.0.1:9092", "--set", "sasl.enabled.mechanisms=PLAIN",
+		"--set", "listener.name.SASL_PLAINTEXT.plain.sasl.jaas.config=" + jaas}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.SASL("SASL_PLAINTEXT")
+	if !slices.Equal(s.Mechanisms, []string{"PLAIN"}) || len(s.PlainUsers) != 2 || s.PlainUsers["admin"] != "admin-secret" || s.PlainUsers["alice"] != `a "quoted" secret` {
+		t.Errorf("SASL setup: %+v", s)
+	}
+	if !c.Listeners()[0].SASL() || c.Listeners()[0].TLS() || c.InterBrokerListener() != "PLAINTEXT" {
+		t.Errorf("listeners %+v, inter-broker %s", c.Listeners(), c.InterBrokerListener())
+	}
+	for name, tc := range map[string]struct {
+		set  []string
+		says string
+	}{
+		"no users":           {[]string{"sasl.enabled.mechanisms=PLAIN"}, "PLAIN needs its users: set listener.name.sasl_plaintext.plain.sasl.jaas.config"},
+		"scram":              {[]string{"sasl.enabled.mechanisms=SCRAM-SHA-512"}, "SCRAM-SHA-512 is not supported"},
+		"bad jaas":           {[]string{"sasl.enabled.mechanisms=PLAIN", `listener.name.sasl_plaintext.plain.sasl.jaas.config=PlainLoginModule required user_a="x"`}, "missing the closing ';'"},
+		"other module":       {[]string{"sasl.enabled.mechanisms=PLAIN", `listener.name.sasl_plaintext.plain.sasl.jaas.config=com.example.Login required user_a="x";`}, "PLAIN's is org.apache.kafka.common.security.plain.PlainLoginModule"},
+		"nobody":             {[]string{"sasl.enabled.mechanisms=PLAIN", `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="a";`}, "nobody could log in"},
+		"unknown override":   {[]string{"listener.name.sasl_plaintext.num.partitions=3"}, "a listener overrides ssl.* and sasl.*"},
+		"bad override value": {[]string{"listener.name.ssl.ssl.client.auth=sometimes", "sasl.enabled.mechanisms=PLAIN"}, "sometimes"},
+	} {
+		args := []string{"--set", "listeners=SASL_PLAINTEXT://127.0.0.1:9094,SSL://127.0.0.1:9093", "--set", "ssl.keystore.type=PEM", "--set", "ssl.keystore.location=/k.pem"}
+		for _, kv := range tc.set {
+			args = append(args, "--set", kv)
+		}
+		if _, err := Load(args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want it to say %q", name, err, tc.says)
 		}
 	}
 }

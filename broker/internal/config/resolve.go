@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,7 +12,10 @@ import (
 
 // listener is one entry of Kafka's listeners list, NAME://HOST:PORT; a bare HOST:PORT is
 // named PLAINTEXT.
-type listener struct{ name, addr string }
+type listener struct {
+	name, addr string
+	bare       bool // given as HOST:PORT, without a name
+}
 
 func parseListeners(v string) ([]listener, error) {
 	var out []listener
@@ -20,7 +24,7 @@ func parseListeners(v string) ([]listener, error) {
 		if item == "" {
 			continue
 		}
-		l := listener{name: "PLAINTEXT", addr: item}
+		l := listener{name: "PLAINTEXT", addr: item, bare: true}
 		if name, addr, ok := strings.Cut(item, "://"); ok {
 			l = listener{name: strings.ToUpper(name), addr: addr}
 		}
@@ -63,10 +67,8 @@ func (c *Config) resolve() error {
 	default:
 		errs = append(errs, fmt.Errorf("%s=%s: Spool keeps every partition in one directory; give one", LogDirs, c.values[LogDirs]))
 	}
-	for _, name := range []string{Listeners, AdvertisedListeners} {
-		if err := c.resolveListener(name); err != nil {
-			errs = append(errs, err)
-		}
+	if err := c.resolveListeners(); err != nil {
+		errs = append(errs, err)
 	}
 	if roles := c.values["process.roles"]; roles != "" && !strings.Contains(roles, "broker") {
 		errs = append(errs, fmt.Errorf("process.roles=%s: Spool has no controller-only role; every node is a broker (leave it unset or include broker)", roles))
@@ -104,43 +106,129 @@ func (c *Config) resolveUnits(ms, minutes, hours string) {
 	c.values[ms], c.sources[ms] = strconv.FormatInt(v, 10), c.sources[from]
 }
 
-// resolveListener keeps, of a Kafka listener list, the one address clients use: the entry
-// that is not a KRaft controller listener (controller.listener.names). It must be PLAINTEXT.
-func (c *Config) resolveListener(name string) error {
-	ls, err := parseListeners(c.values[name])
+// Listener is one listener the broker serves.
+type Listener struct {
+	Name       string // upper case, as in Kafka: PLAINTEXT, SSL, or a name mapped by listener.security.protocol.map
+	Protocol   string // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+	Addr       string // HOST:PORT to bind; an empty host is every interface
+	Advertised string // HOST:PORT given to clients; "" when advertised.listeners names it not (then the bound address)
+}
+
+// AdvertisedAddr is the address given to clients: Advertised, else the bound address with an
+// empty host advertised as the host name, as Kafka does.
+func (l Listener) AdvertisedAddr() string {
+	if l.Advertised != "" {
+		return l.Advertised
+	}
+	return advertisedHost(l.Addr)
+}
+
+// Listeners are the listeners to open, in the order listeners gives them.
+func (c *Config) Listeners() []Listener { return slices.Clone(c.listeners) }
+
+// InterBrokerListener is the name of the listener other brokers connect to.
+func (c *Config) InterBrokerListener() string { return c.interBroker }
+
+// securityProtocols are Kafka's; Spool serves these.
+var securityProtocols = map[string]bool{"PLAINTEXT": true, "SSL": true, "SASL_PLAINTEXT": true, "SASL_SSL": true}
+
+// resolveListeners reads listeners, advertised.listeners, listener.security.protocol.map and
+// inter.broker.listener.name: every listener that is not a KRaft controller listener
+// (controller.listener.names) is served. A bare HOST:PORT is a PLAINTEXT listener; a bare
+// advertised HOST:PORT is the first listener's. With one listener, listeners and
+// advertised.listeners read back as its HOST:PORT.
+func (c *Config) resolveListeners() error {
+	c.listeners, c.interBroker = nil, ""
+	ls, err := parseListeners(c.values[Listeners])
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", Listeners, err)
+	}
+	adv, err := parseListeners(c.values[AdvertisedListeners])
+	if err != nil {
+		return fmt.Errorf("%s: %w", AdvertisedListeners, err)
 	}
 	controllers := strings.Split(strings.ToUpper(c.values["controller.listener.names"]), ",")
 	protocols := map[string]string{}
 	for _, kv := range strings.Split(c.values["listener.security.protocol.map"], ",") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(kv), ":"); ok {
-			protocols[strings.ToUpper(k)] = strings.ToUpper(v)
+			protocols[strings.ToUpper(strings.TrimSpace(k))] = strings.ToUpper(strings.TrimSpace(v))
 		}
 	}
-	var client []listener
+	var errs []error
 	for _, l := range ls {
-		if !containsFold(controllers, l.name) {
-			client = append(client, l)
+		if containsFold(controllers, l.name) {
+			continue
+		}
+		proto, ok := protocols[l.name]
+		if !ok {
+			proto = l.name
+		}
+		switch {
+		case slices.ContainsFunc(c.listeners, func(x Listener) bool { return x.Name == l.name }):
+			errs = append(errs, fmt.Errorf("%s=%s: listener %s is given twice", Listeners, c.values[Listeners], l.name))
+		case !securityProtocols[proto]:
+			errs = append(errs, fmt.Errorf("%s: %s://%s uses %s, which is no security protocol Spool knows; map the name with listener.security.protocol.map to PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", Listeners, l.name, l.addr, proto))
+		}
+		c.listeners = append(c.listeners, Listener{Name: l.name, Protocol: proto, Addr: l.addr})
+	}
+	if len(ls) > 0 && len(c.listeners) == 0 {
+		errs = append(errs, fmt.Errorf("%s=%s: no listener for clients, only controller listeners (%s)", Listeners, c.values[Listeners], c.values["controller.listener.names"]))
+	}
+	for _, a := range adv {
+		if containsFold(controllers, a.name) {
+			continue
+		}
+		i := slices.IndexFunc(c.listeners, func(x Listener) bool { return x.Name == a.name })
+		if a.bare && len(c.listeners) > 0 {
+			i = 0
+		}
+		if i < 0 {
+			errs = append(errs, fmt.Errorf("%s: %s is no listener of %s=%s", AdvertisedListeners, a.name, Listeners, c.values[Listeners]))
+			continue
+		}
+		c.listeners[i].Advertised = advertisedHost(a.addr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := c.resolveInterBroker(); err != nil {
+		return err
+	}
+	if len(c.listeners) == 1 {
+		c.values[Listeners] = c.listeners[0].Addr
+		if c.values[AdvertisedListeners] != "" {
+			c.values[AdvertisedListeners] = c.listeners[0].Advertised
 		}
 	}
-	switch {
-	case len(ls) == 0:
-		return nil // unset (advertised.listeners), or a default
-	case len(client) == 0:
-		return fmt.Errorf("%s=%s: no listener for clients, only controller listeners (%s)", name, c.values[name], c.values["controller.listener.names"])
-	case len(client) > 1:
-		return fmt.Errorf("%s=%s: Spool listens on one address; give one listener for clients", name, c.values[name])
+	return errors.Join(c.resolveSSL(), c.resolveSASL())
+}
+
+// resolveInterBroker picks the listener other brokers use: inter.broker.listener.name, else
+// the one named by security.inter.broker.protocol (PLAINTEXT), else the first PLAINTEXT one.
+func (c *Config) resolveInterBroker() error {
+	if len(c.listeners) == 0 {
+		return nil
 	}
-	l := client[0]
-	proto, ok := protocols[l.name]
-	if !ok {
-		proto = l.name
+	name := strings.ToUpper(c.values["inter.broker.listener.name"])
+	i := slices.IndexFunc(c.listeners, func(l Listener) bool { return l.Name == name })
+	if name != "" && i < 0 {
+		return fmt.Errorf("inter.broker.listener.name=%s: no such listener in %s=%s", name, Listeners, c.values[Listeners])
 	}
-	if proto != "PLAINTEXT" {
-		return fmt.Errorf("%s: %s://%s uses %s; Spool has no TLS or SASL yet, so listeners must be PLAINTEXT", name, l.name, l.addr, proto)
+	if i < 0 {
+		proto := strings.ToUpper(c.values["security.inter.broker.protocol"])
+		i = slices.IndexFunc(c.listeners, func(l Listener) bool { return l.Name == proto })
 	}
-	c.values[name] = l.addr
+	if i < 0 {
+		i = slices.IndexFunc(c.listeners, func(l Listener) bool { return l.Protocol == "PLAINTEXT" })
+	}
+	if i < 0 {
+		i = 0
+	}
+	l := c.listeners[i]
+	if l.Protocol != "PLAINTEXT" && c.values[ZooKeeperConnect] != "" {
+		return fmt.Errorf("inter-broker listener %s uses %s; brokers connect to each other in PLAINTEXT only so far: add a PLAINTEXT listener and name it in inter.broker.listener.name", l.Name, l.Protocol)
+	}
+	c.interBroker = l.Name
 	return nil
 }
 

@@ -2,7 +2,7 @@ package server
 
 // Metadata (key 3), versions 0-12; flexible from 9.
 //
-// Lists this cluster's brokers and the requested topics (all topics when the list is null, or
+// Lists this cluster's brokers (their endpoints on the listener the request came through) and the requested topics (all topics when the list is null, or
 // empty in v0, kafka-python's probe). Unknown topics are created when
 // auto.create.topics.enable holds and the request allows it (always before v4; the
 // AllowAutoTopicCreation flag from v4), with num.partitions partitions; otherwise they get
@@ -25,7 +25,11 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 	resp := &wire.MetadataResponse{}
 	resp.Default()
 	for _, b := range s.md.Brokers() {
-		resp.Brokers = append(resp.Brokers, wire.MetadataResponseBroker{NodeId: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		// Each broker's endpoint on the listener the client came through; a broker without
+		// that listener is left out, as Kafka does.
+		if host, port, ok := b.Addr(req.listener); ok {
+			resp.Brokers = append(resp.Brokers, wire.MetadataResponseBroker{NodeId: b.NodeID, Host: host, Port: port, Rack: b.Rack})
+		}
 	}
 	cid := s.md.ClusterID()
 	resp.ClusterId = &cid

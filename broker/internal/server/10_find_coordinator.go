@@ -46,7 +46,8 @@ func handleFindCoordinator(s *Server, ctx context.Context, req *request) *pendin
 	p := t.Partitions[group.PartitionFor(r.Key, int32(len(t.Partitions)))]
 	for _, b := range s.md.Brokers() {
 		if b.NodeID == p.Leader {
-			resp.NodeId, resp.Host, resp.Port = b.NodeID, b.Host, b.Port
+			host, port, _ := b.Addr(req.listener)
+			resp.NodeId, resp.Host, resp.Port = b.NodeID, host, port
 			return ready(reply{msg: resp})
 		}
 	}

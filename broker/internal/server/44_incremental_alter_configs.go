@@ -83,8 +83,8 @@ func (s *Server) alterResource(ctx context.Context, res wire.IncrementalAlterCon
 			if v, ok := configs[c.Name]; ok {
 				current = v
 			}
-			items := splitList(current)
-			for _, item := range splitList(value) {
+			items := config.SplitList(current)
+			for _, item := range config.SplitList(value) {
 				if c.ConfigOperation == opAppend && !slices.Contains(items, item) {
 					items = append(items, item)
 				}
@@ -110,14 +110,4 @@ func (s *Server) alterResource(ctx context.Context, res wire.IncrementalAlterCon
 	s.reconfigureTopic(t)
 	s.log.Info("topic configs altered", "topic", t.Name, "configs", configs)
 	return nil
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, item := range strings.Split(v, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }

@@ -24,7 +24,9 @@ func handleDescribeCluster(s *Server, _ context.Context, req *request) *pending 
 	resp.ClusterId = s.md.ClusterID()
 	resp.ControllerId = s.md.ControllerID()
 	for _, b := range s.md.Brokers() {
-		resp.Brokers = append(resp.Brokers, wire.DescribeClusterResponseBroker{BrokerId: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		if host, port, ok := b.Addr(req.listener); ok {
+			resp.Brokers = append(resp.Brokers, wire.DescribeClusterResponseBroker{BrokerId: b.NodeID, Host: host, Port: port, Rack: b.Rack})
+		}
 	}
 	return ready(reply{msg: resp})
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -24,7 +25,15 @@ const maxInFlight = 64
 // request is one decoded request. msg may alias frame; a handler that keeps a byte slice past
 // its synchronous part must copy it, because the frame buffer is reused for the next request.
 type request struct {
-	remote  net.Addr // the client's address; nil when not from a network connection
+	remote net.Addr // the client's address; nil when not from a network connection
+	// listener is the name of the listener the request came through ("" when not from a
+	// network connection): Metadata answers with that listener's endpoints.
+	listener string
+	// principal is who the connection authenticated as, Kafka's "User:name"
+	// (security.Anonymous without authentication), for authorization.
+	principal string
+	// sasl is the connection's SASL state on a SASL listener, else nil.
+	sasl    *saslSession
 	api     *wire.API
 	version int16
 	header  wire.RequestHeader
@@ -69,21 +78,37 @@ func (p *pending) complete(r reply) {
 // conn is one client connection: a reader goroutine decodes and dispatches requests in order;
 // a writer goroutine sends the replies in the same order.
 type conn struct {
-	s     *Server
-	nc    net.Conn
-	log   *slog.Logger
-	queue chan *pending
+	s         *Server
+	nc        net.Conn
+	listener  string       // the listener's name
+	principal string       // who the connection authenticated as
+	sasl      *saslSession // nil unless the listener uses SASL
+	log       *slog.Logger
+	queue     chan *pending
 	// wbuf is the writer's reused response buffer.
 	wbuf []byte
 }
 
-func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
-	c := &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), queue: make(chan *pending, maxInFlight)}
+func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
+	c := &conn{s: s, nc: nc, listener: l.conf.Name, principal: security.Anonymous,
+		log: s.log.With("remote", nc.RemoteAddr().String(), "listener", l.conf.Name), queue: make(chan *pending, maxInFlight)}
 	s.metrics.Connection(1)
 	defer s.metrics.Connection(-1)
 	ctx, cancel := context.WithCancel(ctx)
-	// Shutdown must not wait for an idle client: closing the socket ends both loops.
+	// Shutdown must not wait for an idle client: closing the socket ends both loops. nc stays
+	// the TCP socket under TLS: closing it ends the TLS connection too.
 	defer context.AfterFunc(ctx, func() { nc.Close() })()
+	if l.sasl != nil {
+		c.sasl = &saslSession{cfg: l.sasl}
+	}
+	if l.tls != nil {
+		if err := c.handshake(ctx, l.tls); err != nil {
+			c.log.Info("TLS handshake failed; connection closed", "err", err)
+			cancel()
+			nc.Close()
+			return
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -119,6 +144,9 @@ func (c *conn) readLoop(ctx context.Context) error {
 			return err
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if c.sasl != nil && !c.sasl.authenticated && int64(size) > c.sasl.cfg.maxReceive {
+			return fmt.Errorf("request of %d bytes before SASL authentication is over %d (sasl.server.max.receive.size)", size, c.sasl.cfg.maxReceive)
+		}
 		if size < 8 || int64(size) > maxSize {
 			// Refused before allocating anything for it.
 			return fmt.Errorf("request of %d bytes is outside 8..%d (socket.request.max.bytes)", size, maxSize)
@@ -144,6 +172,10 @@ func (c *conn) readLoop(ctx context.Context) error {
 		}
 		if p.done == nil && p.reply.close {
 			return errors.New("request refused, closing")
+		}
+		if c.sasl != nil && c.sasl.failed {
+			// The reply (an error) goes out; nothing more is read.
+			return errors.New("SASL authentication failed, closing")
 		}
 	}
 	return ctx.Err()
@@ -198,7 +230,11 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		return nil, fmt.Errorf("unknown API key %d", key)
 	}
 	r := wire.NewReader(frame)
-	req := &request{api: api, version: version}
+	if c.sasl != nil && !c.sasl.authenticated && !beforeAuth(key) {
+		// As Kafka: anything but ApiVersions and the SASL exchange closes the connection.
+		return nil, fmt.Errorf("%s before SASL authentication", api.Name)
+	}
+	req := &request{api: api, version: version, listener: c.listener, principal: c.principal, sasl: c.sasl}
 	if c.s.metrics != nil {
 		req.start = time.Now()
 	}
@@ -228,6 +264,10 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		return nil, fmt.Errorf("decoding %s v%d: %w", api.Name, version, err)
 	}
 	p, err := c.call(h, ctx, req)
+	if c.sasl != nil && c.sasl.authenticated && c.principal != c.sasl.principal {
+		c.principal = c.sasl.principal
+		c.log = c.log.With("principal", c.principal)
+	}
 	if p == nil && err == nil {
 		c.finished(req, nil) // acks=0 produce: no response
 	}

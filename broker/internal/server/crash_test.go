@@ -125,7 +125,13 @@ func TestRestartKeepsEverything(t *testing.T) {
 
 func createTopicKadm(t testing.TB, ctx context.Context, addr, topic string, partitions int32) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	createTopicWith(t, ctx, []kgo.Opt{kgo.SeedBrokers(addr)}, topic, partitions)
+}
+
+// createTopicWith creates a topic through a client made with opts (TLS, ...).
+func createTopicWith(t testing.TB, ctx context.Context, opts []kgo.Opt, topic string, partitions int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

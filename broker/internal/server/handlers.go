@@ -24,6 +24,8 @@ func init() {
 		wire.KeyFindCoordinator:         handleFindCoordinator,
 		wire.KeyMetadata:                handleMetadata,
 		wire.KeyApiVersions:             handleApiVersions,
+		wire.KeySaslHandshake:           handleSaslHandshake,
+		wire.KeySaslAuthenticate:        handleSaslAuthenticate,
 		wire.KeyCreateTopics:            handleCreateTopics,
 		wire.KeyDeleteTopics:            handleDeleteTopics,
 		wire.KeyInitProducerId:          handleInitProducerID,

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -43,7 +42,10 @@ func TestReadmeClusterQuickStart(t *testing.T) {
 	script += `until [ "$(kcat -b $SPOOL_BROKERS -L -t orders 2>/dev/null | grep -c 'isrs: 1,2,3$')" = 6 ]; do sleep 0.2; done
 echo RECOVERED
 `
-	text := runReadmeScript(t, dir, script)
+	text, err := runReadmeScript(t, dir, script)
+	if err != nil {
+		t.Fatalf("quick start failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
+	}
 	for _, want := range []string{`topic "orders" with 6 partitions`, " 2 brokers:", "RECOVERED"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("quick start output lacks %q:\n%s", want, text)
@@ -51,7 +53,7 @@ echo RECOVERED
 	}
 }
 
-// readmeBlock is the first sh block of the README section under heading.
+// readmeBlock is the first sh block of the README section that starts with heading.
 func readmeBlock(t *testing.T, heading string) string {
 	t.Helper()
 	readme, err := os.ReadFile("../../../README.md")
@@ -75,7 +77,7 @@ func readmeBlock(t *testing.T, heading string) string {
 	return section[start+6 : start+6+end]
 }
 
-// readmeDir is a directory to run a README block in, with bin/spoold as make build leaves it.
+// readmeDir is a directory to run a README block in, with bin/spoold.
 func readmeDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -88,33 +90,42 @@ func readmeDir(t *testing.T) string {
 	return dir
 }
 
-// runReadmeScript runs script with bash -e in dir and returns its output; whatever it leaves
-// running in the background is killed at cleanup.
-func runReadmeScript(t *testing.T, dir, script string) string {
+// runReadmeScript runs a script with bash -e -o pipefail in dir, in a process group of its own
+// that the test's cleanup kills (README blocks leave brokers running in the background), and
+// returns its output. The output goes to a file, not a pipe: a background broker keeps its
+// output open, and Wait would wait for a pipe until the broker ends.
+func runReadmeScript(t *testing.T, dir, script string) (string, error) {
 	t.Helper()
+	out, err := os.Create(filepath.Join(dir, "output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
+	// From a file, not bash -c: the script's own command line would then hold the script,
+	// and the quick start's pgrep -f would find (and kill) the shell running it.
+	path := filepath.Join(dir, "readme.sh")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", path)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Background processes the block starts keep its output open: Wait stops waiting for them
-	// a second after bash exits (ErrWaitDelay after a successful exit is a success). At the
-	// timeout the whole group goes, so a stuck block fails with its output instead of hanging.
+	// At the timeout the whole process group goes (the block's background brokers too), so a
+	// stuck block fails with its output instead of hanging the test binary.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	cmd.Env = os.Environ()
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	err := cmd.Wait()
-	text := out.String()
-	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
-		t.Fatalf("README block failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
+	err = cmd.Wait()
+	text, rerr := os.ReadFile(out.Name())
+	if rerr != nil {
+		t.Fatal(rerr)
 	}
-	return text
+	return string(text), err
 }
 
 // freeRun returns a multiple of ten, p, such that the loopback ports p+1..p+n are free, so

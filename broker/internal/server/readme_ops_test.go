@@ -23,7 +23,10 @@ func TestReadmeOperations(t *testing.T) {
 		"127.0.0.1:9095", fmt.Sprintf("127.0.0.1:%d", base+5),
 		"/tmp/spool-ops", filepath.Join(dir, "data"),
 	).Replace(block)
-	text := runReadmeScript(t, dir, script)
+	text, err := runReadmeScript(t, dir, script)
+	if err != nil {
+		t.Fatalf("README block failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
+	}
 	for _, want := range []string{"spoold ", "ready\n", "ok\n", "hello\n",
 		`spool_topic_records_in_total{messaging_destination_name="orders"} 1`,
 		`spool_partition_high_watermark{messaging_destination_name="orders",messaging_destination_partition_id="0"} 1`} {

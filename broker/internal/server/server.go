@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/metrics"
 	"github.com/spoolmq/spool/broker/internal/replication"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/broker/internal/storage"
 )
 
@@ -45,10 +47,10 @@ type Server struct {
 	logs *storage.Manager
 	self cluster.Broker
 
-	ln     net.Listener
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	listeners []*listener // bound by Listen, in the order of the listeners property
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 	// lifeMu orders Serve's start against Close, so a Close that comes first makes Serve a
 	// no-op instead of racing its WaitGroup.
 	lifeMu sync.Mutex
@@ -94,11 +96,10 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		fsync:           fsyncMode(conf.Get(config.Fsync)),
 		sendfile:        conf.Bool(config.FetchSendfile),
 	}
-	host, port, err := splitHostPort(conf.Advertised())
+	err := s.selfEndpoints()
 	if err != nil {
 		return nil, err
 	}
-	s.self = cluster.Broker{NodeID: int32(conf.Int(config.NodeID)), Host: host, Port: port}
 	if r := conf.Get(config.BrokerRack); r != "" {
 		s.self.Rack = &r
 	}
@@ -170,12 +171,13 @@ func (s *Server) openMetadata(dataDir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ms(config.ZooKeeperConnectionTimeoutMs))
 	defer cancel()
 	store, err := zkstore.Open(ctx, zkstore.Config{
-		Connect:         connect,
-		SessionTimeout:  ms(config.ZooKeeperSessionTimeoutMs),
-		ConnectTimeout:  ms(config.ZooKeeperConnectionTimeoutMs),
-		Self:            s.self,
-		LivenessTimeout: ms(config.BrokerSessionTimeoutMs),
-		ProbeInterval:   ms(config.BrokerHeartbeatIntervalMs),
+		Connect:             connect,
+		SessionTimeout:      ms(config.ZooKeeperSessionTimeoutMs),
+		ConnectTimeout:      ms(config.ZooKeeperConnectionTimeoutMs),
+		Self:                s.self,
+		InterBrokerListener: s.conf.InterBrokerListener(),
+		LivenessTimeout:     ms(config.BrokerSessionTimeoutMs),
+		ProbeInterval:       ms(config.BrokerHeartbeatIntervalMs),
 		Unclean: func(configs map[string]string) bool {
 			if v, ok := configs["unclean.leader.election.enable"]; ok {
 				return v == "true"
@@ -191,7 +193,7 @@ func (s *Server) openMetadata(dataDir string) error {
 	return nil
 }
 
-// brokerAddress is a live broker's HOST:PORT.
+// brokerAddress is a live broker's HOST:PORT on the inter-broker listener.
 func (s *Server) brokerAddress(id int32) (string, bool) {
 	for _, b := range s.md.Brokers() {
 		if b.NodeID == id {
@@ -226,34 +228,96 @@ func splitHostPort(addr string) (string, int32, error) {
 	return host, int32(port), nil
 }
 
-// Listen binds the listen address. When the advertised address was left to its default and
-// the port was 0, the advertised port becomes the bound one (tests use this).
+// Listen binds every listener. A listener bound on port 0 that advertised.listeners does not
+// name is advertised on the port it got (tests use this).
 func (s *Server) Listen() error {
-	ln, err := net.Listen("tcp", s.conf.Get(config.Listeners))
-	if err != nil {
-		return fmt.Errorf("listening: %w", err)
+	for _, lc := range s.conf.Listeners() {
+		l := &listener{conf: lc}
+		if lc.SASL() {
+			sc := s.conf.SASL(lc.Name)
+			l.sasl = &saslConfig{mechanisms: sc.Mechanisms, plain: sc.PlainUsers,
+				maxReceive: s.conf.Int64("sasl.server.max.receive.size"),
+				failDelay:  time.Duration(s.conf.Int64("connection.failed.authentication.delay.ms")) * time.Millisecond}
+		}
+		if lc.TLS() {
+			t, err := security.NewTLS(s.conf.SSL(lc.Name), s.log.With("listener", lc.Name))
+			if err != nil {
+				s.closeListeners()
+				return &config.UsageError{Err: fmt.Errorf("listener %s: %w", lc.Name, err)}
+			}
+			l.tls = t.Config()
+		}
+		ln, err := net.Listen("tcp", lc.Addr)
+		if err != nil {
+			s.closeListeners()
+			return fmt.Errorf("listening on %s://%s: %w", lc.Name, lc.Addr, err)
+		}
+		l.ln = ln
+		s.listeners = append(s.listeners, l)
 	}
-	s.ln = ln
-	if err := s.listenOps(); err != nil {
-		ln.Close()
+	if err := s.selfEndpoints(); err != nil {
+		s.closeListeners()
 		return err
 	}
-	if s.conf.Get(config.AdvertisedListeners) == "" {
-		_, port, _ := splitHostPort(ln.Addr().String())
-		s.self.Port = port
-		if e, ok := s.md.(interface{ SetSelf(cluster.Broker) }); ok {
-			e.SetSelf(s.self)
+	if err := s.listenOps(); err != nil {
+		s.closeListeners()
+		return err
+	}
+	if e, ok := s.md.(interface{ SetSelf(cluster.Broker) }); ok {
+		e.SetSelf(s.self)
+	}
+	return nil
+}
+
+// selfEndpoints sets this broker's endpoints (and its Host and Port, the inter-broker
+// listener's) from the config and, once bound, the listeners' ports.
+func (s *Server) selfEndpoints() error {
+	self := cluster.Broker{NodeID: int32(s.conf.Int(config.NodeID)), Rack: s.self.Rack}
+	for i, lc := range s.conf.Listeners() {
+		addr := lc.Advertised
+		if addr == "" {
+			addr = lc.AdvertisedAddr()
+			if i < len(s.listeners) {
+				_, port, _ := splitHostPort(s.listeners[i].ln.Addr().String())
+				host, _, _ := splitHostPort(addr)
+				addr = net.JoinHostPort(host, strconv.Itoa(int(port)))
+			}
+		}
+		host, port, err := splitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("listener %s: %w", lc.Name, err)
+		}
+		self.Endpoints = append(self.Endpoints, cluster.Endpoint{Listener: lc.Name, Protocol: lc.Protocol, Host: host, Port: port})
+		if lc.Name == s.conf.InterBrokerListener() {
+			self.Host, self.Port = host, port
+		}
+	}
+	s.self = self
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	for _, l := range s.listeners {
+		l.ln.Close()
+	}
+}
+
+// Addr is the first listener's bound address.
+func (s *Server) Addr() net.Addr { return s.listeners[0].ln.Addr() }
+
+// ListenerAddr is the bound address of the listener named name, or nil.
+func (s *Server) ListenerAddr(name string) net.Addr {
+	for _, l := range s.listeners {
+		if l.conf.Name == name {
+			return l.ln.Addr()
 		}
 	}
 	return nil
 }
 
-// Addr is the bound address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
-
-// Serve accepts connections until Close. It returns nil after Close.
+// Serve accepts connections on every listener until Close. It returns nil after Close.
 func (s *Server) Serve() error {
-	if s.ln == nil {
+	if s.listeners == nil {
 		if err := s.Listen(); err != nil {
 			return err
 		}
@@ -280,11 +344,33 @@ func (s *Server) Serve() error {
 		defer s.wg.Done()
 		s.runReconciler(s.ctx)
 	}()
-	s.log.Info("broker started", "listen", s.ln.Addr().String(), "advertised", fmt.Sprintf("%s:%d", s.self.Host, s.self.Port),
+	var eps []string
+	for _, l := range s.listeners {
+		eps = append(eps, l.conf.Name+"://"+l.ln.Addr().String())
+	}
+	var adv []string
+	for _, e := range s.self.Endpoints {
+		adv = append(adv, e.Listener+"://"+net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))))
+	}
+	s.log.Info("broker started", "listeners", strings.Join(eps, ","), "advertised", strings.Join(adv, ","),
 		"node_id", s.self.NodeID, "cluster_id", s.md.ClusterID(), "data_dir", s.conf.Get(config.LogDirs), "fsync", s.conf.Get(config.Fsync))
+	errc := make(chan error, len(s.listeners))
+	for _, l := range s.listeners {
+		go func() { errc <- s.accept(l) }()
+	}
+	for range s.listeners {
+		if err := <-errc; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// accept serves one listener until Close (nil) or an accept error.
+func (s *Server) accept(l *listener) error {
 	var tempDelay time.Duration
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return nil
@@ -295,7 +381,7 @@ func (s *Server) Serve() error {
 				time.Sleep(tempDelay)
 				continue
 			}
-			return fmt.Errorf("accepting: %w", err)
+			return fmt.Errorf("accepting on %s: %w", l.conf.Name, err)
 		}
 		tempDelay = 0
 		if tc, ok := nc.(*net.TCPConn); ok {
@@ -304,7 +390,7 @@ func (s *Server) Serve() error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(s.ctx, nc)
+			s.serveConn(s.ctx, l, nc)
 		}()
 	}
 }
@@ -327,9 +413,7 @@ func (s *Server) Close() error {
 		}
 		s.ready.Store(false)
 		s.cancel()
-		if s.ln != nil {
-			s.ln.Close()
-		}
+		s.closeListeners()
 		s.closeOps()
 		s.wg.Wait()
 		s.groups.Close()

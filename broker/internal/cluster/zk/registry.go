@@ -57,7 +57,7 @@ type clusterIDZNode struct {
 // brokerZNode is /brokers/ids/N, version 5 (endpoints, rack, features).
 type brokerZNode struct {
 	Version                     int               `json:"version"`
-	Host                        string            `json:"host"`
+	Host                        *string           `json:"host"`
 	Port                        int32             `json:"port"`
 	JMXPort                     int               `json:"jmx_port"`
 	Timestamp                   string            `json:"timestamp"`
@@ -67,22 +67,39 @@ type brokerZNode struct {
 	Features                    map[string]any    `json:"features"`
 }
 
+// encodeBroker writes every endpoint of b (one PLAINTEXT endpoint at Host:Port when it lists
+// none) with its listener's protocol. As Kafka does, host and port are those of the first
+// PLAINTEXT endpoint, or null and -1 when there is none.
 func encodeBroker(b cluster.Broker) []byte {
-	ep := "PLAINTEXT://" + net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-	z := brokerZNode{Version: 5, Host: b.Host, Port: b.Port, JMXPort: -1, Timestamp: nowMs(), Endpoints: []string{ep},
-		ListenerSecurityProtocolMap: map[string]string{"PLAINTEXT": "PLAINTEXT"}, Rack: b.Rack, Features: map[string]any{}}
+	eps := b.Endpoints
+	if len(eps) == 0 {
+		eps = []cluster.Endpoint{{Listener: "PLAINTEXT", Protocol: "PLAINTEXT", Host: b.Host, Port: b.Port}}
+	}
+	z := brokerZNode{Version: 5, Port: -1, JMXPort: -1, Timestamp: nowMs(), ListenerSecurityProtocolMap: map[string]string{},
+		Rack: b.Rack, Features: map[string]any{}}
+	for _, e := range eps {
+		z.Endpoints = append(z.Endpoints, e.Listener+"://"+joinAddr(e.Host, e.Port))
+		z.ListenerSecurityProtocolMap[e.Listener] = e.Protocol
+		if e.Protocol == "PLAINTEXT" && z.Host == nil {
+			z.Host, z.Port = &e.Host, e.Port
+		}
+	}
 	return mustJSON(z)
 }
 
-// decodeBroker reads a registration; the PLAINTEXT endpoint (or the first) is the address.
-func decodeBroker(id int32, data []byte) (cluster.Broker, error) {
+// decodeBroker reads a registration with all its endpoints; Host and Port are those of the
+// endpoint named listener (the inter-broker listener), or of the first one.
+func decodeBroker(id int32, data []byte, listener string) (cluster.Broker, error) {
 	var z brokerZNode
 	if err := json.Unmarshal(data, &z); err != nil {
 		return cluster.Broker{}, fmt.Errorf("broker %d registration: %w", id, err)
 	}
-	b := cluster.Broker{NodeID: id, Host: z.Host, Port: z.Port, Rack: z.Rack}
+	b := cluster.Broker{NodeID: id, Port: z.Port, Rack: z.Rack}
+	if z.Host != nil {
+		b.Host = *z.Host
+	}
 	for _, ep := range z.Endpoints {
-		_, hostPort, ok := strings.Cut(ep, "://")
+		name, hostPort, ok := strings.Cut(ep, "://")
 		if !ok {
 			continue
 		}
@@ -90,12 +107,19 @@ func decodeBroker(id int32, data []byte) (cluster.Broker, error) {
 		if err != nil {
 			continue
 		}
-		p, err := strconv.Atoi(port)
+		p, err := strconv.ParseUint(port, 10, 16)
 		if err != nil {
 			continue
 		}
-		b.Host, b.Port = host, int32(p)
-		break
+		proto := z.ListenerSecurityProtocolMap[name]
+		if proto == "" {
+			proto = name
+		}
+		b.Endpoints = append(b.Endpoints, cluster.Endpoint{Listener: name, Protocol: proto, Host: host, Port: int32(p)})
+	}
+	if len(b.Endpoints) > 0 {
+		b.Host, b.Port = b.Endpoints[0].Host, b.Endpoints[0].Port
+		b.Host, b.Port, _ = b.Addr(listener)
 	}
 	return b, nil
 }

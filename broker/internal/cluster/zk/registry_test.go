@@ -1,6 +1,8 @@
 package zk
 
 import (
+	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 
@@ -10,9 +12,18 @@ import (
 // Znodes as Kafka 3.9 writes them in ZooKeeper mode read back as Spool's registry sees them,
 // and what Spool writes reads back the same.
 func TestRegistryReadsKafkasZnodes(t *testing.T) {
-	b, err := decodeBroker(2, []byte(`{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT","SSL":"SSL"},"endpoints":["PLAINTEXT://kafka-2:9092","SSL://kafka-2:9093"],"jmx_port":-1,"port":9092,"host":"kafka-2","version":5,"timestamp":"1700000000000","rack":"r1"}`))
+	kafkaBroker := []byte(`{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT","SSL":"SSL"},"endpoints":["PLAINTEXT://kafka-2:9092","SSL://kafka-2:9093"],"jmx_port":-1,"port":9092,"host":"kafka-2","version":5,"timestamp":"1700000000000","rack":"r1"}`)
+	b, err := decodeBroker(2, kafkaBroker, "PLAINTEXT")
 	if err != nil || b.NodeID != 2 || b.Host != "kafka-2" || b.Port != 9092 || b.Rack == nil || *b.Rack != "r1" {
 		t.Fatalf("broker: %+v %v", b, err)
+	}
+	wantEps := []cluster.Endpoint{{Listener: "PLAINTEXT", Protocol: "PLAINTEXT", Host: "kafka-2", Port: 9092}, {Listener: "SSL", Protocol: "SSL", Host: "kafka-2", Port: 9093}}
+	if !slices.Equal(b.Endpoints, wantEps) {
+		t.Fatalf("broker endpoints: %+v", b.Endpoints)
+	}
+	// The inter-broker listener picks the address peers use.
+	if b, err := decodeBroker(2, kafkaBroker, "SSL"); err != nil || b.Host != "kafka-2" || b.Port != 9093 {
+		t.Fatalf("broker on SSL: %+v %v", b, err)
 	}
 	id, a, err := decodeTopic("orders", []byte(`{"partitions":{"1":[2,3,1],"0":[1,2,3]},"topic_id":"gnE0f8I3QZyYZyWw3JVtJw","adding_replicas":{},"removing_replicas":{},"version":3}`))
 	if err != nil || len(a) != 2 || !slices.Equal(a[0], []int32{1, 2, 3}) || !slices.Equal(a[1], []int32{2, 3, 1}) || encodeUUID(id) != "gnE0f8I3QZyYZyWw3JVtJw" {
@@ -37,8 +48,27 @@ func TestRegistryReadsKafkasZnodes(t *testing.T) {
 
 	// Round trips of what Spool writes.
 	self := cluster.Broker{NodeID: 5, Host: "127.0.0.1", Port: 19092, Rack: rack("x")}
-	if got, err := decodeBroker(5, encodeBroker(self)); err != nil || got.Host != self.Host || got.Port != self.Port || *got.Rack != "x" {
+	if got, err := decodeBroker(5, encodeBroker(self), "PLAINTEXT"); err != nil || got.Host != self.Host || got.Port != self.Port || *got.Rack != "x" {
 		t.Fatalf("broker round trip: %+v %v", got, err)
+	}
+	// Several listeners: every endpoint is registered with its protocol, host and port are the
+	// PLAINTEXT one's, and the inter-broker listener picks the peers' address.
+	multi := cluster.Broker{NodeID: 6, Host: "10.0.0.6", Port: 9094, Endpoints: []cluster.Endpoint{
+		{Listener: "SSL", Protocol: "SSL", Host: "b6.example", Port: 9093},
+		{Listener: "INTERNAL", Protocol: "PLAINTEXT", Host: "10.0.0.6", Port: 9094}}}
+	raw := encodeBroker(multi)
+	var z brokerZNode
+	if err := json.Unmarshal(raw, &z); err != nil || z.Host == nil || *z.Host != "10.0.0.6" || z.Port != 9094 ||
+		!slices.Equal(z.Endpoints, []string{"SSL://b6.example:9093", "INTERNAL://10.0.0.6:9094"}) ||
+		!maps.Equal(z.ListenerSecurityProtocolMap, map[string]string{"SSL": "SSL", "INTERNAL": "PLAINTEXT"}) {
+		t.Fatalf("multi-listener registration: %s (%v)", raw, err)
+	}
+	if got, err := decodeBroker(6, raw, "INTERNAL"); err != nil || got.Host != "10.0.0.6" || got.Port != 9094 || !slices.Equal(got.Endpoints, multi.Endpoints) {
+		t.Fatalf("multi-listener round trip: %+v %v", got, err)
+	}
+	// No PLAINTEXT endpoint: host is null and port -1, as Kafka writes.
+	if err := json.Unmarshal(encodeBroker(cluster.Broker{NodeID: 7, Endpoints: multi.Endpoints[:1]}), &z); err != nil || z.Host != nil || z.Port != -1 {
+		t.Fatalf("SSL-only registration: %+v %v", z, err)
 	}
 	tid := cluster.NewTopicID()
 	if gotID, ga, err := decodeTopic("t", encodeTopic(tid, assignment{{1, 2}, {2, 1}})); err != nil || gotID != tid || !slices.Equal(ga[1], []int32{2, 1}) {

@@ -59,6 +59,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// Self is this broker; its address may be set later by SetSelf, before Start.
 	Self cluster.Broker
+	// InterBrokerListener names the endpoint of other brokers' registrations that replication
+	// and liveness probes connect to (inter.broker.listener.name); empty: the first one.
+	InterBrokerListener string
 	// LivenessTimeout: a broker that answers no probe for this long is taken for dead by the
 	// controller (broker.session.timeout.ms).
 	LivenessTimeout time.Duration

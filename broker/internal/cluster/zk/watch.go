@@ -162,7 +162,7 @@ func (s *Store) applyBrokers(children []string) {
 		if err != nil {
 			continue // gone meanwhile; the next event brings the list again
 		}
-		b, err := decodeBroker(int32(id), data)
+		b, err := decodeBroker(int32(id), data, s.cfg.InterBrokerListener)
 		if err != nil {
 			s.log.Warn("ignoring a broker registration", "err", err)
 			continue

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// handshakeTimeout bounds a TLS handshake, so that a client that connects and sends nothing
+// (or a plaintext request too short to be refused at once) does not hold a connection.
+const handshakeTimeout = 10 * time.Second
+
+// listener is one bound listener.
+type listener struct {
+	conf config.Listener
+	ln   net.Listener
+	tls  *tls.Config // nil without TLS (PLAINTEXT, SASL_PLAINTEXT)
+	sasl *saslConfig // nil without SASL (PLAINTEXT, SSL)
+}
+
+// saslConfig is a SASL listener's setup.
+type saslConfig struct {
+	mechanisms []string
+	plain      map[string]string // PLAIN's users and passwords
+	maxReceive int64             // sasl.server.max.receive.size: the largest frame before authentication
+	failDelay  time.Duration     // connection.failed.authentication.delay.ms
+}
+
+// saslSession is a connection's SASL state. Only the connection's reader goroutine touches
+// it (handlers' synchronous parts).
+type saslSession struct {
+	cfg           *saslConfig
+	mechanism     string // chosen by SaslHandshake
+	authenticated bool
+	failed        bool // the exchange failed: the connection closes after the reply
+	principal     string
+}
+
+// beforeAuth are the requests a SASL connection may send before it authenticates.
+func beforeAuth(key int16) bool {
+	return key == wire.KeyApiVersions || key == wire.KeySaslHandshake || key == wire.KeySaslAuthenticate
+}
+
+// handshake runs the TLS handshake on the connection and takes the principal from the client
+// certificate, when one was given. A plaintext client on a TLS port fails here: its request
+// is no TLS record.
+func (c *conn) handshake(ctx context.Context, cfg *tls.Config) error {
+	tc := tls.Server(c.nc, cfg)
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("TLS handshake: %w", err)
+	}
+	c.nc = tc
+	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
+		c.principal = security.CertificatePrincipal(certs[0])
+		c.log = c.log.With("principal", c.principal)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
+	"log/slog"
+	"net"
+	"testing"
+
+	"github.com/spoolmq/spool/broker/brokertest/testca"
+	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// A client certificate's subject becomes the connection's principal, which every request
+// carries; without a certificate (ssl.client.auth=requested) the principal is ANONYMOUS.
+func TestTLSPrincipalFromClientCertificate(t *testing.T) {
+	ca := testca.New(t)
+	srvCert := ca.Server(t, "broker")
+	tl, err := security.NewTLS(config.SSL{KeystoreLocation: srvCert.File, TruststoreLocation: ca.File, ClientAuth: "requested",
+		Protocols: []string{"TLSv1.2", "TLSv1.3"}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := ca.Client(t, "alice", pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"eng"}, Organization: []string{"Spool"}})
+	for want, certs := range map[string][]tls.Certificate{
+		"User:CN=alice,OU=eng,O=Spool": {alice.Cert},
+		security.Anonymous:             nil,
+	} {
+		sc, cc := net.Pipe()
+		c := &conn{s: &Server{}, nc: sc, principal: security.Anonymous, log: slog.New(slog.DiscardHandler)}
+		done := make(chan error, 1)
+		go func() {
+			tc := tls.Client(cc, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: certs})
+			done <- tc.Handshake()
+		}()
+		if err := c.handshake(context.Background(), tl.Config()); err != nil {
+			t.Fatalf("%s: server handshake: %v", want, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("%s: client handshake: %v", want, err)
+		}
+		if c.principal != want {
+			t.Errorf("principal %q, want %q", c.principal, want)
+		}
+		c.listener = "SSL"
+		p, err := c.dispatch(context.Background(), []byte{0, 18, 0, 0, 0, 0, 0, 7, 0, 1, 'x'}) // ApiVersions v0
+		if err != nil || p.req.principal != want || p.req.listener != "SSL" {
+			t.Errorf("request carries principal %q listener %q (%v), want %q SSL", p.req.principal, p.req.listener, err, want)
+		}
+		sc.Close()
+		cc.Close()
+	}
+}
+
+// requestFrame encodes a request (header v1, a non-flexible version) without its size.
+func requestFrame(key, version int16, msg wire.Message) []byte {
+	id := "test"
+	h := wire.RequestHeader{RequestApiKey: key, RequestApiVersion: version, CorrelationId: 1, ClientId: &id}
+	return msg.AppendTo(h.AppendTo(nil, 1), version)
+}
+
+// After SASL PLAIN the connection's principal is the user, carried by every later request;
+// before it, only ApiVersions and the SASL exchange are served.
+func TestSASLPrincipalOnRequests(t *testing.T) {
+	sc, cc := net.Pipe()
+	defer sc.Close()
+	defer cc.Close()
+	c := &conn{s: &Server{log: slog.New(slog.DiscardHandler)}, nc: sc, listener: "SASL_PLAINTEXT", principal: security.Anonymous,
+		log: slog.New(slog.DiscardHandler), sasl: &saslSession{cfg: &saslConfig{mechanisms: []string{"PLAIN"}, plain: map[string]string{"alice": "pw"}}}}
+	ctx := context.Background()
+	if _, err := c.dispatch(ctx, requestFrame(wire.KeyMetadata, 1, &wire.MetadataRequest{})); err == nil {
+		t.Fatal("Metadata before authentication was served")
+	}
+	p, err := c.dispatch(ctx, requestFrame(wire.KeySaslHandshake, 1, &wire.SaslHandshakeRequest{Mechanism: "PLAIN"}))
+	if err != nil || p.reply.msg.(*wire.SaslHandshakeResponse).ErrorCode != 0 {
+		t.Fatalf("handshake: %v %+v", err, p.reply.msg)
+	}
+	p, err = c.dispatch(ctx, requestFrame(wire.KeySaslAuthenticate, 1, &wire.SaslAuthenticateRequest{AuthBytes: []byte("\x00alice\x00pw")}))
+	if err != nil || p.reply.msg.(*wire.SaslAuthenticateResponse).ErrorCode != 0 {
+		t.Fatalf("authenticate: %v %+v", err, p.reply.msg)
+	}
+	p, err = c.dispatch(ctx, []byte{0, 18, 0, 0, 0, 0, 0, 7, 0, 1, 'x'}) // ApiVersions v0
+	if err != nil || p.req.principal != "User:alice" || c.principal != "User:alice" {
+		t.Errorf("after PLAIN: request principal %q, connection %q (%v)", p.req.principal, c.principal, err)
+	}
+	// A second exchange is out of order: ILLEGAL_SASL_STATE, and the connection is to close.
+	p, _ = c.dispatch(ctx, requestFrame(wire.KeySaslHandshake, 1, &wire.SaslHandshakeRequest{Mechanism: "PLAIN"}))
+	if p.reply.msg.(*wire.SaslHandshakeResponse).ErrorCode != wire.ErrIllegalSaslState.Code || !c.sasl.failed {
+		t.Errorf("second handshake: %+v failed=%v", p.reply.msg, c.sasl.failed)
+	}
+}

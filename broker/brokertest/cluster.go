@@ -111,12 +111,26 @@ func brokerCount(addr string) (int, error) {
 // WaitFor polls cond until it holds, failing t after timeout.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	WaitForState(t, timeout, what, func() (bool, string) { return cond(), "" })
+}
+
+// WaitForState polls cond until it holds, failing t after timeout with the state cond last
+// reported. It is the one polling loop of the test helpers: a condition no event announces
+// (another process's state) is checked every 20 ms.
+func WaitForState(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("brokertest: %s did not happen within %v", what, timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, state := cond()
+		if ok {
+			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("brokertest: %s did not happen within %v (last: %s)", what, timeout, state)
+		}
+		<-tick.C
 	}
 }
 

@@ -49,7 +49,7 @@ func StartZooKeeper(t testing.TB) *ZooKeeper {
 }
 
 func zkConfig(dataDir string, port int) string {
-	return fmt.Sprintf("tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxSessionTimeout=60000\n4lw.commands.whitelist=ruok,srvr\n",
+	return fmt.Sprintf("tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxSessionTimeout=60000\n4lw.commands.whitelist=ruok,srvr,dump\n",
 		dataDir, port)
 }
 
@@ -152,6 +152,18 @@ func (z *ZooKeeper) waitServing(t testing.TB) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// HasEphemeral reports whether the ephemeral znode path exists, by ZooKeeper's "dump" (a
+// standalone server, or an ensemble's leader): a paused broker's registration stays until its
+// session expires.
+func (z *ZooKeeper) HasEphemeral(path string) bool {
+	for _, line := range strings.Split(z.fourLetter("dump"), "\n") {
+		if strings.TrimSpace(line) == path {
+			return true
+		}
+	}
+	return false
 }
 
 // fourLetter sends one of ZooKeeper's four-letter commands and returns the answer.

@@ -48,21 +48,19 @@ func admin(t *testing.T, addrs []string) *kadm.Client {
 // waitMetadata waits until cond holds for the topic's metadata as the cluster reports it.
 func waitMetadata(t *testing.T, adm *kadm.Client, topic string, what string, cond func(kadm.TopicDetail) bool) kadm.TopicDetail {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var got kadm.TopicDetail
+	brokertest.WaitForState(t, 30*time.Second, "metadata of "+topic+": "+what, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		md, err := adm.Metadata(ctx, topic)
-		cancel()
-		if err == nil {
-			if td, ok := md.Topics[topic]; ok && td.Err == nil && cond(td) {
-				return td
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("metadata of %s: %s did not happen within 30s (last: %+v, %v)", topic, what, md.Topics[topic], err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		td, ok := md.Topics[topic]
+		got = td
+		return ok && td.Err == nil && cond(td), fmt.Sprintf("%+v", td)
+	})
+	return got
 }
 
 func createReplicated(t *testing.T, adm *kadm.Client, topic string, partitions int32) kadm.TopicDetail {
@@ -158,13 +156,9 @@ func (g *loadGen) Stop() {
 // waitAcks waits until the history holds n more acknowledgements than from.
 func waitAcks(t *testing.T, h *brokertest.History, from, n int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for h.Count() < from+n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: only %d of %d acknowledgements within 60s", what, h.Count()-from, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	brokertest.WaitForState(t, 60*time.Second, what, func() (bool, string) {
+		return h.Count() >= from+n, fmt.Sprintf("%d of %d acknowledgements", h.Count()-from, n)
+	})
 }
 
 // readAll consumes every partition from the start up to its high watermark.
@@ -172,12 +166,20 @@ func readAll(t *testing.T, addrs []string, topic string, adm *kadm.Client) []bro
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The admin client may still route to a broker killed moments ago: ask until an answer
+	// covers every partition.
 	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	brokertest.WaitForState(t, 60*time.Second, "the end offsets of "+topic, func() (bool, string) {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+		return true, ""
+	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -257,10 +259,9 @@ type faultRun struct {
 // wait polls the view of a broker that is up until cond holds.
 func (f *faultRun) wait(what string, cond func(clusterView) bool) clusterView {
 	f.t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
 	var last clusterView
-	var lastErr error
-	for {
+	brokertest.WaitForState(f.t, 45*time.Second, what, func() (bool, string) {
+		var lastErr error
 		for id, b := range f.c.Brokers {
 			if f.down[id] {
 				continue
@@ -271,16 +272,11 @@ func (f *faultRun) wait(what string, cond func(clusterView) bool) clusterView {
 				continue
 			}
 			last = v
-			if cond(v) {
-				return v
-			}
-			break
+			return cond(v), fmt.Sprintf("view %+v", v)
 		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%s did not happen within 45s (last view %+v, %v)", what, last, lastErr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, fmt.Sprint(lastErr)
+	})
+	return last
 }
 
 // led lists the partitions broker id leads in v.
@@ -333,8 +329,17 @@ func (f *faultRun) unavailability(name string, at time.Time, partitions []int32)
 		}
 		return true
 	})
+	// Two seconds of acknowledgements after the partitions came back, so a longer gap later
+	// in the recovery is seen too.
 	settled := time.Now()
-	time.Sleep(2 * time.Second)
+	brokertest.WaitFor(f.t, 45*time.Second, name+": two seconds of writes after the recovery", func() bool {
+		for _, p := range partitions {
+			if f.hist.FirstAckAfter(p, settled.Add(2*time.Second)) < 0 {
+				return false
+			}
+		}
+		return true
+	})
 	var gaps []time.Duration
 	for _, p := range partitions {
 		gaps = append(gaps, f.hist.LongestGap(p, at, settled))
@@ -426,7 +431,9 @@ func TestClusterFaults(t *testing.T) {
 			recover: func(t *testing.T, id int32) {
 				// Past the ZooKeeper session timeout: on waking, its session has expired and it
 				// has been replaced; it must not acknowledge anything as the old leader.
-				time.Sleep(5 * time.Second)
+				brokertest.WaitFor(t, time.Minute, "the paused broker's ZooKeeper session to expire", func() bool {
+					return !zk.HasEphemeral(fmt.Sprintf("%s/brokers/ids/%d", c.Chroot, id))
+				})
 				c.Brokers[id].Signal(t, syscall.SIGCONT)
 			}})
 	})
@@ -731,6 +738,7 @@ func TestClusterRealClientsAcrossFailover(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	}
 	javaAcks := make(chan int, 1)
+	var javaAcked atomic.Int64
 	go func() {
 		n := 0
 		sc := bufio.NewScanner(jout)
@@ -740,6 +748,7 @@ func TestClusterRealClientsAcrossFailover(t *testing.T) {
 			var off int64
 			if _, err := fmt.Sscanf(sc.Text(), "ACK %s %d %d", &v, &p, &off); err == nil {
 				hist.Acked(p, off, v)
+				javaAcked.Add(1)
 				n++
 			}
 		}
@@ -747,23 +756,21 @@ func TestClusterRealClientsAcrossFailover(t *testing.T) {
 	}()
 	const perProducer = 1500
 	var kcatValues []string
-	fed := make(chan struct{})
-	go func() {
-		defer close(fed)
-		for i := range perProducer {
+	feed := func(from, to int) {
+		for i := from; i < to; i++ {
 			fmt.Fprintf(jin, "j-%05d\n", i)
 			kv := fmt.Sprintf("k-%05d", i)
 			kcatValues = append(kcatValues, kv)
 			fmt.Fprintln(kin, kv)
-			if i == perProducer/3 {
-				c.Kill(t, victim)
-			}
-			time.Sleep(2 * time.Millisecond) // a steady stream across the failover
 		}
-		jin.Close()
-		kin.Close()
-	}()
-	<-fed
+	}
+	// A third before the kill, acknowledged; the rest while the partition fails over.
+	feed(0, perProducer/3)
+	brokertest.WaitFor(t, time.Minute, "the Java producer's first third acknowledged", func() bool { return javaAcked.Load() >= perProducer/3 })
+	c.Kill(t, victim)
+	feed(perProducer/3, perProducer)
+	jin.Close()
+	kin.Close()
 	if err := kp.Wait(); err != nil {
 		t.Fatalf("kcat producer: %v (not every record was delivered)", err)
 	}

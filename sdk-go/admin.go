@@ -133,7 +133,7 @@ func (a *Admin) waitTopic(ctx context.Context, name string, exists bool) error {
 }
 
 func withMessage(err error, msg *string) error {
-	if msg == nil || *msg == "" {
+	if err == nil || msg == nil || *msg == "" {
 		return err
 	}
 	// Brokers (Spool's among them) often start the message with the error's own text; say

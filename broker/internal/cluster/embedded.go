@@ -358,3 +358,38 @@ func (e *Embedded) AllocateProducerIDs(_ context.Context, n int64) (int64, error
 	}
 	return next, nil
 }
+
+// Reassign implements Metadata. A single node holds every replica: the only valid target is
+// the node itself, which is where every partition already is, so nothing moves.
+func (e *Embedded) Reassign(_ context.Context, topic string, targets map[int32][]int32) (map[int32]error, error) {
+	t, ok := e.Topic(topic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	out := map[int32]error{}
+	for p, target := range targets {
+		if target == nil {
+			out[p] = fmt.Errorf("%w: %s-%d", ErrNoReassignment, topic, p)
+			continue
+		}
+		out[p] = CheckTarget(t, p, target, e.Brokers())
+	}
+	return out, nil
+}
+
+// ElectLeaders implements Metadata: a single node leads every partition already.
+func (e *Embedded) ElectLeaders(_ context.Context, typ ElectionType, topic string, partitions []int32) (map[int32]error, error) {
+	t, ok := e.Topic(topic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	out := map[int32]error{}
+	for _, p := range partitions {
+		if p < 0 || int(p) >= len(t.Partitions) {
+			out[p] = fmt.Errorf("%w: %s has no partition %d", ErrUnknownTopic, topic, p)
+			continue
+		}
+		out[p] = ElectionNeed(t.Partitions[p], typ, func(id int32) bool { return id == e.self.NodeID })
+	}
+	return out, nil
+}

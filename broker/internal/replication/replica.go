@@ -151,10 +151,30 @@ func (r *Replica) Apply(st State) (Role, bool, error) {
 		} else {
 			r.followers = nil
 		}
+	} else if role == RoleLeader {
+		r.syncFollowersLocked()
 	}
 	r.advanceLocked()
 	r.notifyLocked()
 	return role, changed, nil
+}
+
+// syncFollowersLocked makes the followers tracked match the replica list when it changes
+// under the same leader epoch (a reassignment adds and removes replicas): an added replica is
+// tracked from its first fetch, not yet caught up; a removed one is forgotten. r.mu is held.
+func (r *Replica) syncFollowersLocked() {
+	for _, id := range r.state.Replicas {
+		if _, ok := r.followers[id]; !ok && id != r.set.Self {
+			r.followers[id] = &Follower{ID: id}
+		}
+	}
+	for id := range r.followers {
+		if !slices.Contains(r.state.Replicas, id) {
+			delete(r.followers, id)
+			delete(r.prevEnd, id)
+			delete(r.prevFetch, id)
+		}
+	}
 }
 
 // SetMinISR updates min.insync.replicas (a topic config change).

@@ -122,7 +122,7 @@ func (s *Store) CreateTopic(ctx context.Context, name string, partitions int32, 
 	} else {
 		ops = append(ops, &zk.CreateRequest{Path: s.p(topicConfigPath(name)), Data: encodeConfig(configs), Acl: acl})
 	}
-	ops = append(ops, &zk.CreateRequest{Path: s.p(topicPath(name)), Data: encodeTopic(id, a), Acl: acl})
+	ops = append(ops, &zk.CreateRequest{Path: s.p(topicPath(name)), Data: encodeTopic(topicAssignment{ID: id, Replicas: a}), Acl: acl})
 	if _, err := s.conn.Multi(ops...); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
 			return cluster.Topic{}, fmt.Errorf("%w: %s", cluster.ErrTopicExists, name)
@@ -185,10 +185,11 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, total int32, 
 	if err != nil {
 		return fmt.Errorf("reading topic %s: %w", name, err)
 	}
-	id, a, err := decodeTopic(name, data)
+	ta, err := decodeTopic(name, data)
 	if err != nil {
 		return err
 	}
+	a := ta.Replicas
 	have := int32(len(a))
 	if total <= have {
 		return fmt.Errorf("%w: topic %s has %d partitions, cannot go to %d", cluster.ErrInvalidPartitions, name, have, total)
@@ -200,7 +201,7 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, total int32, 
 	if validateOnly {
 		return nil
 	}
-	if _, err := s.conn.Set(s.p(topicPath(name)), encodeTopic(id, append(a, more...)), stat.Version); err != nil {
+	if _, err := s.conn.Set(s.p(topicPath(name)), encodeTopic(topicAssignment{ID: ta.ID, Replicas: append(a, more...), Adding: ta.Adding, Removing: ta.Removing}), stat.Version); err != nil {
 		if errors.Is(err, zk.ErrBadVersion) {
 			return fmt.Errorf("%w: topic %s changed meanwhile; retry", cluster.ErrInvalidPartitions, name)
 		}

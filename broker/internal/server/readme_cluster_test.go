@@ -23,11 +23,8 @@ func TestReadmeClusterQuickStart(t *testing.T) {
 	brokertest.NeedTool(t, "/usr/share/java/zookeeper.jar", "zookeeper")
 	block := readmeBlock(t, "### Cluster mode")
 	dir := readmeDir(t)
-	cli := filepath.Join(dir, "bin", "spool")
-	build := exec.Command("go", "build", "-o", cli, "./cmd/spool")
-	build.Dir = "../../../sdk-go"
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the spool CLI: %v\n%s", err, out)
+	if err := os.Symlink(brokertest.CLI(t), filepath.Join(dir, "bin", "spool")); err != nil {
+		t.Fatal(err)
 	}
 	base := freeRun(t, 3)
 	zkPort := freePortT(t)

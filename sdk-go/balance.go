@@ -45,6 +45,7 @@ func PlanBalance(brokers []BrokerDetail, topics []TopicDetail, exclude ...int32)
 		}
 	}
 	b.placeOrphans()
+	b.spreadRacks()
 	b.spreadReplicas()
 	b.spreadLeaders()
 	return b.moves(), nil
@@ -151,6 +152,37 @@ func (b *replicaPlanner) placeOrphans() {
 			}
 		}
 	}
+}
+
+// spreadRacks moves a replica of each partition that shares a rack with another to a broker
+// of a rack the partition lacks (the least loaded), while it spans fewer racks than it can.
+func (b *replicaPlanner) spreadRacks() {
+	for _, p := range b.parts {
+		for b.racksOf(p.to) < min(len(p.to), b.racks) {
+			n := b.load(false)
+			slot, best := -1, int32(-1)
+			for i, r := range p.to {
+				if !slices.ContainsFunc(p.to, func(o int32) bool { return o != r && b.rack[o] == b.rack[r] }) {
+					continue // alone in its rack
+				}
+				for _, id := range b.ids {
+					if b.fits(p, i, id) && b.racksOf(replaced(p.to, i, id)) > b.racksOf(p.to) && (best < 0 || n[id] < n[best]) {
+						slot, best = i, id
+					}
+				}
+			}
+			if slot < 0 {
+				break
+			}
+			p.to[slot] = best
+		}
+	}
+}
+
+func replaced(ids []int32, i int, id int32) []int32 {
+	out := slices.Clone(ids)
+	out[i] = id
+	return out
 }
 
 // spreadReplicas moves replicas from the most to the least loaded brokers until every

@@ -146,6 +146,18 @@ func TestPlanKeepsRacks(t *testing.T) {
 			}
 		}
 	}
+	// Partitions placed with two replicas in one rack are spread over three.
+	for _, tp := range applyPlan(topics, moves) {
+		for _, p := range tp.Partitions {
+			racks := map[string]bool{}
+			for _, r := range p.Replicas {
+				racks[rackOf(r)] = true
+			}
+			if len(racks) != 3 {
+				t.Errorf("%s-%d spans %d racks: %v", tp.Name, p.Partition, len(racks), p.Replicas)
+			}
+		}
+	}
 	// Decommissioning rack c's brokers leaves every partition on racks a and b.
 	moves, err = PlanBalance(brokers, topics, 5, 6)
 	if err != nil {

@@ -77,11 +77,29 @@ func Assign(brokers []cluster.Broker, from, to int32, rf int, start int) ([][]in
 		}
 	}
 	n := len(order)
+	rackOf := map[int32]string{}
+	for r, ids := range byRack {
+		for _, id := range ids {
+			rackOf[id] = r
+		}
+	}
 	out := make([][]int32, 0, to-from)
 	for p := from; p < to; p++ {
-		replicas := make([]int32, rf)
-		for j := range rf {
-			replicas[j] = order[(start+int(p)+j)%n]
+		// The leader is the partition's start in the order; followers come after it, skipping
+		// brokers whose rack holds a replica already until every rack holds one (as Kafka's
+		// rack-aware placement does), which matters when racks have unequal broker counts.
+		first := start + int(p)
+		replicas := []int32{order[first%n]}
+		used := map[string]bool{rackOf[replicas[0]]: true}
+		for pass := 0; len(replicas) < rf; pass++ {
+			for k := 1; k < n && len(replicas) < rf; k++ {
+				id := order[(first+k)%n]
+				if slices.Contains(replicas, id) || pass == 0 && used[rackOf[id]] && len(used) < len(racks) {
+					continue
+				}
+				replicas = append(replicas, id)
+				used[rackOf[id]] = true
+			}
 		}
 		out = append(out, replicas)
 	}

@@ -144,6 +144,11 @@ type Metadata interface {
 	// ElectLeaders runs elections of typ for partitions of topic and waits for their outcome
 	// until ctx ends, with an error per partition (nil: elected).
 	ElectLeaders(ctx context.Context, typ ElectionType, topic string, partitions []int32) (map[int32]error, error)
+	// BrokerConfigs are the dynamic configs of broker (a node id in decimal, or "" for the
+	// cluster-wide default), as Kafka's IncrementalAlterConfigs sets them.
+	BrokerConfigs(broker string) map[string]string
+	// SetBrokerConfigs replaces broker's dynamic configs.
+	SetBrokerConfigs(ctx context.Context, broker string, configs map[string]string) error
 	// AllocateProducerIDs reserves a block of n producer ids no other broker of the cluster
 	// will hand out, and returns its first id.
 	AllocateProducerIDs(ctx context.Context, n int64) (int64, error)

@@ -29,6 +29,7 @@ const (
 	controllerPath       = "/controller"
 	controllerEpochPath  = "/controller_epoch"
 	configTopicsPath     = "/config/topics"
+	configBrokersPath    = "/config/brokers" // dynamic broker configs: /config/brokers/<id> and /config/brokers/<default>
 	deleteTopicsPath     = "/admin/delete_topics"
 	producerIDBlockPath  = "/latest_producer_id_block"
 	electionPath         = "/admin/preferred_replica_election"
@@ -37,7 +38,7 @@ const (
 )
 
 // persistentPaths are created at startup when missing, as Kafka's brokers do.
-var persistentPaths = []string{"/cluster", "/brokers", brokerIDsPath, topicsPath, "/config", configTopicsPath, "/admin", deleteTopicsPath, "/spool", brokerSessionsPrefix}
+var persistentPaths = []string{"/cluster", "/brokers", brokerIDsPath, topicsPath, "/config", configTopicsPath, configBrokersPath, "/admin", deleteTopicsPath, "/spool", brokerSessionsPrefix}
 
 func brokerPath(id int32) string        { return brokerIDsPath + "/" + strconv.Itoa(int(id)) }
 func brokerSessionPath(id int32) string { return brokerSessionsPrefix + "/" + strconv.Itoa(int(id)) }
@@ -49,6 +50,14 @@ func partitionPath(t string, p int32) string {
 func partitionStatePath(t string, p int32) string { return partitionPath(t, p) + "/state" }
 func topicConfigPath(t string) string             { return configTopicsPath + "/" + t }
 func deleteTopicPath(t string) string             { return deleteTopicsPath + "/" + t }
+
+// brokerConfigPath is broker's dynamic config znode; broker "" is the cluster-wide default.
+func brokerConfigPath(broker string) string {
+	if broker == "" {
+		broker = "<default>"
+	}
+	return configBrokersPath + "/" + broker
+}
 
 // clusterIDZNode is /cluster/id: {"version":"1","id":"..."}.
 type clusterIDZNode struct {

@@ -99,6 +99,7 @@ type Store struct {
 	deleting   map[string]bool
 	// elections are the leader elections asked for (/admin/preferred_replica_election) and
 	// electionsVersion that znode's version (-1: none asked for).
+	brokerCfg        map[string]map[string]string // dynamic configs of this broker and of <default>
 	elections        []electionRequest
 	electionsVersion int32
 	changed          chan struct{}

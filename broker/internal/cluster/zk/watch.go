@@ -156,6 +156,7 @@ func (s *Store) startWatches() {
 		s.mu.Unlock()
 		return true
 	})
+	s.watchBrokerConfigs()
 	s.watchChildren(topicsPath, s.applyTopics)
 	s.watchChildren(deleteTopicsPath, func(children []string) {
 		s.mu.Lock()

@@ -15,8 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	spool "github.com/spoolmq/spool/sdk-go"
 	"github.com/spoolmq/spool/protocol-spec/wire"
+	spool "github.com/spoolmq/spool/sdk-go"
 )
 
 func clusterOps(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout io.Writer) error {

@@ -230,3 +230,35 @@ func TestClusterRacks(t *testing.T) {
 	})
 	checkRacks("rebalanced")
 }
+
+// TestClusterPreferredLeadersReturn restarts a broker under load and checks that, once it is
+// back in the ISR, the controller's automatic rebalance gives it back the leaderships it is
+// the preferred replica of (leader.imbalance.check.interval.seconds shortened to 1).
+func TestClusterPreferredLeadersReturn(t *testing.T) {
+	zk := brokertest.StartZooKeeper(t)
+	props := map[string]string{"leader.imbalance.check.interval.seconds": "1"}
+	for k, v := range clusterProps {
+		props[k] = v
+	}
+	c := brokertest.StartCluster(t, 3, zk.Connect(""), props)
+	adm := admin(t, c.Addrs())
+	const topic, partitions = "orders", 6
+	createReplicated(t, adm, topic, partitions)
+	hist := brokertest.NewHistory()
+	load := startLoad(t, c.Addrs(), topic, partitions, 1, hist)
+	waitAcks(t, hist, 0, 1000, "before the restart")
+	f := &faultRun{t: t, c: c, topic: topic, hist: hist, down: map[int32]bool{}}
+	v := f.wait("leaders", func(v clusterView) bool { return len(led(v, 2)) > 0 })
+	preferred := led(v, 2)
+	c.Kill(t, 2)
+	f.down[2] = true
+	f.wait("broker 2's partitions moved", movedOff(2))
+	c.Restart(t, 2)
+	delete(f.down, 2)
+	f.wait("broker 2 leads its preferred partitions again", func(v clusterView) bool {
+		return slices.Equal(led(v, 2), preferred) && inEveryISR(2)(v)
+	})
+	waitAcks(t, hist, hist.Count(), 500, "writes after the leaders returned")
+	load.Stop()
+	t.Log(hist.Check(t, readAll(t, c.Addrs(), topic, adm)))
+}

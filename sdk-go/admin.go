@@ -404,8 +404,8 @@ func (a *Admin) DescribeConfigs(ctx context.Context, res ConfigResource, keys ..
 
 // AlterConfigs sets (non-nil value) or deletes (nil value: back to the default) configs of
 // res with IncrementalAlterConfigs; the changes apply together or not at all. Spool's broker
-// configs are static (its properties file and flags), so altering them fails with
-// INVALID_REQUEST there; Kafka accepts its dynamic broker configs.
+// configs are static (its properties file and flags) except the replication throttles, so
+// altering others fails with INVALID_REQUEST there; Kafka accepts its dynamic broker configs.
 func (a *Admin) AlterConfigs(ctx context.Context, res ConfigResource, set map[string]*string) error {
 	req := &wire.IncrementalAlterConfigsRequest{}
 	req.Default()

@@ -86,6 +86,9 @@ type Replica struct {
 	set   *Settings
 
 	hw atomic.Int64
+	// throttled marks a replica whose fetching counts against the replication throttle
+	// (follower.replication.throttled.replicas lists it).
+	throttled atomic.Bool
 
 	mu         sync.Mutex
 	role       Role
@@ -158,6 +161,12 @@ func (r *Replica) Apply(st State) (Role, bool, error) {
 	r.notifyLocked()
 	return role, changed, nil
 }
+
+// SetThrottled marks the replica throttled or not (throttle.go).
+func (r *Replica) SetThrottled(on bool) { r.throttled.Store(on) }
+
+// Throttled reports whether the replica's fetching counts against the replication throttle.
+func (r *Replica) Throttled() bool { return r.throttled.Load() }
 
 // syncFollowersLocked makes the followers tracked match the replica list when it changes
 // under the same leader epoch (a reassignment adds and removes replicas): an added replica is

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
@@ -56,4 +57,31 @@ func (s *Server) alterBrokerConfigs(ctx context.Context, res wire.IncrementalAlt
 		return protocolError(err)
 	}
 	return nil
+}
+
+// followerThrottleRate is this broker's follower.replication.throttled.rate: its own dynamic
+// value, else the cluster default's, else none (0).
+func (s *Server) followerThrottleRate() int64 {
+	for _, broker := range []string{strconv.Itoa(int(s.self.NodeID)), ""} {
+		if v, ok := s.md.BrokerConfigs(broker)["follower.replication.throttled.rate"]; ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// throttledReplica reports whether list (a follower.replication.throttled.replicas value: "*",
+// or PARTITION:BROKER pairs separated by commas) names the replica of partition on broker.
+func throttledReplica(list string, partition, broker int32) bool {
+	if strings.TrimSpace(list) == "*" {
+		return true
+	}
+	want := fmt.Sprintf("%d:%d", partition, broker)
+	for _, item := range strings.Split(list, ",") {
+		if strings.TrimSpace(item) == want {
+			return true
+		}
+	}
+	return false
 }

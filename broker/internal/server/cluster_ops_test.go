@@ -6,14 +6,18 @@ package server_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/spoolmq/spool/broker/brokertest"
 )
@@ -261,4 +265,76 @@ func TestClusterPreferredLeadersReturn(t *testing.T) {
 	waitAcks(t, hist, hist.Count(), 500, "writes after the leaders returned")
 	load.Stop()
 	t.Log(hist.Check(t, readAll(t, c.Addrs(), topic, adm)))
+}
+
+// TestClusterThrottledMove copies a partition of 8 MiB onto another broker twice, without
+// and with `--throttle 2MB`, and reports the copy rates. The throttled copy cannot be faster
+// than the throttle allows (a token bucket holding one second's budget): 8 MiB at 2 MB/s
+// takes at least 3 s.
+func TestClusterThrottledMove(t *testing.T) {
+	zk := brokertest.StartZooKeeper(t)
+	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
+	adm := admin(t, c.Addrs())
+	const topic = "big"
+	createReplicated(t, adm, topic, 1)
+	const size = 8 << 20
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := make([]byte, 64<<10)
+	rand.Read(value) // incompressible, so the 8 MiB are copied as 8 MiB
+	for i := 0; i < size/len(value); i++ {
+		cl.Produce(context.Background(), &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("producing: %v", err)
+			}
+		})
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	c.Add(t, 4, clusterProps)
+	addrs := c.Addrs()
+	moved := regexp.MustCompile(`done: 1 partitions moved in ([0-9.]+)s`)
+	move := func(off int32, throttle ...string) time.Duration {
+		out := spoolCmd(t, addrs, append([]string{"cluster", "decommission", fmt.Sprint(off)}, throttle...)...)
+		m := moved.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("decommission %d:\n%s", off, out)
+		}
+		took, err := time.ParseDuration(m[1] + "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(throttle) > 0 && !strings.Contains(out, "throttled to 2.0 MB/s") {
+			t.Fatalf("decommission %d: no throttle reported:\n%s", off, out)
+		}
+		waitMetadata(t, adm, topic, "full ISR without broker "+fmt.Sprint(off), func(td kadm.TopicDetail) bool {
+			p := td.Partitions[0]
+			return len(p.ISR) == 3 && !slices.Contains(p.Replicas, off)
+		})
+		return took
+	}
+	free := move(3)
+	throttled := move(4, "--throttle", "2MB")
+	mb := float64(size) / 1e6
+	t.Logf("copying %.1f MB onto a broker: %.1f MB/s without a throttle, %.2f MB/s with --throttle 2MB (%v, %v)",
+		mb, mb/free.Seconds(), mb/throttled.Seconds(), free.Round(time.Millisecond), throttled.Round(time.Millisecond))
+	if throttled < 3*time.Second {
+		t.Errorf("the throttled copy took %v: faster than 2 MB/s allows", throttled)
+	}
+	cfgs, err := adm.DescribeTopicConfigs(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range cfgs {
+		for _, e := range rc.Configs {
+			if e.Key == "follower.replication.throttled.replicas" && e.Value != nil && *e.Value != "" && e.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				t.Errorf("the throttle is still set after the move: %s=%s", e.Key, *e.Value)
+			}
+		}
+	}
 }

@@ -46,6 +46,7 @@ func (s *Server) reconcile() error {
 				part = &partition{topic: t.Name, index: p.Index, log: l, replica: replication.NewReplica(t.Name, p.Index, l, s.repl)}
 				s.parts.put(part)
 			}
+			part.replica.SetThrottled(throttledReplica(t.Configs["follower.replication.throttled.replicas"], p.Index, s.self.NodeID))
 			if p.LeaderEpoch < 0 {
 				continue // no state yet: the controller has not elected a leader
 			}

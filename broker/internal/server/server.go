@@ -130,6 +130,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		Log:            log.With("component", "fetcher"),
 		RequestTimeout: 30 * time.Second,
 		ConnectTimeout: 5 * time.Second,
+		ThrottleRate:   s.followerThrottleRate,
 	})
 	s.parts.init()
 	if s.groups, err = s.newGroupCoordinator(); err != nil {

@@ -37,20 +37,30 @@ func clusterRebalance(ctx context.Context, clientFor clientFunc, args []string, 
 	fs := newFlags("cluster rebalance")
 	fs.Bool("plan", true, "only show the moves (the default)")
 	execute := fs.Bool("execute", false, "carry the moves out and wait until they complete")
+	throttle := fs.String("throttle", "", "limit the copying to RATE bytes per second per broker, e.g. 50MB (default: no limit)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if err := fs.noArgs(); err != nil {
 		return err
 	}
-	return planAndRun(ctx, clientFor, nil, *execute, stdout)
+	rate, err := parseRate(*throttle)
+	if err != nil {
+		return fs.bad("cluster rebalance: --throttle: %v", err)
+	}
+	return planAndRun(ctx, clientFor, nil, *execute, rate, stdout)
 }
 
 func clusterDecommission(ctx context.Context, clientFor clientFunc, args []string, stdout io.Writer) error {
 	fs := newFlags("cluster decommission")
 	planOnly := fs.Bool("plan", false, "only show the moves")
+	throttle := fs.String("throttle", "", "limit the copying to RATE bytes per second per broker, e.g. 50MB (default: no limit)")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	rate, err := parseRate(*throttle)
+	if err != nil {
+		return fs.bad("cluster decommission: --throttle: %v", err)
 	}
 	if fs.NArg() == 0 {
 		return fs.bad("cluster decommission: missing broker id")
@@ -63,12 +73,84 @@ func clusterDecommission(ctx context.Context, clientFor clientFunc, args []strin
 		}
 		ids = append(ids, int32(n))
 	}
-	return planAndRun(ctx, clientFor, ids, !*planOnly, stdout)
+	return planAndRun(ctx, clientFor, ids, !*planOnly, rate, stdout)
+}
+
+// parseRate reads a byte rate: a number with an optional unit, B, KB, MB, GB (powers of 1000)
+// or KiB, MiB, GiB (powers of 1024); "" is no limit (0).
+func parseRate(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	num, mult := s, int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || n <= 0 || n*float64(mult) < 1 {
+		return 0, fmt.Errorf("%q: want a positive rate such as 50MB or 10MiB (bytes per second)", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+
+// throttleMoves limits the copying of moves to rate bytes per second on every broker: the
+// cluster-wide follower.replication.throttled.rate and, per topic,
+// follower.replication.throttled.replicas naming the replicas being added (Kafka's
+// throttle). The returned function removes both.
+func throttleMoves(ctx context.Context, ad *spool.Admin, moves []spool.Move, rate int64, w io.Writer) (func(), error) {
+	pairs := map[string][]string{}
+	for _, m := range moves {
+		for _, r := range m.Copies() {
+			pairs[m.Topic] = append(pairs[m.Topic], fmt.Sprintf("%d:%d", m.Partition, r))
+		}
+	}
+	v := strconv.FormatInt(rate, 10)
+	if err := ad.AlterConfigs(ctx, spool.ConfigResource{Type: spool.ConfigResourceBroker}, map[string]*string{"follower.replication.throttled.rate": &v}); err != nil {
+		return nil, err
+	}
+	clear := func() {
+		for topic := range pairs {
+			if err := ad.AlterTopicConfigs(context.WithoutCancel(ctx), topic, map[string]*string{"follower.replication.throttled.replicas": nil}); err != nil {
+				fmt.Fprintln(w, "removing the throttle:", err)
+			}
+		}
+		if err := ad.AlterConfigs(context.WithoutCancel(ctx), spool.ConfigResource{Type: spool.ConfigResourceBroker}, map[string]*string{"follower.replication.throttled.rate": nil}); err != nil {
+			fmt.Fprintln(w, "removing the throttle:", err)
+		}
+	}
+	for topic, ps := range pairs {
+		list := strings.Join(ps, ",")
+		if err := ad.AlterTopicConfigs(ctx, topic, map[string]*string{"follower.replication.throttled.replicas": &list}); err != nil {
+			clear()
+			return nil, err
+		}
+	}
+	fmt.Fprintf(w, "throttled to %s/s per broker\n", humanBytes(rate))
+	return clear, nil
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 // planAndRun plans a balance (emptying exclude), prints it, and with execute moves the
 // replicas, waits for the moves, and puts the preferred leaders in the lead.
-func planAndRun(ctx context.Context, clientFor clientFunc, exclude []int32, execute bool, stdout io.Writer) error {
+func planAndRun(ctx context.Context, clientFor clientFunc, exclude []int32, execute bool, throttle int64, stdout io.Writer) error {
 	cl, err := clientFor()
 	if err != nil {
 		return err
@@ -108,6 +190,13 @@ func planAndRun(ctx context.Context, clientFor clientFunc, exclude []int32, exec
 		}
 		targets[m.Topic][m.Partition] = m.To
 	}
+	if throttle > 0 {
+		clear, err := throttleMoves(ctx, ad, moves, throttle, stdout)
+		if err != nil {
+			return err
+		}
+		defer clear()
+	}
 	res, err := ad.AlterReassignments(ctx, targets)
 	if err != nil {
 		return err
@@ -115,7 +204,8 @@ func planAndRun(ctx context.Context, clientFor clientFunc, exclude []int32, exec
 	if err := res.Err(); err != nil {
 		return err
 	}
-	if err := waitMoves(ctx, ad, moves, stdout); err != nil {
+	took, err := waitMoves(ctx, ad, moves, stdout)
+	if err != nil {
 		return err
 	}
 	parts := map[string][]int32{}
@@ -125,7 +215,7 @@ func planAndRun(ctx context.Context, clientFor clientFunc, exclude []int32, exec
 	if err := electPreferred(ctx, ad, parts); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "done: %d partitions moved, preferred leaders elected\n", len(moves))
+	fmt.Fprintf(stdout, "done: %d partitions moved in %.2fs, preferred leaders elected\n", len(moves), took.Seconds())
 	return nil
 }
 
@@ -199,36 +289,65 @@ func printPlan(w io.Writer, moves []spool.Move, brokers []spool.BrokerDetail, to
 	tw.Flush()
 }
 
-// waitMoves waits until none of moves is in progress, printing progress as partitions
-// complete.
-func waitMoves(ctx context.Context, ad *spool.Admin, moves []spool.Move, w io.Writer) error {
+// waitMoves waits until every move is done, printing progress as partitions complete, and
+// returns how long the moves took. A move is done when no broker lists it in progress and
+// the metadata shows its target replica list: brokers learn of a move a moment apart, so the
+// list alone could say "done" before the broker asked has seen the move start.
+func waitMoves(ctx context.Context, ad *spool.Admin, moves []spool.Move, w io.Writer) (time.Duration, error) {
 	start := time.Now()
 	last := -1
+	topics := map[string]bool{}
+	for _, m := range moves {
+		topics[m.Topic] = true
+	}
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
 	for {
 		list, err := ad.ListReassignments(ctx)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		left := 0
+		details, err := ad.DescribeTopics(ctx, names...)
+		if err != nil {
+			return 0, err
+		}
+		done := 0
 		for _, m := range moves {
-			if slices.ContainsFunc(list, func(r spool.Reassignment) bool { return r.Topic == m.Topic && r.Partition == m.Partition }) {
-				left++
+			listed := slices.ContainsFunc(list, func(r spool.Reassignment) bool { return r.Topic == m.Topic && r.Partition == m.Partition })
+			if !listed && placed(details, m) {
+				done++
 			}
 		}
-		done := len(moves) - left
 		if done != last {
 			fmt.Fprintf(w, "%s %d/%d partitions moved, %.1fs\n", progressBar(done, len(moves)), done, len(moves), time.Since(start).Seconds())
 			last = done
 		}
-		if left == 0 {
-			return nil
+		if done == len(moves) {
+			return time.Since(start), nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the moves: %w (they go on; spool cluster reassignments shows them)", ctx.Err())
-		case <-time.After(200 * time.Millisecond):
+			return 0, fmt.Errorf("waiting for the moves: %w (they go on; spool cluster reassignments shows them)", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// placed reports whether the metadata shows m's partition on exactly its target replicas.
+func placed(details []spool.TopicDetail, m spool.Move) bool {
+	for _, t := range details {
+		if t.Name != m.Topic {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.Partition == m.Partition {
+				return slices.Equal(p.Replicas, m.To)
+			}
+		}
+	}
+	return false
 }
 
 func progressBar(done, total int) string {

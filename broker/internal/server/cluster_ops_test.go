@@ -26,15 +26,22 @@ import (
 // non-zero exit.
 func spoolCmd(t *testing.T, brokers []string, args ...string) string {
 	t.Helper()
+	out, err := spoolRun(t, brokers, args...)
+	if err != nil {
+		t.Fatalf("spool %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// spoolRun runs the spool CLI against brokers and returns its output and exit error.
+func spoolRun(t *testing.T, brokers []string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, brokertest.CLI(t), append([]string{"--brokers", strings.Join(brokers, ",")}, args...)...)
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("spool %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
 	t.Logf("spool %s:\n%s", strings.Join(args, " "), out)
-	return string(out)
+	return string(out), err
 }
 
 // placement counts replicas and leaders per broker over every topic.
@@ -337,4 +344,39 @@ func TestClusterThrottledMove(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestClusterUncleanElection takes a partition offline (its only in-sync replica killed after
+// the other fell out of the ISR) and brings it back with `spool cluster elect-leaders
+// --unclean`, which elects the out-of-sync replica; a preferred election is refused meanwhile.
+func TestClusterUncleanElection(t *testing.T) {
+	zk := brokertest.StartZooKeeper(t)
+	c := brokertest.StartCluster(t, 2, zk.Connect(""), clusterProps)
+	adm := admin(t, c.Addrs())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := adm.CreateTopic(ctx, 1, 2, nil, "ledger"); err != nil || res.Err != nil {
+		t.Fatalf("creating ledger: %v %v", err, res.Err)
+	}
+	td := waitMetadata(t, adm, "ledger", "both replicas in sync", func(td kadm.TopicDetail) bool { return len(td.Partitions[0].ISR) == 2 })
+	leader := td.Partitions[0].Leader
+	other := 3 - leader
+	// The follower stops fetching and leaves the ISR (replica.lag.time.max.ms=2000).
+	c.Proxies[leader].Drop(brokertest.DropFollowerFetches(other))
+	waitMetadata(t, adm, "ledger", "the follower out of the ISR", func(td kadm.TopicDetail) bool {
+		return slices.Equal(td.Partitions[0].ISR, []int32{leader})
+	})
+	c.Kill(t, leader)
+	survivor := []string{c.Proxies[other].Addr}
+	adm2 := admin(t, survivor)
+	waitMetadata(t, adm2, "ledger", "offline", func(td kadm.TopicDetail) bool { return td.Partitions[0].Leader < 0 })
+	out, err := spoolRun(t, survivor, "cluster", "elect-leaders", "--topic", "ledger")
+	if err == nil || !strings.Contains(out, "PREFERRED_LEADER_NOT_AVAILABLE") {
+		t.Fatalf("a preferred election of an offline partition: %v\n%s", err, out)
+	}
+	out = spoolCmd(t, survivor, "cluster", "elect-leaders", "--topic", "ledger", "--unclean")
+	if !strings.Contains(out, "1 leaders elected") {
+		t.Fatalf("elect-leaders --unclean:\n%s", out)
+	}
+	waitMetadata(t, adm2, "ledger", "led by the survivor", func(td kadm.TopicDetail) bool { return td.Partitions[0].Leader == other })
 }

@@ -77,14 +77,9 @@ func fair(n map[int32]int, ids ...int32) bool {
 // TestClusterGrowAndShrink adds a fourth broker to a loaded three-broker cluster and
 // rebalances onto it, then decommissions a broker and stops it, all under acks=all load.
 func TestClusterGrowAndShrink(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
-	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
-	adm := admin(t, c.Addrs())
 	const topic, partitions = "orders", 6
-	createReplicated(t, adm, topic, partitions)
-	hist := brokertest.NewHistory()
-	load := startLoad(t, c.Addrs(), topic, partitions, 2, hist)
-	waitAcks(t, hist, 0, 2000, "before the new broker")
+	lc := startLoaded(t, 3, clusterProps, topic, partitions, 2)
+	c, adm, hist, load := lc.c, lc.adm, lc.hist, lc.load
 
 	c.Add(t, 4, clusterProps)
 	addrs := c.Addrs()
@@ -129,14 +124,9 @@ func TestClusterGrowAndShrink(t *testing.T) {
 // yet (its fetches are dropped), kills the controller and the receiving broker mid-move,
 // brings them back, and checks that the move completes with nothing lost.
 func TestClusterReassignmentSurvivesFailures(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
-	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
-	adm := admin(t, c.Addrs())
 	const topic, partitions = "orders", 3
-	createReplicated(t, adm, topic, partitions)
-	hist := brokertest.NewHistory()
-	load := startLoad(t, c.Addrs(), topic, partitions, 1, hist)
-	waitAcks(t, hist, 0, 1000, "before the move")
+	lc := startLoaded(t, 3, clusterProps, topic, partitions, 1)
+	c, adm, hist, load := lc.c, lc.adm, lc.hist, lc.load
 	c.Add(t, 4, clusterProps)
 	for _, px := range c.Proxies {
 		px.Drop(brokertest.DropFollowerFetches(4))
@@ -203,11 +193,7 @@ func TestClusterRacks(t *testing.T) {
 	c := brokertest.StartCluster(t, 0, zk.Connect(""), nil)
 	racks := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b", 5: "c"}
 	for id := int32(1); id <= 5; id++ {
-		props := map[string]string{"broker.rack": racks[id]}
-		for k, v := range clusterProps {
-			props[k] = v
-		}
-		c.Add(t, id, props)
+		c.Add(t, id, withProps(map[string]string{"broker.rack": racks[id]}))
 	}
 	adm := admin(t, c.Addrs())
 	createReplicated(t, adm, "orders", 10)
@@ -229,11 +215,7 @@ func TestClusterRacks(t *testing.T) {
 	}
 	checkRacks("created")
 	racks[6] = "c"
-	props := map[string]string{"broker.rack": "c"}
-	for k, v := range clusterProps {
-		props[k] = v
-	}
-	c.Add(t, 6, props)
+	c.Add(t, 6, withProps(map[string]string{"broker.rack": "c"}))
 	spoolCmd(t, c.Addrs(), "cluster", "rebalance", "--execute")
 	brokertest.WaitForState(t, 30*time.Second, "replicas spread over six brokers", func() (bool, string) {
 		r, _ := placement(t, adm)
@@ -246,18 +228,9 @@ func TestClusterRacks(t *testing.T) {
 // back in the ISR, the controller's automatic rebalance gives it back the leaderships it is
 // the preferred replica of (leader.imbalance.check.interval.seconds shortened to 1).
 func TestClusterPreferredLeadersReturn(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
-	props := map[string]string{"leader.imbalance.check.interval.seconds": "1"}
-	for k, v := range clusterProps {
-		props[k] = v
-	}
-	c := brokertest.StartCluster(t, 3, zk.Connect(""), props)
-	adm := admin(t, c.Addrs())
 	const topic, partitions = "orders", 6
-	createReplicated(t, adm, topic, partitions)
-	hist := brokertest.NewHistory()
-	load := startLoad(t, c.Addrs(), topic, partitions, 1, hist)
-	waitAcks(t, hist, 0, 1000, "before the restart")
+	lc := startLoaded(t, 3, withProps(map[string]string{"leader.imbalance.check.interval.seconds": "1"}), topic, partitions, 1)
+	c, adm, hist, load := lc.c, lc.adm, lc.hist, lc.load
 	f := &faultRun{t: t, c: c, topic: topic, hist: hist, down: map[int32]bool{}}
 	v := f.wait("leaders", func(v clusterView) bool { return len(led(v, 2)) > 0 })
 	preferred := led(v, 2)

@@ -29,6 +29,37 @@ import (
 // clusterProps keep failure detection at its defaults except where a test says otherwise.
 var clusterProps = map[string]string{"num.partitions": "1", "replica.lag.time.max.ms": "2000", "broker.session.timeout.ms": "2000"}
 
+// withProps is clusterProps with extra on top.
+func withProps(extra map[string]string) map[string]string {
+	props := maps.Clone(clusterProps)
+	maps.Copy(props, extra)
+	return props
+}
+
+// loadedCluster is a cluster under acks=all load: ZooKeeper, n brokers with props, topic
+// replicated to three of them (min.insync.replicas=2), and producers producing to every
+// partition into hist.
+type loadedCluster struct {
+	c    *brokertest.Cluster
+	zk   *brokertest.ZooKeeper
+	adm  *kadm.Client
+	hist *brokertest.History
+	load *loadGen
+}
+
+// startLoaded starts a loadedCluster and waits for its first 1000 acknowledgements.
+func startLoaded(t *testing.T, n int, props map[string]string, topic string, partitions int32, producers int) loadedCluster {
+	t.Helper()
+	zk := brokertest.StartZooKeeper(t)
+	c := brokertest.StartCluster(t, n, zk.Connect(""), props)
+	adm := admin(t, c.Addrs())
+	createReplicated(t, adm, topic, partitions)
+	hist := brokertest.NewHistory()
+	load := startLoad(t, c.Addrs(), topic, partitions, producers, hist)
+	waitAcks(t, hist, 0, 1000, "the first writes")
+	return loadedCluster{c: c, zk: zk, adm: adm, hist: hist, load: load}
+}
+
 func startCluster(t *testing.T) (*brokertest.Cluster, *brokertest.ZooKeeper) {
 	t.Helper()
 	zk := brokertest.StartZooKeeper(t)
@@ -388,16 +419,9 @@ func (f *faultRun) run(bf brokerFault) {
 // acks=all idempotent load through a sequence of faults, then checks the history: nothing
 // acknowledged lost or moved, no duplicates, offsets increasing.
 func TestClusterFaults(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
-	props := maps.Clone(clusterProps)
-	props["zookeeper.session.timeout.ms"] = "4000"
-	c := brokertest.StartCluster(t, 3, zk.Connect(""), props)
-	adm := admin(t, c.Addrs())
 	const topic, partitions = "orders", 6
-	createReplicated(t, adm, topic, partitions)
-	hist := brokertest.NewHistory()
-	load := startLoad(t, c.Addrs(), topic, partitions, 2, hist)
-	waitAcks(t, hist, 0, 1000, "before the faults")
+	lc := startLoaded(t, 3, withProps(map[string]string{"zookeeper.session.timeout.ms": "4000"}), topic, partitions, 2)
+	zk, c, adm, hist, load := lc.zk, lc.c, lc.adm, lc.hist, lc.load
 	f := &faultRun{t: t, c: c, topic: topic, hist: hist, down: map[int32]bool{}}
 
 	leaderOfPartition := func(p int32) func(clusterView) int32 {

@@ -22,7 +22,9 @@ package server
 // per request (replication.Replica.OnFollowerFetch: it may advance the high watermark and the
 // ISR), refuses a stale or future epoch the same way, and answers a follower whose log
 // diverges from its own (LastFetchedEpoch, v12) with DivergingEpoch and no records, so that
-// it truncates by leader epoch (KIP-320).
+// it truncates by leader epoch (KIP-320). Partitions that leader.replication.throttled.replicas
+// names for this broker send followers nothing while the leader's replication budget
+// (leader.replication.throttled.rate) is spent (replication/throttle.go).
 
 import (
 	"context"
@@ -166,6 +168,13 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 	if remaining <= 0 {
 		remaining = 1<<31 - 1
 	}
+	isFollower := r.ReplicaId >= 0
+	var leaderWait time.Duration
+	if isFollower {
+		now := time.Now()
+		s.leaderQuota.SetRate(s.throttleRate("leader.replication.throttled.rate"), now)
+		leaderWait = s.leaderQuota.Wait(now)
+	}
 	for i, t := range targets {
 		pd := &f.partitions[i]
 		pd.Default()
@@ -175,7 +184,6 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 		}
 		part, err := s.leaderPart(t.topic, t.partition)
 		var limit int64
-		isFollower := r.ReplicaId >= 0
 		if err == nil && !isFollower {
 			if fc, ok := follower[t.topicPartition]; ok {
 				err = checkLeaderEpoch(part, fc.epoch)
@@ -206,6 +214,13 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 		}
 		pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = hw, hw, part.log.LogStartOffset()
 		maxBytes := min(int64(t.maxBytes), remaining)
+		throttled := isFollower && part.leaderThrottled.Load()
+		if throttled {
+			if leaderWait > 0 {
+				continue // over the leader's replication budget: nothing for it this time
+			}
+			maxBytes = min(maxBytes, int64(s.leaderQuota.Limit(int32(min(maxBytes, 1<<31-1)))))
+		}
 		if t.fetchOffset < limit && (maxBytes > 0 || size == 0) {
 			res, err := part.log.Read(t.fetchOffset, int32(min(max(maxBytes, 0), 1<<31-1)), limit)
 			switch {
@@ -219,6 +234,9 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 				f.parts[i] = fetchedPartition{read: res, size: res.Size}
 				size += res.Size
 				remaining -= res.Size
+				if throttled {
+					s.leaderQuota.Record(int(res.Size), time.Now())
+				}
 			default:
 				res.Release()
 			}

@@ -59,11 +59,16 @@ func (s *Server) alterBrokerConfigs(ctx context.Context, res wire.IncrementalAlt
 	return nil
 }
 
-// followerThrottleRate is this broker's follower.replication.throttled.rate: its own dynamic
-// value, else the cluster default's, else none (0).
+// followerThrottleRate is this broker's follower.replication.throttled.rate.
 func (s *Server) followerThrottleRate() int64 {
+	return s.throttleRate("follower.replication.throttled.rate")
+}
+
+// throttleRate is a dynamic rate config of this broker: its own value, else the cluster
+// default's, else none (0).
+func (s *Server) throttleRate(key string) int64 {
 	for _, broker := range []string{strconv.Itoa(int(s.self.NodeID)), ""} {
-		if v, ok := s.md.BrokerConfigs(broker)["follower.replication.throttled.rate"]; ok {
+		if v, ok := s.md.BrokerConfigs(broker)[key]; ok {
 			n, _ := strconv.ParseInt(v, 10, 64)
 			return n
 		}

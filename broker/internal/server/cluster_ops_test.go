@@ -300,11 +300,26 @@ func TestClusterThrottledMove(t *testing.T) {
 	}
 	free := move(3)
 	throttled := move(4, "--throttle", "2MB")
+	// The leader's side alone, as kafka-reassign-partitions sets it: the leaders' replicas
+	// named in leader.replication.throttled.replicas, the rate for every broker.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rate, all := "2000000", "*"
+	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "leader.replication.throttled.rate", Value: &rate}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "leader.replication.throttled.replicas", Value: &all}}, topic); err != nil {
+		t.Fatal(err)
+	}
+	leaderOnly := move(3)
 	mb := float64(size) / 1e6
-	t.Logf("copying %.1f MB onto a broker: %.1f MB/s without a throttle, %.2f MB/s with --throttle 2MB (%v, %v)",
-		mb, mb/free.Seconds(), mb/throttled.Seconds(), free.Round(time.Millisecond), throttled.Round(time.Millisecond))
+	t.Logf("copying %.1f MB onto a broker: %.1f MB/s without a throttle, %.2f MB/s with --throttle 2MB (both sides), %.2f MB/s with the leader side at 2 MB/s (%v, %v, %v)",
+		mb, mb/free.Seconds(), mb/throttled.Seconds(), mb/leaderOnly.Seconds(), free.Round(time.Millisecond), throttled.Round(time.Millisecond), leaderOnly.Round(time.Millisecond))
 	if throttled < 3*time.Second {
 		t.Errorf("the throttled copy took %v: faster than 2 MB/s allows", throttled)
+	}
+	if leaderOnly < 3*time.Second {
+		t.Errorf("the copy throttled by its leader took %v: faster than 2 MB/s allows", leaderOnly)
 	}
 	cfgs, err := adm.DescribeTopicConfigs(context.Background(), topic)
 	if err != nil {

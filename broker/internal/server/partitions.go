@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/config"
@@ -25,6 +26,9 @@ type partition struct {
 	index   int32
 	log     *storage.Log
 	replica *replication.Replica
+	// leaderThrottled: followers' fetches of this partition count against the leader's
+	// replication throttle (leader.replication.throttled.replicas names this broker's replica).
+	leaderThrottled atomic.Bool
 }
 
 // partitions maps topic/partition to the replicas this broker holds.

@@ -47,6 +47,7 @@ func (s *Server) reconcile() error {
 				s.parts.put(part)
 			}
 			part.replica.SetThrottled(throttledReplica(t.Configs["follower.replication.throttled.replicas"], p.Index, s.self.NodeID))
+			part.leaderThrottled.Store(throttledReplica(t.Configs["leader.replication.throttled.replicas"], p.Index, s.self.NodeID))
 			if p.LeaderEpoch < 0 {
 				continue // no state yet: the controller has not elected a leader
 			}

@@ -56,10 +56,13 @@ type Server struct {
 	lifeMu sync.Mutex
 	closed bool
 
-	parts        partitions
-	reconcileMu  sync.Mutex // serialises reconcile
-	repl         *replication.Settings
-	fetchers     *replication.Fetchers
+	parts       partitions
+	reconcileMu sync.Mutex // serialises reconcile
+	repl        *replication.Settings
+	fetchers    *replication.Fetchers
+	// leaderQuota is the leader side of the replication throttle: the bytes this broker sends
+	// to followers of partitions marked leader-throttled (leader.replication.throttled.rate).
+	leaderQuota  replication.Quota
 	clustered    bool           // zookeeper.connect is set
 	zk           *zkstore.Store // nil on a single node
 	producers    *producerIDs

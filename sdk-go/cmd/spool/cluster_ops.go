@@ -100,34 +100,52 @@ func parseRate(s string) (int64, error) {
 	return int64(n * float64(mult)), nil
 }
 
-// throttleMoves limits the copying of moves to rate bytes per second on every broker: the
-// cluster-wide follower.replication.throttled.rate and, per topic,
-// follower.replication.throttled.replicas naming the replicas being added (Kafka's
-// throttle). The returned function removes both.
+// throttleMoves limits the copying of moves to rate bytes per second on every broker, on both
+// sides as Kafka's kafka-reassign-partitions does: the cluster-wide
+// leader.replication.throttled.rate and follower.replication.throttled.rate, and per topic
+// leader.replication.throttled.replicas naming the replicas the data is copied from and
+// follower.replication.throttled.replicas those being added. The returned function removes
+// them all.
 func throttleMoves(ctx context.Context, ad *spool.Admin, moves []spool.Move, rate int64, w io.Writer) (func(), error) {
-	pairs := map[string][]string{}
+	const (
+		leaderRate, followerRate = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+		leaderList, followerList = "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"
+	)
+	lists := map[string]map[string][]string{} // topic → config → PARTITION:BROKER pairs
 	for _, m := range moves {
+		if lists[m.Topic] == nil {
+			lists[m.Topic] = map[string][]string{}
+		}
+		for _, r := range m.From {
+			lists[m.Topic][leaderList] = append(lists[m.Topic][leaderList], fmt.Sprintf("%d:%d", m.Partition, r))
+		}
 		for _, r := range m.Copies() {
-			pairs[m.Topic] = append(pairs[m.Topic], fmt.Sprintf("%d:%d", m.Partition, r))
+			lists[m.Topic][followerList] = append(lists[m.Topic][followerList], fmt.Sprintf("%d:%d", m.Partition, r))
 		}
 	}
-	v := strconv.FormatInt(rate, 10)
-	if err := ad.AlterConfigs(ctx, spool.ConfigResource{Type: spool.ConfigResourceBroker}, map[string]*string{"follower.replication.throttled.rate": &v}); err != nil {
-		return nil, err
-	}
+	cluster := spool.ConfigResource{Type: spool.ConfigResourceBroker}
 	clear := func() {
-		for topic := range pairs {
-			if err := ad.AlterTopicConfigs(context.WithoutCancel(ctx), topic, map[string]*string{"follower.replication.throttled.replicas": nil}); err != nil {
+		ctx := context.WithoutCancel(ctx)
+		for topic := range lists {
+			if err := ad.AlterTopicConfigs(ctx, topic, map[string]*string{leaderList: nil, followerList: nil}); err != nil {
 				fmt.Fprintln(w, "removing the throttle:", err)
 			}
 		}
-		if err := ad.AlterConfigs(context.WithoutCancel(ctx), spool.ConfigResource{Type: spool.ConfigResourceBroker}, map[string]*string{"follower.replication.throttled.rate": nil}); err != nil {
+		if err := ad.AlterConfigs(ctx, cluster, map[string]*string{leaderRate: nil, followerRate: nil}); err != nil {
 			fmt.Fprintln(w, "removing the throttle:", err)
 		}
 	}
-	for topic, ps := range pairs {
-		list := strings.Join(ps, ",")
-		if err := ad.AlterTopicConfigs(ctx, topic, map[string]*string{"follower.replication.throttled.replicas": &list}); err != nil {
+	v := strconv.FormatInt(rate, 10)
+	if err := ad.AlterConfigs(ctx, cluster, map[string]*string{leaderRate: &v, followerRate: &v}); err != nil {
+		return nil, err
+	}
+	for topic, cfgs := range lists {
+		set := map[string]*string{}
+		for k, pairs := range cfgs {
+			list := strings.Join(pairs, ",")
+			set[k] = &list
+		}
+		if err := ad.AlterTopicConfigs(ctx, topic, set); err != nil {
 			clear()
 			return nil, err
 		}

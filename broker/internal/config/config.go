@@ -18,9 +18,13 @@ type Source int8
 
 // The sources of a broker value.
 const (
-	SourceTopic   Source = 1 // a topic-level override
-	SourceStatic  Source = 4 // the properties file or a flag
-	SourceDefault Source = 5 // the built-in default
+	SourceTopic Source = 1 // a topic-level override
+	// SourceDynamicBroker and SourceDynamicDefaultBroker: set at run time for this broker, or
+	// for every broker (the replication throttles).
+	SourceDynamicBroker        Source = 2
+	SourceDynamicDefaultBroker Source = 3
+	SourceStatic               Source = 4 // the properties file or a flag
+	SourceDefault              Source = 5 // the built-in default
 )
 
 // Config is the broker's resolved configuration. It is immutable after Load.

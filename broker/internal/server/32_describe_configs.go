@@ -87,12 +87,29 @@ func (s *Server) describeResource(res wire.DescribeConfigsRequestResource, synon
 				continue
 			}
 			e := entry(d.Name, s.conf.Get(d.Name), s.conf.Source(d.Name), d.Type, d.Doc)
-			e.ReadOnly = true
+			e.ReadOnly = !slices.Contains(dynamicBrokerConfigs, d.Name)
+			if v, src, ok := s.dynamicBrokerValue(d.Name); ok {
+				e.Value, e.ConfigSource = &v, int8(src)
+			}
 			if d.Type == config.Password {
 				e.Value, e.IsSensitive = nil, true
 			}
 			if synonyms {
 				e.Synonyms = []wire.DescribeConfigsResponseSynonym{{Name: d.Name, Value: e.Value, Source: int8(s.conf.Source(d.Name))}}
+			}
+			out = append(out, e)
+		}
+		for _, name := range dynamicBrokerConfigs {
+			if !want(name) || config.LookupBroker(name) != nil {
+				continue
+			}
+			v, src, ok := s.dynamicBrokerValue(name)
+			if !ok {
+				v, src = unlimitedRate, config.SourceDefault // Kafka's default, Long.MAX_VALUE: no limit
+			}
+			e := entry(name, v, src, config.Long, "Bytes per second of throttled replication (the replicas the matching *.replication.throttled.replicas topic config names).")
+			if synonyms {
+				e.Synonyms = []wire.DescribeConfigsResponseSynonym{{Name: name, Value: e.Value, Source: int8(src)}}
 			}
 			out = append(out, e)
 		}

@@ -14,8 +14,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
+
+// unlimitedRate is the throttle rates' default, Kafka's Long.MAX_VALUE.
+const unlimitedRate = "9223372036854775807"
 
 // dynamicBrokerConfigs are the broker configs that may be altered at run time.
 var dynamicBrokerConfigs = []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate", "replica.alter.log.dirs.io.max.bytes.per.second"}
@@ -64,16 +68,25 @@ func (s *Server) followerThrottleRate() int64 {
 	return s.throttleRate("follower.replication.throttled.rate")
 }
 
+// dynamicBrokerValue is a dynamic config's value for this broker and where it comes from:
+// this broker's own (DYNAMIC_BROKER_CONFIG) or the cluster default's
+// (DYNAMIC_DEFAULT_BROKER_CONFIG); ok is false when neither sets it.
+func (s *Server) dynamicBrokerValue(key string) (string, config.Source, bool) {
+	if v, ok := s.md.BrokerConfigs(strconv.Itoa(int(s.self.NodeID)))[key]; ok {
+		return v, config.SourceDynamicBroker, true
+	}
+	if v, ok := s.md.BrokerConfigs("")[key]; ok {
+		return v, config.SourceDynamicDefaultBroker, true
+	}
+	return "", 0, false
+}
+
 // throttleRate is a dynamic rate config of this broker: its own value, else the cluster
 // default's, else none (0).
 func (s *Server) throttleRate(key string) int64 {
-	for _, broker := range []string{strconv.Itoa(int(s.self.NodeID)), ""} {
-		if v, ok := s.md.BrokerConfigs(broker)[key]; ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
+	v, _, _ := s.dynamicBrokerValue(key)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
 }
 
 // throttledReplica reports whether list (a follower.replication.throttled.replicas value: "*",

@@ -30,6 +30,7 @@ func init() {
 		wire.KeyDeleteTopics:            handleDeleteTopics,
 		wire.KeyInitProducerId:          handleInitProducerID,
 		wire.KeyDescribeConfigs:         handleDescribeConfigs,
+		wire.KeyAlterConfigs:            handleAlterConfigs,
 		wire.KeyCreatePartitions:        handleCreatePartitions,
 		wire.KeyIncrementalAlterConfigs: handleIncrementalAlterConfigs,
 		wire.KeyDescribeCluster:         handleDescribeCluster,

@@ -31,6 +31,7 @@ func init() {
 		wire.KeyInitProducerId:          handleInitProducerID,
 		wire.KeyDescribeConfigs:         handleDescribeConfigs,
 		wire.KeyAlterConfigs:            handleAlterConfigs,
+		wire.KeyDescribeLogDirs:         handleDescribeLogDirs,
 		wire.KeyCreatePartitions:        handleCreatePartitions,
 		wire.KeyIncrementalAlterConfigs: handleIncrementalAlterConfigs,
 		wire.KeyDescribeCluster:         handleDescribeCluster,

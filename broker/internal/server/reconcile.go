@@ -45,6 +45,8 @@ func (s *Server) reconcile() error {
 				}
 				part = &partition{topic: t.Name, index: p.Index, log: l, replica: replication.NewReplica(t.Name, p.Index, l, s.repl)}
 				s.parts.put(part)
+			} else {
+				part.log.SetConfigIfChanged(cfg) // configs altered through another broker
 			}
 			if p.LeaderEpoch < 0 {
 				continue // no state yet: the controller has not elected a leader

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spoolmq/spool/broker/brokertest"
@@ -187,5 +190,49 @@ func TestRecompressRealClients(t *testing.T) {
 		if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); !slices.Equal(lines, want) {
 			t.Errorf("%s: kcat read back %d records, want the %d produced in order", topic, len(lines), len(want))
 		}
+	}
+}
+
+// In a cluster the leader recompresses and the followers copy its bytes: every replica's
+// segment holds the same zstd batches, though the producer sent gzip.
+func TestRecompressCluster(t *testing.T) {
+	c, _ := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := admin(t, c.Addrs())
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"compression.type": ptr("zstd")}, "recompressed-replicas"); err != nil {
+		t.Fatal(err)
+	}
+	waitMetadata(t, adm, "recompressed-replicas", "three in sync replicas", func(td kadm.TopicDetail) bool {
+		return td.Partitions[0].Leader > 0 && len(td.Partitions[0].ISR) == 3
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ProducerBatchCompression(kgo.GzipCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := 0; i < 20; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "recompressed-replicas", Value: []byte(strings.Repeat(fmt.Sprint(i), 100))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segment := func(id int32) []byte {
+		b, _ := os.ReadFile(filepath.Join(c.Brokers[id].DataDir, "recompressed-replicas-0", fmt.Sprintf("%020d.log", 0)))
+		return b
+	}
+	brokertest.WaitForState(t, 30*time.Second, "three identical replicas", func() (bool, string) {
+		a, b, d := segment(1), segment(2), segment(3)
+		return len(a) > 0 && bytes.Equal(a, b) && bytes.Equal(b, d), fmt.Sprintf("segment sizes %d, %d, %d", len(a), len(b), len(d))
+	})
+	sc := batch.NewScanner(segment(1))
+	n := 0
+	for sc.Next() {
+		if codec := batch.Raw(sc.Batch()).Attributes().Codec(); codec != compress.Zstd {
+			t.Errorf("a replicated batch is %s, want zstd", codec)
+		}
+		n++
+	}
+	if n != 20 {
+		t.Errorf("%d batches in the segment, want the 20 produced", n)
 	}
 }

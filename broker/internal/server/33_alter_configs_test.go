@@ -278,3 +278,12 @@ func mapKeys(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// The Java AdminClient's alterConfigs (AlterConfigs v2, flexible) replaces a topic's overrides,
+// validates only when asked, and gets InvalidConfigurationException for a bad value.
+func TestJavaAdminAlterConfigs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := startBroker(t, nil)
+	runJavaProgram(t, ctx, "testdata/alter_configs_AlterConfigs.java", "AlterConfigs", b.Addr, "java-alter")
+}

@@ -133,7 +133,7 @@ func (a *Admin) waitTopic(ctx context.Context, name string, exists bool) error {
 }
 
 func withMessage(err error, msg *string) error {
-	if msg == nil || *msg == "" {
+	if err == nil || msg == nil || *msg == "" {
 		return err
 	}
 	// Brokers (Spool's among them) often start the message with the error's own text; say
@@ -404,8 +404,8 @@ func (a *Admin) DescribeConfigs(ctx context.Context, res ConfigResource, keys ..
 
 // AlterConfigs sets (non-nil value) or deletes (nil value: back to the default) configs of
 // res with IncrementalAlterConfigs; the changes apply together or not at all. Spool's broker
-// configs are static (its properties file and flags), so altering them fails with
-// INVALID_REQUEST there; Kafka accepts its dynamic broker configs.
+// configs are static (its properties file and flags) except the replication throttles, so
+// altering others fails with INVALID_REQUEST there; Kafka accepts its dynamic broker configs.
 func (a *Admin) AlterConfigs(ctx context.Context, res ConfigResource, set map[string]*string) error {
 	req := &wire.IncrementalAlterConfigsRequest{}
 	req.Default()

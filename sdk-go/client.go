@@ -318,9 +318,15 @@ type finalError struct{ error }
 func (f finalError) Unwrap() error { return f.error }
 
 func isLeadershipErr(err error) bool {
-	return errors.Is(err, wire.ErrNotLeaderOrFollower) || errors.Is(err, wire.ErrUnknownTopicOrPartition) ||
+	if errors.Is(err, wire.ErrNotLeaderOrFollower) || errors.Is(err, wire.ErrUnknownTopicOrPartition) ||
 		errors.Is(err, wire.ErrLeaderNotAvailable) || errors.Is(err, wire.ErrBrokerNotAvailable) ||
-		errors.Is(err, ErrConnClosed) || errors.Is(err, wire.ErrFencedLeaderEpoch) || errors.Is(err, wire.ErrNotController)
+		errors.Is(err, ErrConnClosed) || errors.Is(err, wire.ErrFencedLeaderEpoch) || errors.Is(err, wire.ErrNotController) {
+		return true
+	}
+	// A leader that cannot be reached (refused, reset, timed out) has most likely failed,
+	// and its partitions moved: as with NOT_LEADER, fresh metadata says where.
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // Request sends a raw protocol request to any broker at the negotiated version and decodes the

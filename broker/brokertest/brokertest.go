@@ -185,34 +185,52 @@ func (b *Broker) Kill(t testing.TB) {
 	<-b.done
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
 // Binary builds spoold once per test binary and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "spoold-bin")
+	return spooldBuild.path(t)
+}
+
+// CLI builds the spool CLI (sdk-go's cmd/spool) once per test binary and returns its path.
+func CLI(t testing.TB) string {
+	t.Helper()
+	return cliBuild.path(t)
+}
+
+var (
+	spooldBuild = &build{name: "spoold", module: ".", pkg: "./cmd/spoold"}
+	cliBuild    = &build{name: "spool", module: "../sdk-go", pkg: "./cmd/spool"}
+)
+
+// build is a program built once per test binary, from module (relative to the broker
+// module) into a directory of its own.
+type build struct {
+	name, module, pkg string
+	once              sync.Once
+	bin               string
+	err               error
+}
+
+func (b *build) path(t testing.TB) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", b.name+"-bin")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "spoold")
+		b.bin = filepath.Join(dir, b.name)
 		_, file, _, _ := runtime.Caller(0)
-		moduleDir := filepath.Dir(filepath.Dir(file))
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/spoold")
-		cmd.Dir = moduleDir
+		cmd := exec.Command("go", "build", "-o", b.bin, b.pkg)
+		cmd.Dir = filepath.Join(filepath.Dir(filepath.Dir(file)), b.module)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build spoold: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", b.name, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatalf("brokertest: %v", buildErr)
+	if b.err != nil {
+		t.Fatalf("brokertest: %v", b.err)
 	}
-	return binPath
+	return b.bin
 }
 
 // StartProcess runs spoold as a child process, which Kill can crash.

@@ -19,11 +19,12 @@ import (
 // fault Proxy, whose address it advertises: clients, followers and the controller's probes all
 // reach it through the proxy, so a test can cut or slow any of them.
 type Cluster struct {
-	t       testing.TB // the test that owns the processes (a subtest's cleanup would stop them early)
-	Chroot  string
-	Brokers map[int32]*Broker // by node id; a killed broker stays here until restarted
-	Proxies map[int32]*Proxy
-	opts    map[int32]Options
+	t         testing.TB // the test that owns the processes (a subtest's cleanup would stop them early)
+	Chroot    string
+	zkConnect string
+	Brokers   map[int32]*Broker // by node id; a killed broker stays here until restarted
+	Proxies   map[int32]*Proxy
+	opts      map[int32]Options
 }
 
 // StartCluster starts n process brokers (node ids 1..n) in cluster mode on zkConnect (a
@@ -31,22 +32,36 @@ type Cluster struct {
 // waits until each is registered.
 func StartCluster(t testing.TB, n int, zkConnect string, props map[string]string) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, Chroot: "/spool", Brokers: map[int32]*Broker{}, Proxies: map[int32]*Proxy{}, opts: map[int32]Options{}}
+	c := &Cluster{t: t, Chroot: "/spool", zkConnect: zkConnect, Brokers: map[int32]*Broker{}, Proxies: map[int32]*Proxy{}, opts: map[int32]Options{}}
 	for id := int32(1); id <= int32(n); id++ {
-		px := StartProxy(t)
-		o := Options{NodeID: id, ZooKeeper: zkConnect + c.Chroot, Props: maps.Clone(props), LogLevelName: os.Getenv("SPOOL_TEST_LOG")}
-		if o.Props == nil {
-			o.Props = map[string]string{}
-		}
-		o.Props["advertised.listeners"] = px.Addr
-		o.DataDir = t.TempDir()
-		c.opts[id] = o
-		c.Proxies[id] = px
-		c.Brokers[id] = StartProcess(t, o)
-		px.SetTarget(c.Brokers[id].Addr)
+		c.start(id, props)
 	}
 	c.WaitBrokers(t, n)
 	return c
+}
+
+// Add starts one more broker, node id id, with props (a new broker joining the cluster, or
+// brokers that differ, such as by broker.rack), and waits until every broker lists it.
+func (c *Cluster) Add(t testing.TB, id int32, props map[string]string) *Broker {
+	t.Helper()
+	b := c.start(id, props)
+	c.WaitBrokers(t, len(c.Brokers))
+	return b
+}
+
+func (c *Cluster) start(id int32, props map[string]string) *Broker {
+	px := StartProxy(c.t)
+	o := Options{NodeID: id, ZooKeeper: c.zkConnect + c.Chroot, Props: maps.Clone(props), LogLevelName: os.Getenv("SPOOL_TEST_LOG")}
+	if o.Props == nil {
+		o.Props = map[string]string{}
+	}
+	o.Props["advertised.listeners"] = px.Addr
+	o.DataDir = c.t.TempDir()
+	c.opts[id] = o
+	c.Proxies[id] = px
+	c.Brokers[id] = StartProcess(c.t, o)
+	px.SetTarget(c.Brokers[id].Addr)
+	return c.Brokers[id]
 }
 
 // Addrs are the advertised (proxy) addresses of the brokers, by node id.

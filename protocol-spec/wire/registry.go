@@ -4,33 +4,36 @@ package wire
 
 // API keys of the protocol window.
 const (
-	KeyProduce                 int16 = 0
-	KeyFetch                   int16 = 1
-	KeyListOffsets             int16 = 2
-	KeyMetadata                int16 = 3
-	KeyOffsetCommit            int16 = 8
-	KeyOffsetFetch             int16 = 9
-	KeyFindCoordinator         int16 = 10
-	KeyJoinGroup               int16 = 11
-	KeyHeartbeat               int16 = 12
-	KeyLeaveGroup              int16 = 13
-	KeySyncGroup               int16 = 14
-	KeyDescribeGroups          int16 = 15
-	KeyListGroups              int16 = 16
-	KeySaslHandshake           int16 = 17
-	KeyApiVersions             int16 = 18
-	KeyCreateTopics            int16 = 19
-	KeyDeleteTopics            int16 = 20
-	KeyInitProducerId          int16 = 22
-	KeyDescribeConfigs         int16 = 32
-	KeyAlterConfigs            int16 = 33
-	KeyDescribeLogDirs         int16 = 35
-	KeySaslAuthenticate        int16 = 36
-	KeyCreatePartitions        int16 = 37
-	KeyDeleteGroups            int16 = 42
-	KeyIncrementalAlterConfigs int16 = 44
-	KeyOffsetDelete            int16 = 47
-	KeyDescribeCluster         int16 = 60
+	KeyProduce                     int16 = 0
+	KeyFetch                       int16 = 1
+	KeyListOffsets                 int16 = 2
+	KeyMetadata                    int16 = 3
+	KeyOffsetCommit                int16 = 8
+	KeyOffsetFetch                 int16 = 9
+	KeyFindCoordinator             int16 = 10
+	KeyJoinGroup                   int16 = 11
+	KeyHeartbeat                   int16 = 12
+	KeyLeaveGroup                  int16 = 13
+	KeySyncGroup                   int16 = 14
+	KeyDescribeGroups              int16 = 15
+	KeyListGroups                  int16 = 16
+	KeySaslHandshake               int16 = 17
+	KeyApiVersions                 int16 = 18
+	KeyCreateTopics                int16 = 19
+	KeyDeleteTopics                int16 = 20
+	KeyInitProducerId              int16 = 22
+	KeyDescribeConfigs             int16 = 32
+	KeyAlterConfigs                int16 = 33
+	KeyDescribeLogDirs             int16 = 35
+	KeySaslAuthenticate            int16 = 36
+	KeyCreatePartitions            int16 = 37
+	KeyDeleteGroups                int16 = 42
+	KeyElectLeaders                int16 = 43
+	KeyIncrementalAlterConfigs     int16 = 44
+	KeyAlterPartitionReassignments int16 = 45
+	KeyListPartitionReassignments  int16 = 46
+	KeyOffsetDelete                int16 = 47
+	KeyDescribeCluster             int16 = 60
 )
 
 // APIs lists every API of the protocol window, ordered by key.
@@ -107,9 +110,18 @@ var APIs = []API{
 	{Key: 42, Name: "DeleteGroups", MinVersion: 0, MaxVersion: 2, FlexibleFrom: 2, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DeleteGroupsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DeleteGroupsResponse); m.Default(); return m }},
+	{Key: 43, Name: "ElectLeaders", MinVersion: 0, MaxVersion: 2, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(ElectLeadersRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(ElectLeadersResponse); m.Default(); return m }},
 	{Key: 44, Name: "IncrementalAlterConfigs", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 1, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(IncrementalAlterConfigsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(IncrementalAlterConfigsResponse); m.Default(); return m }},
+	{Key: 45, Name: "AlterPartitionReassignments", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(AlterPartitionReassignmentsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(AlterPartitionReassignmentsResponse); m.Default(); return m }},
+	{Key: 46, Name: "ListPartitionReassignments", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(ListPartitionReassignmentsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(ListPartitionReassignmentsResponse); m.Default(); return m }},
 	{Key: 47, Name: "OffsetDelete", MinVersion: 0, MaxVersion: 0, FlexibleFrom: -1, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(OffsetDeleteRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(OffsetDeleteResponse); m.Default(); return m }},

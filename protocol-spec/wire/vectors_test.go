@@ -409,7 +409,9 @@ var designWindow = []struct {
 	{20, "DeleteTopics", 1, 6, 4}, {22, "InitProducerId", 0, 4, 2}, {32, "DescribeConfigs", 1, 4, 4},
 	{33, "AlterConfigs", 0, 2, 2}, {35, "DescribeLogDirs", 0, 4, 2},
 	{36, "SaslAuthenticate", 0, 2, 2}, {37, "CreatePartitions", 0, 3, 2}, {42, "DeleteGroups", 0, 2, 2},
-	{44, "IncrementalAlterConfigs", 0, 1, 1}, {47, "OffsetDelete", 0, 0, -1},
+	{43, "ElectLeaders", 0, 2, 2}, {44, "IncrementalAlterConfigs", 0, 1, 1},
+	{45, "AlterPartitionReassignments", 0, 0, 0}, {46, "ListPartitionReassignments", 0, 0, 0},
+	{47, "OffsetDelete", 0, 0, -1},
 	{60, "DescribeCluster", 0, 1, 0},
 }
 

@@ -50,6 +50,9 @@ type Partition struct {
 	ISR         []int32
 	// Offline lists the replicas on brokers that are not alive.
 	Offline []int32
+	// Adding and Removing are the replicas a reassignment in progress adds and removes;
+	// Replicas holds both until the move completes.
+	Adding, Removing []int32
 	// Version is the version of the partition's state in the store (the ZooKeeper znode
 	// version), the condition an ISR change is written under; 0 in the embedded store.
 	Version int32
@@ -91,6 +94,24 @@ var (
 	ErrStaleState = errors.New("partition state changed since it was read")
 	// ErrNoLiveBrokers: not enough live brokers for the replication factor asked.
 	ErrNoLiveBrokers = errors.New("not enough live brokers")
+	// Reassignment and election outcomes, per partition.
+	ErrInvalidReplicaAssignment    = errors.New("invalid replica assignment")
+	ErrNoReassignment              = errors.New("no reassignment in progress")
+	ErrElectionNotNeeded           = errors.New("the partition already has the leader asked for")
+	ErrPreferredLeaderNotAvailable = errors.New("the preferred replica is not alive or not in the ISR")
+	ErrEligibleLeadersNotAvailable = errors.New("no live replica can lead the partition")
+)
+
+// ElectionType is ElectLeaders' election type.
+type ElectionType int8
+
+const (
+	// ElectPreferred puts a partition's first replica (its preferred leader) in the lead, if it
+	// is alive and in sync.
+	ElectPreferred ElectionType = 0
+	// ElectUnclean elects the first live replica of a partition that has no live in-sync one
+	// (acknowledged records may be lost).
+	ElectUnclean ElectionType = 1
 )
 
 // Metadata is what the broker needs from a metadata store. Implementations are safe for
@@ -114,6 +135,20 @@ type Metadata interface {
 	// on); it returns the new version. ErrStaleState means the state moved on: the leader
 	// takes the new state from Topics and decides again.
 	AlterISR(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32, version int32) (int32, error)
+	// Reassign starts moving partitions of topic to the target replica lists of targets (a
+	// nil target cancels the partition's move in progress). New replicas copy the log from the
+	// leader and join the ISR; then the controller drops the replicas not in the target. It
+	// returns once the move is recorded, with an error per partition (nil: started or
+	// cancelled); the error is for the whole topic.
+	Reassign(ctx context.Context, topic string, targets map[int32][]int32) (map[int32]error, error)
+	// ElectLeaders runs elections of typ for partitions of topic and waits for their outcome
+	// until ctx ends, with an error per partition (nil: elected).
+	ElectLeaders(ctx context.Context, typ ElectionType, topic string, partitions []int32) (map[int32]error, error)
+	// BrokerConfigs are the dynamic configs of broker (a node id in decimal, or "" for the
+	// cluster-wide default), as Kafka's IncrementalAlterConfigs sets them.
+	BrokerConfigs(broker string) map[string]string
+	// SetBrokerConfigs replaces broker's dynamic configs.
+	SetBrokerConfigs(ctx context.Context, broker string, configs map[string]string) error
 	// AllocateProducerIDs reserves a block of n producer ids no other broker of the cluster
 	// will hand out, and returns its first id.
 	AllocateProducerIDs(ctx context.Context, n int64) (int64, error)

@@ -34,6 +34,7 @@ type Embedded struct {
 	mu        sync.RWMutex
 	clusterID string
 	topics    map[string]*Topic
+	brokerCfg map[string]map[string]string
 	changed   chan struct{}
 
 	pidMu sync.Mutex // serialises producer id blocks
@@ -43,6 +44,8 @@ type embeddedState struct {
 	Version   int             `json:"version"`
 	ClusterID string          `json:"cluster_id"`
 	Topics    []embeddedTopic `json:"topics"`
+	// BrokerConfigs are dynamic broker configs by broker ("" the default).
+	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
 }
 
 type embeddedTopic struct {
@@ -75,6 +78,7 @@ func OpenEmbedded(dir string, self Broker) (*Embedded, error) {
 			return nil, fmt.Errorf("parsing %s: %w", StateFile, err)
 		}
 		e.clusterID = st.ClusterID
+		e.brokerCfg = st.BrokerConfigs
 		for _, t := range st.Topics {
 			id, err := hex.DecodeString(t.ID)
 			if err != nil || len(id) != 16 {
@@ -129,7 +133,7 @@ func (e *Embedded) placements(from, to int32) []Partition {
 
 // persistLocked writes the state file; e.mu is held (or e is not yet shared).
 func (e *Embedded) persistLocked() error {
-	st := embeddedState{Version: 1, ClusterID: e.clusterID}
+	st := embeddedState{Version: 1, ClusterID: e.clusterID, BrokerConfigs: e.brokerCfg}
 	for _, name := range slices.Sorted(maps.Keys(e.topics)) {
 		t := e.topics[name]
 		st.Topics = append(st.Topics, embeddedTopic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Internal: t.Internal,
@@ -357,4 +361,67 @@ func (e *Embedded) AllocateProducerIDs(_ context.Context, n int64) (int64, error
 		return 0, fmt.Errorf("reserving producer ids: %w", err)
 	}
 	return next, nil
+}
+
+// Reassign implements Metadata. A single node holds every replica: the only valid target is
+// the node itself, which is where every partition already is, so nothing moves.
+func (e *Embedded) Reassign(_ context.Context, topic string, targets map[int32][]int32) (map[int32]error, error) {
+	t, ok := e.Topic(topic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	out := map[int32]error{}
+	for p, target := range targets {
+		if target == nil {
+			out[p] = fmt.Errorf("%w: %s-%d", ErrNoReassignment, topic, p)
+			continue
+		}
+		out[p] = CheckTarget(t, p, target, e.Brokers())
+	}
+	return out, nil
+}
+
+// ElectLeaders implements Metadata: a single node leads every partition already.
+func (e *Embedded) ElectLeaders(_ context.Context, typ ElectionType, topic string, partitions []int32) (map[int32]error, error) {
+	t, ok := e.Topic(topic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	out := map[int32]error{}
+	for _, p := range partitions {
+		if p < 0 || int(p) >= len(t.Partitions) {
+			out[p] = fmt.Errorf("%w: %s has no partition %d", ErrUnknownTopic, topic, p)
+			continue
+		}
+		out[p] = ElectionNeed(t.Partitions[p], typ, func(id int32) bool { return id == e.self.NodeID })
+	}
+	return out, nil
+}
+
+// BrokerConfigs implements Metadata.
+func (e *Embedded) BrokerConfigs(broker string) map[string]string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return maps.Clone(e.brokerCfg[broker])
+}
+
+// SetBrokerConfigs implements Metadata; the configs are kept in the state file.
+func (e *Embedded) SetBrokerConfigs(_ context.Context, broker string, configs map[string]string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.brokerCfg == nil {
+		e.brokerCfg = map[string]map[string]string{}
+	}
+	old := e.brokerCfg[broker]
+	if len(configs) == 0 {
+		delete(e.brokerCfg, broker)
+	} else {
+		e.brokerCfg[broker] = maps.Clone(configs)
+	}
+	if err := e.persistLocked(); err != nil {
+		e.brokerCfg[broker] = old
+		return err
+	}
+	e.notifyLocked()
+	return nil
 }

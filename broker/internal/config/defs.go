@@ -238,6 +238,9 @@ const (
 	OffsetsTopicReplicationFactor = "offsets.topic.replication.factor"
 	UncleanLeaderElection         = "unclean.leader.election.enable"
 	ControlledShutdownEnable      = "controlled.shutdown.enable"
+	AutoLeaderRebalanceEnable     = "auto.leader.rebalance.enable"
+	LeaderImbalanceCheckInterval  = "leader.imbalance.check.interval.seconds"
+	LeaderImbalancePerBroker      = "leader.imbalance.per.broker.percentage"
 )
 
 // BrokerDefs are every broker property, with Kafka's defaults unless the doc says why not.
@@ -301,6 +304,9 @@ var BrokerDefs = []Def{
 	{Name: OffsetsTopicReplicationFactor, Type: Int, Default: "3", Check: atLeast(1), Doc: "Replication factor of __consumer_offsets, capped by the live brokers at its creation."},
 	{Name: UncleanLeaderElection, Type: Boolean, Default: "false", Doc: "Elect a leader outside the ISR when no ISR member is alive (may lose acknowledged data)."},
 	{Name: ControlledShutdownEnable, Type: Boolean, Default: "true", Doc: "On SIGTERM, move this broker's leaderships away before stopping."},
+	{Name: AutoLeaderRebalanceEnable, Type: Boolean, Default: "true", Doc: "The controller puts preferred leaders back in the lead when a broker's share of misplaced leaderships passes leader.imbalance.per.broker.percentage."},
+	{Name: LeaderImbalanceCheckInterval, Type: Long, Default: "300", Check: atLeast(1), Doc: "Seconds between the controller's leader imbalance checks."},
+	{Name: LeaderImbalancePerBroker, Type: Int, Default: "10", Check: atLeast(0), Doc: "Percentage of a broker's preferred leaderships held elsewhere above which they are moved back."},
 }
 
 // TopicDef is a topic-level property and the broker property that supplies its default.

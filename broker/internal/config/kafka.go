@@ -386,7 +386,7 @@ var noEffectReasons = []struct {
 	{"Spool enforces no quotas or connection limits",
 		[]string{"quota.", "replication.quota.", "alter.log.dirs.replication.quota.", "controller.quota.", "client.quota.callback.class", "max.connection", "queued.max.request"}},
 	{"a single node has no replicas, and cluster mode does not read it yet",
-		[]string{"replica.", "leader.imbalance.", "auto.leader.rebalance.enable", "controlled.shutdown.", "unclean.leader.election.interval.ms", "inter.broker.", "broker.rack", "offsets.topic.replication.factor"}},
+		[]string{"replica.", "controlled.shutdown.", "unclean.leader.election.interval.ms", "inter.broker.", "broker.rack", "offsets.topic.replication.factor"}},
 	{"Spool's compactor is not tuned by it",
 		[]string{"log.cleaner."}},
 	{"Spool checkpoints by its own schedule; spool.fsync and log.flush.interval.* control durability",

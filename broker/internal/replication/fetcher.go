@@ -34,6 +34,9 @@ type FetchSettings struct {
 	RequestTimeout   time.Duration
 	ConnectTimeout   time.Duration
 	OnLeaderGoneHint func() // a hint that the metadata may be stale (not used for safety)
+	// ThrottleRate is the byte rate of throttled partitions (follower.replication.throttled.rate;
+	// 0 or nil: no limit), read before every fetch so that a change applies at once.
+	ThrottleRate func() int64
 }
 
 // Fetchers runs the fetchers of one broker.
@@ -44,6 +47,10 @@ type Fetchers struct {
 	mu       sync.Mutex
 	byLeader map[int32]*fetcher
 	wg       sync.WaitGroup
+
+	// quota is the budget the fetchers of every leader share for throttled partitions
+	// (throttle.go).
+	quota Quota
 }
 
 // NewFetchers prepares the fetchers; they run until ctx ends.
@@ -204,12 +211,21 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, log *slog.Logg
 	req.MaxBytes = set.MaxBytes
 	req.SessionId, req.SessionEpoch = 0, -1
 	var targets []fetchTarget
+	now := time.Now()
+	if set.ThrottleRate != nil {
+		f.f.quota.SetRate(set.ThrottleRate(), now)
+	}
+	throttleWait := f.f.quota.Wait(now)
 	f.mu.Lock()
 	byTopic := map[string]int{}
 	for r := range f.parts {
 		leader, epoch := r.Leader()
 		if leader != f.leader {
 			continue
+		}
+		throttled := r.Throttled()
+		if throttled && throttleWait > 0 {
+			continue // over the budget: left out until it refills
 		}
 		fp := wire.FetchRequestPartition{}
 		fp.Default()
@@ -219,6 +235,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, log *slog.Logg
 		fp.LastFetchedEpoch = r.Log.LatestEpoch()
 		fp.LogStartOffset = r.Log.LogStartOffset()
 		fp.PartitionMaxBytes = set.PartitionMax
+		if throttled {
+			fp.PartitionMaxBytes = f.f.quota.Limit(set.PartitionMax)
+		}
 		i, ok := byTopic[r.Topic]
 		if !ok {
 			i = len(req.Topics)
@@ -230,7 +249,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, log *slog.Logg
 	}
 	f.mu.Unlock()
 	if len(targets) == 0 {
-		sleepCtx(ctx, set.Backoff)
+		sleepCtx(ctx, max(set.Backoff, min(throttleWait, set.MaxWait)))
 		return nil
 	}
 	resp := &wire.FetchResponse{}
@@ -267,6 +286,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, log *slog.Logg
 			}
 			if end > t.off {
 				waits = append(waits, storage.DurableTarget{Log: t.r.Log, Offset: end})
+			}
+			if t.r.Throttled() {
+				f.f.quota.Record(len(pd.Records), time.Now())
 			}
 		}
 	}

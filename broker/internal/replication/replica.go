@@ -86,6 +86,9 @@ type Replica struct {
 	set   *Settings
 
 	hw atomic.Int64
+	// throttled marks a replica whose fetching counts against the replication throttle
+	// (follower.replication.throttled.replicas lists it).
+	throttled atomic.Bool
 
 	mu         sync.Mutex
 	role       Role
@@ -151,10 +154,36 @@ func (r *Replica) Apply(st State) (Role, bool, error) {
 		} else {
 			r.followers = nil
 		}
+	} else if role == RoleLeader {
+		r.syncFollowersLocked()
 	}
 	r.advanceLocked()
 	r.notifyLocked()
 	return role, changed, nil
+}
+
+// SetThrottled marks the replica throttled or not (throttle.go).
+func (r *Replica) SetThrottled(on bool) { r.throttled.Store(on) }
+
+// Throttled reports whether the replica's fetching counts against the replication throttle.
+func (r *Replica) Throttled() bool { return r.throttled.Load() }
+
+// syncFollowersLocked makes the followers tracked match the replica list when it changes
+// under the same leader epoch (a reassignment adds and removes replicas): an added replica is
+// tracked from its first fetch, not yet caught up; a removed one is forgotten. r.mu is held.
+func (r *Replica) syncFollowersLocked() {
+	for _, id := range r.state.Replicas {
+		if _, ok := r.followers[id]; !ok && id != r.set.Self {
+			r.followers[id] = &Follower{ID: id}
+		}
+	}
+	for id := range r.followers {
+		if !slices.Contains(r.state.Replicas, id) {
+			delete(r.followers, id)
+			delete(r.prevEnd, id)
+			delete(r.prevFetch, id)
+		}
+	}
 }
 
 // SetMinISR updates min.insync.replicas (a topic config change).

@@ -6,7 +6,8 @@ package server
 // SUBTRACT (3) for list configs (cleanup.policy). Names and values are validated
 // (INVALID_CONFIG); all of a resource's changes apply together or not at all, and take effect
 // on open logs at once. ValidateOnly checks without changing anything. Broker configs are
-// static (set by file and flags): altering them gets INVALID_REQUEST.
+// static (set by file and flags), altering them gets INVALID_REQUEST, except the replication
+// throttles (broker_dynamic_configs.go).
 
 import (
 	"context"
@@ -47,7 +48,7 @@ func (s *Server) alterResource(ctx context.Context, res wire.IncrementalAlterCon
 	switch res.ResourceType {
 	case resourceTopic:
 	case resourceBroker:
-		return fmt.Errorf("%w: broker configs are static; set them in the properties file or with --set", wire.ErrInvalidRequest)
+		return s.alterBrokerConfigs(ctx, res, validateOnly)
 	default:
 		return fmt.Errorf("%w: resource type %d is not supported", wire.ErrInvalidRequest, res.ResourceType)
 	}

@@ -21,15 +21,12 @@ import (
 func TestReadmeClusterQuickStart(t *testing.T) {
 	brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	brokertest.NeedTool(t, "/usr/share/java/zookeeper.jar", "zookeeper")
-	block := readmeBlock(t, "### Cluster mode")
+	block := readmeBlock(t, "### Cluster mode") + readmeBlock(t, "#### Growing and shrinking a cluster")
 	dir := readmeDir(t)
-	cli := filepath.Join(dir, "bin", "spool")
-	build := exec.Command("go", "build", "-o", cli, "./cmd/spool")
-	build.Dir = "../../../sdk-go"
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the spool CLI: %v\n%s", err, out)
+	if err := os.Symlink(brokertest.CLI(t), filepath.Join(dir, "bin", "spool")); err != nil {
+		t.Fatal(err)
 	}
-	base := freeRun(t, 3)
+	base := freeRun(t, 4)
 	zkPort := freePortT(t)
 	script := strings.NewReplacer(
 		"make build\n", "",
@@ -46,7 +43,7 @@ echo RECOVERED
 	if err != nil {
 		t.Fatalf("quick start failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
 	}
-	for _, want := range []string{`topic "orders" with 6 partitions`, " 2 brokers:", "RECOVERED"} {
+	for _, want := range []string{`topic "orders" with 6 partitions`, " 2 brokers:", "replicas to copy", "throttled to 50.0 MB/s", "partitions moved in", "RECOVERED"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("quick start output lacks %q:\n%s", want, text)
 		}

@@ -48,6 +48,7 @@ func (s *Server) reconcile() error {
 			} else {
 				part.log.SetConfigIfChanged(cfg) // configs altered through another broker
 			}
+			part.replica.SetThrottled(throttledReplica(t.Configs["follower.replication.throttled.replicas"], p.Index, s.self.NodeID))
 			if p.LeaderEpoch < 0 {
 				continue // no state yet: the controller has not elected a leader
 			}

@@ -130,6 +130,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		Log:            log.With("component", "fetcher"),
 		RequestTimeout: 30 * time.Second,
 		ConnectTimeout: 5 * time.Second,
+		ThrottleRate:   s.followerThrottleRate,
 	})
 	s.parts.init()
 	if s.groups, err = s.newGroupCoordinator(); err != nil {
@@ -170,14 +171,20 @@ func (s *Server) openMetadata(dataDir string) error {
 	ms := func(key string) time.Duration { return time.Duration(s.conf.Int64(key)) * time.Millisecond }
 	ctx, cancel := context.WithTimeout(context.Background(), ms(config.ZooKeeperConnectionTimeoutMs))
 	defer cancel()
+	var rebalance time.Duration
+	if s.conf.Bool(config.AutoLeaderRebalanceEnable) {
+		rebalance = time.Duration(s.conf.Int64(config.LeaderImbalanceCheckInterval)) * time.Second
+	}
 	store, err := zkstore.Open(ctx, zkstore.Config{
-		Connect:             connect,
-		SessionTimeout:      ms(config.ZooKeeperSessionTimeoutMs),
-		ConnectTimeout:      ms(config.ZooKeeperConnectionTimeoutMs),
-		Self:                s.self,
-		InterBrokerListener: s.conf.InterBrokerListener(),
-		LivenessTimeout:     ms(config.BrokerSessionTimeoutMs),
-		ProbeInterval:       ms(config.BrokerHeartbeatIntervalMs),
+		LeaderRebalanceInterval: rebalance,
+		Connect:                 connect,
+		SessionTimeout:          ms(config.ZooKeeperSessionTimeoutMs),
+		ConnectTimeout:          ms(config.ZooKeeperConnectionTimeoutMs),
+		Self:                    s.self,
+		InterBrokerListener:     s.conf.InterBrokerListener(),
+		LivenessTimeout:         ms(config.BrokerSessionTimeoutMs),
+		ProbeInterval:           ms(config.BrokerHeartbeatIntervalMs),
+		LeaderImbalancePercent:  int(s.conf.Int64(config.LeaderImbalancePerBroker)),
 		Unclean: func(configs map[string]string) bool {
 			if v, ok := configs["unclean.leader.election.enable"]; ok {
 				return v == "true"

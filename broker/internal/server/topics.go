@@ -42,6 +42,12 @@ var metadataErrors = []errMapping{
 	{cluster.ErrInvalidTopic, wire.ErrInvalidTopicException},
 	{cluster.ErrInvalidConfig, wire.ErrInvalidConfig},
 	{cluster.ErrNotController, wire.ErrNotController},
+	{cluster.ErrInvalidReplicaAssignment, wire.ErrInvalidReplicaAssignment},
+	{cluster.ErrNoReassignment, wire.ErrNoReassignmentInProgress},
+	{cluster.ErrElectionNotNeeded, wire.ErrElectionNotNeeded},
+	{cluster.ErrPreferredLeaderNotAvailable, wire.ErrPreferredLeaderNotAvailable},
+	{cluster.ErrEligibleLeadersNotAvailable, wire.ErrEligibleLeadersNotAvailable},
+	{context.DeadlineExceeded, wire.ErrRequestTimedOut},
 }
 
 func protocolError(err error) error { return mapError(err, metadataErrors, wire.ErrUnknownServerError) }

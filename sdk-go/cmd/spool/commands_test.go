@@ -121,6 +121,11 @@ func TestCLICommandsBadInput(t *testing.T) {
 		{"produce bad flag value", addr, []string{"produce", "--topic", "exists", "--acks", "most"}, 2, `--acks "most": want all, 1 or 0`},
 		{"cluster no sub", addr, []string{"cluster"}, 2, "cluster: missing subcommand"},
 		{"cluster bad sub", addr, []string{"cluster", "health"}, 2, "cluster: unknown subcommand health"},
+		{"decommission no id", addr, []string{"cluster", "decommission"}, 2, "cluster decommission: missing broker id"},
+		{"decommission bad id", addr, []string{"cluster", "decommission", "two"}, 2, `broker id "two": want a number >= 0`},
+		{"decommission unknown broker", addr, []string{"cluster", "decommission", "99"}, 2, "broker 99 is not in the cluster"},
+		{"rebalance bad throttle", addr, []string{"cluster", "rebalance", "--throttle", "fast"}, 2, `--throttle: "fast": want a positive rate`},
+		{"rebalance stray arg", addr, []string{"cluster", "rebalance", "now"}, 2, `takes no arguments, got "now"`},
 		{"bench no sub", addr, []string{"bench"}, 2, "bench: missing subcommand"},
 		{"bench no topic", addr, []string{"bench", "produce"}, 2, "bench: --topic is required"},
 		{"bench zero records", addr, []string{"bench", "produce", "--topic", "exists", "--records", "0"}, 2, "--records must be > 0"},
@@ -277,4 +282,25 @@ func TestCLIClusterConfigs(t *testing.T) {
 		t.Fatalf("unknown broker: exit %d stderr %q", r.code, r.stderr)
 	}
 	checkOnePrefix(t, r.stderr)
+}
+
+// TestCLIClusterOpsSingleNode runs the cluster operations on a single node: nothing to move,
+// no moves in progress, every leader in place; a move onto a broker that does not exist is
+// refused by the broker.
+func TestCLIClusterOpsSingleNode(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "topic", "create", "orders", "--partitions", "3"))
+	if r := ok(t, runCLI(t, addr, "", "cluster", "rebalance")); !strings.Contains(r.stdout, "0 partitions to move, 0 replicas to copy") {
+		t.Fatalf("rebalance: %q", r.stdout)
+	}
+	if r := ok(t, runCLI(t, addr, "", "cluster", "reassignments")); !strings.Contains(r.stdout, "no reassignments in progress") {
+		t.Fatalf("reassignments: %q", r.stdout)
+	}
+	if r := ok(t, runCLI(t, addr, "", "cluster", "elect-leaders", "--topic", "orders")); !strings.Contains(r.stdout, "0 leaders elected, 3 already in place") {
+		t.Fatalf("elect-leaders: %q", r.stdout)
+	}
+	r := runCLI(t, addr, "", "cluster", "elect-leaders", "--topic", "nope")
+	if r.code != 1 || !strings.Contains(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Fatalf("elect-leaders of an unknown topic: exit %d stderr %q", r.code, r.stderr)
+	}
 }

@@ -143,10 +143,13 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "group":
 		return groupCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	case "cluster":
-		if sub == "configs" {
+		switch sub {
+		case "configs":
 			return clusterConfigs(ctx, clientFor, rest, stdout)
+		case "info":
+			return clusterInfo(ctx, clientFor, rest, stdout)
 		}
-		return clusterInfo(ctx, clientFor, rest, stdout)
+		return clusterOps(ctx, clientFor, sub, rest, stdout)
 	case "bench":
 		return benchCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	case "completion":

@@ -44,6 +44,13 @@ var docs = []doc{
 	{name: "group delete-offsets", args: "GROUP --topic T", summary: "delete a group's committed offsets of a topic"},
 	{name: "cluster info", summary: "show the cluster id, the controller and the brokers"},
 	{name: "cluster configs", args: "[BROKER-ID]", summary: "show a broker's configs with their sources (default: the controller's)"},
+	{name: "cluster rebalance", summary: "plan (default) or --execute moves that spread replicas and leaders evenly over brokers and racks",
+		about: "Replicas move only off brokers above their share, and leaders are spread by reordering replica\n" +
+			"lists. With --execute the brokers copy the data while clients go on (Kafka's\n" +
+			"AlterPartitionReassignments); then the preferred leaders are elected."},
+	{name: "cluster decommission", args: "BROKER-ID...", summary: "move every replica off brokers, so they can be stopped"},
+	{name: "cluster elect-leaders", summary: "put preferred leaders (each partition's first replica) back in the lead"},
+	{name: "cluster reassignments", summary: "list the partition moves in progress, or --cancel them"},
 	{name: "bench produce", args: "--topic T", summary: "measure produce throughput and send-to-ack latency"},
 	{name: "bench consume", args: "--topic T", summary: "measure reading the topic from the start (latency: record timestamp to receipt)",
 		about: "With --records N it stops with an error when no record arrives for --timeout, so a topic\n" +

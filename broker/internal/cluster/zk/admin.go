@@ -77,11 +77,29 @@ func Assign(brokers []cluster.Broker, from, to int32, rf int, start int) ([][]in
 		}
 	}
 	n := len(order)
+	rackOf := map[int32]string{}
+	for r, ids := range byRack {
+		for _, id := range ids {
+			rackOf[id] = r
+		}
+	}
 	out := make([][]int32, 0, to-from)
 	for p := from; p < to; p++ {
-		replicas := make([]int32, rf)
-		for j := range rf {
-			replicas[j] = order[(start+int(p)+j)%n]
+		// The leader is the partition's start in the order; followers come after it, skipping
+		// brokers whose rack holds a replica already until every rack holds one (as Kafka's
+		// rack-aware placement does), which matters when racks have unequal broker counts.
+		first := start + int(p)
+		replicas := []int32{order[first%n]}
+		used := map[string]bool{rackOf[replicas[0]]: true}
+		for pass := 0; len(replicas) < rf; pass++ {
+			for k := 1; k < n && len(replicas) < rf; k++ {
+				id := order[(first+k)%n]
+				if slices.Contains(replicas, id) || pass == 0 && used[rackOf[id]] && len(used) < len(racks) {
+					continue
+				}
+				replicas = append(replicas, id)
+				used[rackOf[id]] = true
+			}
 		}
 		out = append(out, replicas)
 	}
@@ -122,7 +140,7 @@ func (s *Store) CreateTopic(ctx context.Context, name string, partitions int32, 
 	} else {
 		ops = append(ops, &zk.CreateRequest{Path: s.p(topicConfigPath(name)), Data: encodeConfig(configs), Acl: acl})
 	}
-	ops = append(ops, &zk.CreateRequest{Path: s.p(topicPath(name)), Data: encodeTopic(id, a), Acl: acl})
+	ops = append(ops, &zk.CreateRequest{Path: s.p(topicPath(name)), Data: encodeTopic(topicAssignment{ID: id, Replicas: a}), Acl: acl})
 	if _, err := s.conn.Multi(ops...); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
 			return cluster.Topic{}, fmt.Errorf("%w: %s", cluster.ErrTopicExists, name)
@@ -185,10 +203,11 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, total int32, 
 	if err != nil {
 		return fmt.Errorf("reading topic %s: %w", name, err)
 	}
-	id, a, err := decodeTopic(name, data)
+	ta, err := decodeTopic(name, data)
 	if err != nil {
 		return err
 	}
+	a := ta.Replicas
 	have := int32(len(a))
 	if total <= have {
 		return fmt.Errorf("%w: topic %s has %d partitions, cannot go to %d", cluster.ErrInvalidPartitions, name, have, total)
@@ -200,7 +219,7 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, total int32, 
 	if validateOnly {
 		return nil
 	}
-	if _, err := s.conn.Set(s.p(topicPath(name)), encodeTopic(id, append(a, more...)), stat.Version); err != nil {
+	if _, err := s.conn.Set(s.p(topicPath(name)), encodeTopic(topicAssignment{ID: ta.ID, Replicas: append(a, more...), Adding: ta.Adding, Removing: ta.Removing}), stat.Version); err != nil {
 		if errors.Is(err, zk.ErrBadVersion) {
 			return fmt.Errorf("%w: topic %s changed meanwhile; retry", cluster.ErrInvalidPartitions, name)
 		}

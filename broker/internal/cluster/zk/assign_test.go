@@ -43,6 +43,22 @@ func TestAssignSpreadsReplicasLeadersAndRacks(t *testing.T) {
 			t.Errorf("broker %d leads %d and holds %d replicas; want 2 and 6 (12 partitions, RF 3, 6 brokers)", id, leaders[id], replicas[id])
 		}
 	}
+	// Racks of unequal size (a: 1,2; b: 3,4; c: 5): still one replica per rack.
+	for start := 0; start < 5; start++ {
+		a, err := Assign(brokers[:5], 0, 10, 3, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, rs := range a {
+			seen := map[string]bool{}
+			for _, r := range rs {
+				if seen[racks[r]] {
+					t.Errorf("start %d, partition %d: replicas %v share rack %s", start, p, rs, racks[r])
+				}
+				seen[racks[r]] = true
+			}
+		}
+	}
 	if _, err := Assign(brokers[:2], 0, 1, 3, 0); err == nil {
 		t.Error("RF 3 on two brokers was accepted")
 	}

@@ -8,7 +8,8 @@ package zk
 //     the leader epoch; with no live ISR member the partition goes offline, leader -1, unless
 //     the topic allows unclean election),
 //   - removes lost followers from ISRs (never the last member),
-//   - completes topic deletions.
+//   - completes topic deletions, partition reassignments and requested leader elections,
+//     and puts preferred leaders back when leadership is out of balance (reassign.go).
 //
 // It works by reconciliation: each pass compares the image with the live brokers and writes
 // what differs, so a pass after a failover or a lost write simply finishes the job. Every
@@ -39,6 +40,9 @@ type controller struct {
 	cancel       context.CancelFunc
 	done         chan struct{}
 	live         *liveness
+	// lastRebalance is when the automatic leader rebalance last ran (or the controller
+	// started: the first check waits one interval, as in Kafka).
+	lastRebalance time.Time
 }
 
 // startElection tries to become the controller if there is none.
@@ -63,7 +67,7 @@ func (s *Store) startElection() {
 		return
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	c := &controller{s: s, epoch: epoch, epochVersion: version, cancel: cancel, done: make(chan struct{})}
+	c := &controller{s: s, epoch: epoch, epochVersion: version, cancel: cancel, done: make(chan struct{}), lastRebalance: time.Now()}
 	c.live = newLiveness(ctx, s, c.wake)
 	s.mu.Lock()
 	if s.ctrl != nil || !s.started {
@@ -251,6 +255,20 @@ func (c *controller) reconcile() error {
 			}
 		}
 	}
+	for _, step := range []func(func(int32) bool) error{c.completeMoves, c.runElections} {
+		if err := step(alive); errors.Is(err, errFenced) {
+			return err
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.rebalanceDue(time.Now()) {
+		if err := c.rebalanceLeaders(alive); errors.Is(err, errFenced) {
+			return err
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -302,13 +320,15 @@ func decide(replicas []int32, st partitionState, has bool, alive func(int32) boo
 		}
 		return partitionState{Leader: live[0], LeaderEpoch: 0, ISR: sortedIDs(live)}, true
 	}
+	// The live ISR: members that are alive and still replicas (a cancelled move leaves the
+	// replicas it was adding in the ISR until here).
 	var liveISR []int32
 	for _, r := range st.ISR {
-		if alive(r) {
+		if alive(r) && slices.Contains(replicas, r) {
 			liveISR = append(liveISR, r)
 		}
 	}
-	if st.Leader >= 0 && alive(st.Leader) {
+	if st.Leader >= 0 && alive(st.Leader) && slices.Contains(replicas, st.Leader) {
 		if len(liveISR) == len(st.ISR) || len(liveISR) == 0 {
 			return partitionState{}, false
 		}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,14 +29,16 @@ const (
 	controllerPath       = "/controller"
 	controllerEpochPath  = "/controller_epoch"
 	configTopicsPath     = "/config/topics"
+	configBrokersPath    = "/config/brokers" // dynamic broker configs: /config/brokers/<id> and /config/brokers/<default>
 	deleteTopicsPath     = "/admin/delete_topics"
 	producerIDBlockPath  = "/latest_producer_id_block"
+	electionPath         = "/admin/preferred_replica_election"
 	brokerSessionsPrefix = "/spool/broker_sessions" // Spool's own: the ZooKeeper session of each broker's last registration
 	fencedBrokersPath    = "/spool/fenced_brokers"  // Spool's own: registered brokers the controller found dead
 )
 
 // persistentPaths are created at startup when missing, as Kafka's brokers do.
-var persistentPaths = []string{"/cluster", "/brokers", brokerIDsPath, topicsPath, "/config", configTopicsPath, "/admin", deleteTopicsPath, "/spool", brokerSessionsPrefix}
+var persistentPaths = []string{"/cluster", "/brokers", brokerIDsPath, topicsPath, "/config", configTopicsPath, configBrokersPath, "/admin", deleteTopicsPath, "/spool", brokerSessionsPrefix}
 
 func brokerPath(id int32) string        { return brokerIDsPath + "/" + strconv.Itoa(int(id)) }
 func brokerSessionPath(id int32) string { return brokerSessionsPrefix + "/" + strconv.Itoa(int(id)) }
@@ -47,6 +50,14 @@ func partitionPath(t string, p int32) string {
 func partitionStatePath(t string, p int32) string { return partitionPath(t, p) + "/state" }
 func topicConfigPath(t string) string             { return configTopicsPath + "/" + t }
 func deleteTopicPath(t string) string             { return deleteTopicsPath + "/" + t }
+
+// brokerConfigPath is broker's dynamic config znode; broker "" is the cluster-wide default.
+func brokerConfigPath(broker string) string {
+	if broker == "" {
+		broker = "<default>"
+	}
+	return configBrokersPath + "/" + broker
+}
 
 // clusterIDZNode is /cluster/id: {"version":"1","id":"..."}.
 type clusterIDZNode struct {
@@ -136,33 +147,98 @@ type topicZNode struct {
 // assignment is a topic's replica lists by partition index.
 type assignment [][]int32
 
-func encodeTopic(id wire.UUID, a assignment) []byte {
-	z := topicZNode{Version: 3, TopicID: encodeUUID(id), Partitions: map[string][]int32{},
+// topicAssignment is a decoded /brokers/topics/T: the replica lists, and for the partitions
+// being reassigned the replicas being added and removed. During a move a partition's replica
+// list is the target followed by the original replicas not in it (Kafka's order), so the
+// target's first replica is the preferred leader from the start.
+type topicAssignment struct {
+	ID       wire.UUID
+	Replicas assignment
+	Adding   map[int32][]int32
+	Removing map[int32][]int32
+}
+
+// target is the replica list partition p is moving to: its replicas without those being
+// removed (its replicas when it is not moving).
+func (a topicAssignment) target(p int32) []int32 {
+	var out []int32
+	for _, r := range a.Replicas[p] {
+		if !slices.Contains(a.Removing[p], r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// original is the replica list partition p had before its move: its replicas without those
+// being added.
+func (a topicAssignment) original(p int32) []int32 {
+	var out []int32
+	for _, r := range a.Replicas[p] {
+		if !slices.Contains(a.Adding[p], r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// moving reports whether partition p is being reassigned.
+func (a topicAssignment) moving(p int32) bool { return len(a.Adding[p]) > 0 || len(a.Removing[p]) > 0 }
+
+func encodeTopic(a topicAssignment) []byte {
+	z := topicZNode{Version: 3, TopicID: encodeUUID(a.ID), Partitions: map[string][]int32{},
 		AddingReplicas: map[string][]int32{}, RemovingReplicas: map[string][]int32{}}
-	for i, replicas := range a {
+	for i, replicas := range a.Replicas {
 		z.Partitions[strconv.Itoa(i)] = replicas
+		if len(a.Adding[int32(i)]) > 0 {
+			z.AddingReplicas[strconv.Itoa(i)] = a.Adding[int32(i)]
+		}
+		if len(a.Removing[int32(i)]) > 0 {
+			z.RemovingReplicas[strconv.Itoa(i)] = a.Removing[int32(i)]
+		}
 	}
 	return mustJSON(z)
 }
 
-func decodeTopic(name string, data []byte) (wire.UUID, assignment, error) {
+func decodeTopic(name string, data []byte) (topicAssignment, error) {
 	var z topicZNode
 	if err := json.Unmarshal(data, &z); err != nil {
-		return wire.UUID{}, nil, fmt.Errorf("topic %s: %w", name, err)
+		return topicAssignment{}, fmt.Errorf("topic %s: %w", name, err)
 	}
 	id, err := decodeUUID(z.TopicID)
 	if err != nil {
-		return wire.UUID{}, nil, fmt.Errorf("topic %s id: %w", name, err)
+		return topicAssignment{}, fmt.Errorf("topic %s id: %w", name, err)
 	}
-	a := make(assignment, len(z.Partitions))
-	for k, replicas := range z.Partitions {
+	a := topicAssignment{ID: id, Replicas: make(assignment, len(z.Partitions)), Adding: map[int32][]int32{}, Removing: map[int32][]int32{}}
+	index := func(k string) (int32, error) {
 		i, err := strconv.Atoi(k)
 		if err != nil || i < 0 || i >= len(z.Partitions) {
-			return wire.UUID{}, nil, fmt.Errorf("topic %s: partition %q out of 0..%d", name, k, len(z.Partitions)-1)
+			return 0, fmt.Errorf("topic %s: partition %q out of 0..%d", name, k, len(z.Partitions)-1)
 		}
-		a[i] = replicas
+		return int32(i), nil
 	}
-	return id, a, nil
+	for k, replicas := range z.Partitions {
+		i, err := index(k)
+		if err != nil {
+			return topicAssignment{}, err
+		}
+		a.Replicas[i] = replicas
+	}
+	for _, m := range []struct {
+		from map[string][]int32
+		to   map[int32][]int32
+	}{{z.AddingReplicas, a.Adding}, {z.RemovingReplicas, a.Removing}} {
+		for k, replicas := range m.from {
+			i, err := index(k)
+			if err != nil {
+				return topicAssignment{}, err
+			}
+			if len(replicas) > 0 {
+				m.to[i] = replicas
+			}
+		}
+	}
+	return a, nil
 }
 
 // partitionStateZNode is /brokers/topics/T/partitions/P/state, version 1.
@@ -331,6 +407,48 @@ func decodeFenced(data []byte) (map[int32]bool, error) {
 	out := map[int32]bool{}
 	for _, id := range z.Brokers {
 		out[id] = true
+	}
+	return out, nil
+}
+
+// electionZNode is /admin/preferred_replica_election, version 1: partitions whose leader
+// elections an admin asked for, which the controller runs and then deletes the znode. Kafka
+// writes preferred elections only; Spool marks an unclean one with "election_type": 1 (a
+// field Kafka's reader ignores).
+type electionZNode struct {
+	Version    int                  `json:"version"`
+	Partitions []electionZNodeEntry `json:"partitions"`
+}
+
+type electionZNodeEntry struct {
+	Topic        string `json:"topic"`
+	Partition    int32  `json:"partition"`
+	ElectionType int8   `json:"election_type,omitempty"`
+}
+
+// electionRequest is one partition's requested election.
+type electionRequest struct {
+	Topic     string
+	Partition int32
+	Type      cluster.ElectionType
+}
+
+func encodeElections(reqs []electionRequest) []byte {
+	z := electionZNode{Version: 1, Partitions: []electionZNodeEntry{}}
+	for _, r := range reqs {
+		z.Partitions = append(z.Partitions, electionZNodeEntry{Topic: r.Topic, Partition: r.Partition, ElectionType: int8(r.Type)})
+	}
+	return mustJSON(z)
+}
+
+func decodeElections(data []byte) ([]electionRequest, error) {
+	var z electionZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return nil, fmt.Errorf("leader elections: %w", err)
+	}
+	out := make([]electionRequest, 0, len(z.Partitions))
+	for _, e := range z.Partitions {
+		out = append(out, electionRequest{Topic: e.Topic, Partition: e.Partition, Type: cluster.ElectionType(e.ElectionType)})
 	}
 	return out, nil
 }

@@ -25,9 +25,18 @@ func TestRegistryReadsKafkasZnodes(t *testing.T) {
 	if b, err := decodeBroker(2, kafkaBroker, "SSL"); err != nil || b.Host != "kafka-2" || b.Port != 9093 {
 		t.Fatalf("broker on SSL: %+v %v", b, err)
 	}
-	id, a, err := decodeTopic("orders", []byte(`{"partitions":{"1":[2,3,1],"0":[1,2,3]},"topic_id":"gnE0f8I3QZyYZyWw3JVtJw","adding_replicas":{},"removing_replicas":{},"version":3}`))
-	if err != nil || len(a) != 2 || !slices.Equal(a[0], []int32{1, 2, 3}) || !slices.Equal(a[1], []int32{2, 3, 1}) || encodeUUID(id) != "gnE0f8I3QZyYZyWw3JVtJw" {
-		t.Fatalf("topic: %v %v %v", encodeUUID(id), a, err)
+	ta, err := decodeTopic("orders", []byte(`{"partitions":{"1":[2,3,1],"0":[1,2,3]},"topic_id":"gnE0f8I3QZyYZyWw3JVtJw","adding_replicas":{},"removing_replicas":{},"version":3}`))
+	a := ta.Replicas
+	if err != nil || len(a) != 2 || !slices.Equal(a[0], []int32{1, 2, 3}) || !slices.Equal(a[1], []int32{2, 3, 1}) || encodeUUID(ta.ID) != "gnE0f8I3QZyYZyWw3JVtJw" || ta.moving(0) || ta.moving(1) {
+		t.Fatalf("topic: %v %v %v", encodeUUID(ta.ID), a, err)
+	}
+	// A move in progress, as Kafka writes it: partition 0 goes from [1,2,3] to [4,2,3].
+	ta, err = decodeTopic("orders", []byte(`{"partitions":{"0":[4,2,3,1]},"topic_id":"gnE0f8I3QZyYZyWw3JVtJw","adding_replicas":{"0":[4]},"removing_replicas":{"0":[1]},"version":3}`))
+	if err != nil || !ta.moving(0) || !slices.Equal(ta.target(0), []int32{4, 2, 3}) || !slices.Equal(ta.original(0), []int32{2, 3, 1}) {
+		t.Fatalf("topic moving: %+v %v", ta, err)
+	}
+	if back, err := decodeTopic("orders", encodeTopic(ta)); err != nil || !slices.Equal(back.Adding[0], []int32{4}) || !slices.Equal(back.Removing[0], []int32{1}) {
+		t.Fatalf("moving round trip: %+v %v", back, err)
 	}
 	st, err := decodePartitionState([]byte(`{"controller_epoch":4,"leader":3,"version":1,"leader_epoch":7,"isr":[3,1]}`), 12)
 	if err != nil || st.Leader != 3 || st.LeaderEpoch != 7 || st.ControllerEpoch != 4 || !slices.Equal(st.ISR, []int32{3, 1}) || st.ZkVersion != 12 {
@@ -71,8 +80,8 @@ func TestRegistryReadsKafkasZnodes(t *testing.T) {
 		t.Fatalf("SSL-only registration: %+v %v", z, err)
 	}
 	tid := cluster.NewTopicID()
-	if gotID, ga, err := decodeTopic("t", encodeTopic(tid, assignment{{1, 2}, {2, 1}})); err != nil || gotID != tid || !slices.Equal(ga[1], []int32{2, 1}) {
-		t.Fatalf("topic round trip: %v %v", ga, err)
+	if got, err := decodeTopic("t", encodeTopic(topicAssignment{ID: tid, Replicas: assignment{{1, 2}, {2, 1}}})); err != nil || got.ID != tid || !slices.Equal(got.Replicas[1], []int32{2, 1}) {
+		t.Fatalf("topic round trip: %v %v", got, err)
 	}
 	ps := partitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, ControllerEpoch: 3}
 	if got, err := decodePartitionState(encodePartitionState(ps), 0); err != nil || got.Leader != 1 || got.LeaderEpoch != 2 || !slices.Equal(got.ISR, ps.ISR) {

@@ -67,6 +67,12 @@ type Config struct {
 	LivenessTimeout time.Duration
 	// ProbeInterval is the gap between liveness probes.
 	ProbeInterval time.Duration
+	// LeaderRebalanceInterval is how often the controller checks the leader imbalance
+	// (leader.imbalance.check.interval.seconds); 0 turns the automatic rebalance off
+	// (auto.leader.rebalance.enable=false).
+	LeaderRebalanceInterval time.Duration
+	// LeaderImbalancePercent is leader.imbalance.per.broker.percentage.
+	LeaderImbalancePercent int
 	// Unclean reports whether a topic allows unclean leader election.
 	Unclean func(configs map[string]string) bool
 	Log     *slog.Logger
@@ -91,9 +97,14 @@ type Store struct {
 	controller int32
 	topics     map[string]*topicEntry
 	deleting   map[string]bool
-	changed    chan struct{}
-	started    bool
-	sessionID  int64
+	// elections are the leader elections asked for (/admin/preferred_replica_election) and
+	// electionsVersion that znode's version (-1: none asked for).
+	brokerCfg        map[string]map[string]string // dynamic configs of this broker and of <default>
+	elections        []electionRequest
+	electionsVersion int32
+	changed          chan struct{}
+	started          bool
+	sessionID        int64
 
 	ctrl *controller
 	ctrlProbeState
@@ -107,6 +118,7 @@ type brokerEntry struct {
 type topicEntry struct {
 	id      wire.UUID
 	assign  assignment
+	moves   topicAssignment // the assignment with the moves in progress
 	configs map[string]string
 	states  map[int32]partitionState
 	version int32         // the topic znode's version (partition growth is conditional on it)
@@ -484,7 +496,8 @@ func (s *Store) topicLocked(name string, t *topicEntry) cluster.Topic {
 		ct.Configs = map[string]string{}
 	}
 	for i, replicas := range t.assign {
-		p := cluster.Partition{Index: int32(i), Leader: -1, LeaderEpoch: -1, Replicas: slices.Clone(replicas), ISR: []int32{}, Offline: []int32{}}
+		p := cluster.Partition{Index: int32(i), Leader: -1, LeaderEpoch: -1, Replicas: slices.Clone(replicas), ISR: []int32{}, Offline: []int32{},
+			Adding: slices.Clone(t.moves.Adding[int32(i)]), Removing: slices.Clone(t.moves.Removing[int32(i)])}
 		if st, ok := t.states[int32(i)]; ok {
 			p.Leader, p.LeaderEpoch, p.ISR, p.Version = st.Leader, st.LeaderEpoch, slices.Clone(st.ISR), st.ZkVersion
 		}

@@ -138,6 +138,25 @@ func (s *Store) startWatches() {
 		s.mu.Unlock()
 		return true
 	})
+	s.watchData(electionPath, nil, func(data []byte, stat *zk.Stat, exists bool) bool {
+		var reqs []electionRequest
+		if exists {
+			r, err := decodeElections(data)
+			if err != nil {
+				s.log.Warn("ignoring the leader elections asked for", "err", err)
+			}
+			reqs = r
+		}
+		s.mu.Lock()
+		s.elections, s.electionsVersion = reqs, -1
+		if exists {
+			s.electionsVersion = stat.Version
+		}
+		s.notifyLocked()
+		s.mu.Unlock()
+		return true
+	})
+	s.watchBrokerConfigs()
 	s.watchChildren(topicsPath, s.applyTopics)
 	s.watchChildren(deleteTopicsPath, func(children []string) {
 		s.mu.Lock()
@@ -209,12 +228,13 @@ func (s *Store) followTopic(name string) {
 			s.notifyLocked()
 			return false
 		}
-		id, a, err := decodeTopic(name, data)
+		ta, err := decodeTopic(name, data)
 		if err != nil {
 			s.log.Warn("ignoring a topic assignment", "err", err)
 			return true
 		}
-		entry.id, entry.assign, entry.version = id, a, stat.Version
+		a := ta.Replicas
+		entry.id, entry.assign, entry.moves, entry.version = ta.ID, a, ta, stat.Version
 		for i := len(entry.watched); i < len(a); i++ {
 			entry.watched = append(entry.watched, true)
 			s.followPartition(name, entry, int32(i))

@@ -1,0 +1,225 @@
+package server_test
+
+// Kafka's own command-line tools (kafka-topics.sh, kafka-reassign-partitions.sh,
+// kafka-leader-election.sh), run from Kafka's jars against a Spool cluster, with their output
+// checked: an operator's scripts work unchanged.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+)
+
+// kafkaTool runs one of Kafka's tool classes (what the kafka-*.sh scripts run) and returns
+// its output; it fails the test on a non-zero exit.
+func kafkaTool(t *testing.T, class string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "java", append([]string{"-cp", brokertest.KafkaJars(t), "-Dlog4j.configuration=", class}, args...)...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s %s:\n%s", class[strings.LastIndex(class, ".")+1:], strings.Join(args, " "), out)
+	if err != nil {
+		t.Fatalf("%s %s: %v", class, strings.Join(args, " "), err)
+	}
+	return string(out)
+}
+
+func TestClusterKafkaTools(t *testing.T) {
+	zk := brokertest.StartZooKeeper(t)
+	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
+	const (
+		topics   = "org.apache.kafka.tools.TopicCommand"
+		reassign = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+		elect    = "org.apache.kafka.tools.LeaderElectionCommand"
+	)
+	bs := strings.Join(c.Addrs(), ",")
+	out := kafkaTool(t, topics, "--bootstrap-server", bs, "--create", "--topic", "payments", "--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+	if !strings.Contains(out, "Created topic payments.") {
+		t.Fatalf("kafka-topics --create: %s", out)
+	}
+	adm := admin(t, c.Addrs())
+	waitMetadata(t, adm, "payments", "a full ISR everywhere", func(td kadm.TopicDetail) bool {
+		for _, p := range td.Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return len(td.Partitions) == 3
+	})
+	out = kafkaTool(t, topics, "--bootstrap-server", bs, "--describe", "--topic", "payments")
+	if !strings.Contains(out, "ReplicationFactor: 3") || strings.Count(out, "Isr: ") != 3 {
+		t.Fatalf("kafka-topics --describe: %s", out)
+	}
+	out = kafkaTool(t, topics, "--bootstrap-server", bs, "--alter", "--topic", "payments", "--partitions", "4")
+	waitMetadata(t, adm, "payments", "4 partitions", func(td kadm.TopicDetail) bool { return len(td.Partitions) == 4 })
+
+	// A fourth broker; kafka-reassign-partitions generates a plan onto it and executes it.
+	c.Add(t, 4, clusterProps)
+	bs = strings.Join(c.Addrs(), ",")
+	dir := t.TempDir()
+	move := filepath.Join(dir, "move.json")
+	if err := os.WriteFile(move, []byte(`{"version":1,"topics":[{"topic":"payments"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = kafkaTool(t, reassign, "--bootstrap-server", bs, "--generate", "--topics-to-move-json-file", move, "--broker-list", "1,2,3,4")
+	i := strings.Index(out, "Proposed partition reassignment configuration")
+	if i < 0 {
+		t.Fatalf("kafka-reassign-partitions --generate: %s", out)
+	}
+	proposed := strings.TrimSpace(out[i+len("Proposed partition reassignment configuration"):])
+	if !strings.Contains(proposed, "4") {
+		t.Fatalf("the proposal does not use broker 4: %s", proposed)
+	}
+	plan := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(plan, []byte(proposed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = kafkaTool(t, reassign, "--bootstrap-server", bs, "--execute", "--reassignment-json-file", plan)
+	if !strings.Contains(out, "Successfully started partition reassignment") {
+		t.Fatalf("kafka-reassign-partitions --execute: %s", out)
+	}
+	brokertest.WaitForState(t, 60*time.Second, "kafka-reassign-partitions --verify: complete", func() (bool, string) {
+		out := kafkaTool(t, reassign, "--bootstrap-server", bs, "--verify", "--reassignment-json-file", plan)
+		return strings.Count(out, "is completed") == 4, out
+	})
+	md, err := adm.Metadata(context.Background(), "payments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	onFour := 0
+	for _, p := range md.Topics["payments"].Partitions {
+		if slices.Contains(p.Replicas, 4) {
+			onFour++
+		}
+	}
+	if onFour == 0 {
+		t.Fatalf("no replica on broker 4 after the reassignment: %+v", md.Topics["payments"])
+	}
+
+	// kafka-leader-election puts the preferred leaders in place.
+	out = kafkaTool(t, elect, "--bootstrap-server", bs, "--election-type", "PREFERRED", "--all-topic-partitions")
+	// It names the partitions it moved, or none when every preferred leader leads already (the
+	// moves above may have left them so): the metadata below is the check.
+	if strings.Contains(out, "Error") || strings.TrimSpace(out) != "" && !regexp.MustCompile(`Successfully completed leader election|Valid replica already elected`).MatchString(out) {
+		t.Fatalf("kafka-leader-election: %s", out)
+	}
+	waitMetadata(t, adm, "payments", "preferred leaders", func(td kadm.TopicDetail) bool {
+		for _, p := range td.Partitions {
+			if p.Leader != p.Replicas[0] {
+				return false
+			}
+		}
+		return true
+	})
+
+	// kafka-reassign-partitions --cancel: a move broker 4 cannot copy (its fetches are
+	// dropped) is cancelled, and the partition keeps its replicas.
+	for _, px := range c.Proxies {
+		px.Drop(brokertest.DropFollowerFetches(4))
+	}
+	td := waitMetadata(t, adm, "payments", "led", func(kadm.TopicDetail) bool { return true })
+	var stuck int32 = -1
+	for _, p := range td.Partitions {
+		if !slices.Contains(p.Replicas, 4) {
+			stuck = p.Partition
+		}
+	}
+	if stuck < 0 {
+		t.Fatalf("every partition is on broker 4: %+v", td)
+	}
+	before := td.Partitions[stuck].Replicas
+	cancelPlan := filepath.Join(dir, "cancel.json")
+	target := fmt.Sprintf(`{"version":1,"partitions":[{"topic":"payments","partition":%d,"replicas":[4,%d,%d]}]}`, stuck, before[1], before[2])
+	if err := os.WriteFile(cancelPlan, []byte(target), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kafkaTool(t, reassign, "--bootstrap-server", bs, "--execute", "--reassignment-json-file", cancelPlan)
+	out = kafkaTool(t, reassign, "--bootstrap-server", bs, "--cancel", "--reassignment-json-file", cancelPlan)
+	if !strings.Contains(out, "Successfully cancelled partition reassignment") {
+		t.Fatalf("kafka-reassign-partitions --cancel: %s", out)
+	}
+	for _, px := range c.Proxies {
+		px.Drop(nil)
+	}
+	// Back on its original replicas; as in Kafka, the list keeps the order it had during
+	// the move (the target's replicas first), so only the set is the same.
+	sorted := func(ids []int32) []int32 { return slices.Sorted(slices.Values(ids)) }
+	waitMetadata(t, adm, "payments", "the cancelled partition back on its replicas", func(td kadm.TopicDetail) bool {
+		return slices.Equal(sorted(td.Partitions[stuck].Replicas), sorted(before))
+	})
+
+	// kafka-configs: a topic config set and described; a broker's dynamic configs described.
+	const configs = "kafka.admin.ConfigCommand"
+	out = kafkaTool(t, configs, "--bootstrap-server", bs, "--entity-type", "topics", "--entity-name", "payments", "--alter", "--add-config", "retention.ms=3600000")
+	if !strings.Contains(out, "Completed updating config for topic payments.") {
+		t.Fatalf("kafka-configs --alter: %s", out)
+	}
+	out = kafkaTool(t, configs, "--bootstrap-server", bs, "--entity-type", "topics", "--entity-name", "payments", "--describe")
+	if !strings.Contains(out, "retention.ms=3600000") {
+		t.Fatalf("kafka-configs --describe: %s", out)
+	}
+	out = kafkaTool(t, configs, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-name", "1", "--describe")
+	if !strings.Contains(out, "configs for broker 1 are:") {
+		t.Fatalf("kafka-configs --describe of a broker: %s", out)
+	}
+
+	// kafka-consumer-groups: a group's lag described, then its offsets reset.
+	const groups = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("payments"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	commit := kadm.Offsets{}
+	for p := int32(0); p < 4; p++ {
+		commit.Add(kadm.Offset{Topic: "payments", Partition: p, At: 1})
+	}
+	if _, err := adm.CommitOffsets(context.Background(), "billing", commit); err != nil {
+		t.Fatal(err)
+	}
+	out = kafkaTool(t, groups, "--bootstrap-server", bs, "--describe", "--group", "billing")
+	if !strings.Contains(out, "LAG") || strings.Count(out, "payments") != 4 {
+		t.Fatalf("kafka-consumer-groups --describe: %s", out)
+	}
+	out = kafkaTool(t, groups, "--bootstrap-server", bs, "--reset-offsets", "--group", "billing", "--topic", "payments", "--to-earliest", "--execute")
+	if !strings.Contains(out, "NEW-OFFSET") || len(regexp.MustCompile(`billing\s+payments\s+\d\s+0\s`).FindAllString(out, -1)) < 4 {
+		t.Fatalf("kafka-consumer-groups --reset-offsets: %s", out)
+	}
+	offs, err := adm.FetchOffsets(context.Background(), "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.At != 0 {
+			t.Errorf("after the reset %s-%d is at %d", o.Topic, o.Partition, o.At)
+		}
+	})
+
+	out = kafkaTool(t, topics, "--bootstrap-server", bs, "--delete", "--topic", "payments")
+	brokertest.WaitForState(t, 30*time.Second, "payments deleted", func() (bool, string) {
+		md, err := adm.Metadata(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		_, ok := md.Topics["payments"]
+		return !ok, ""
+	})
+}

@@ -11,12 +11,12 @@ package server
 // metadata store (embedded, or /config/topics/<name> in ZooKeeper), and takes effect on open
 // logs at once.
 //
-// Broker resources (type 4, name "" or this broker's id): Spool's broker configs are static,
-// so an empty set (no dynamic broker configs, which is already the case) succeeds and any
-// config is INVALID_REQUEST naming the keys, as Kafka answers for a read-only broker config.
-// Another broker's id, or any other resource type (BROKER_LOGGER included, which Kafka refuses
-// here too), is INVALID_REQUEST. The work runs on the connection's reader goroutine; in
-// cluster mode it waits for ZooKeeper's write to come back through the watch.
+// Broker resources (type 4, a node id, or "" for the cluster-wide default): the broker's
+// dynamic configs become exactly the given set, as in Kafka. Only the dynamic ones
+// (broker_dynamic_configs.go: the replication throttles) may be named; a static config is
+// INVALID_REQUEST, a bad value INVALID_CONFIG. Any other resource type (BROKER_LOGGER included,
+// which Kafka refuses here too) is INVALID_REQUEST. The work runs on the connection's reader
+// goroutine; in cluster mode it waits for ZooKeeper's write to come back through the watch.
 
 import (
 	"context"
@@ -70,14 +70,7 @@ func (s *Server) replaceResourceConfigs(ctx context.Context, res wire.AlterConfi
 	switch res.ResourceType {
 	case resourceTopic:
 	case resourceBroker:
-		if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(s.self.NodeID)) {
-			return fmt.Errorf("%w: this is broker %d, not %s", wire.ErrInvalidRequest, s.self.NodeID, res.ResourceName)
-		}
-		if len(configs) > 0 {
-			return fmt.Errorf("%w: cannot update these configs dynamically: %s (Spool's broker configs are static: set them in the properties file or with --set)",
-				wire.ErrInvalidRequest, strings.Join(slices.Sorted(maps.Keys(configs)), ", "))
-		}
-		return nil
+		return s.replaceBrokerConfigs(ctx, res.ResourceName, configs, validateOnly)
 	default:
 		return fmt.Errorf("%w: resource type %d is not supported", wire.ErrInvalidRequest, res.ResourceType)
 	}
@@ -93,6 +86,28 @@ func (s *Server) replaceResourceConfigs(ctx context.Context, res wire.AlterConfi
 		return fmt.Errorf("%w: topic %s", wire.ErrUnknownTopicOrPartition, res.ResourceName)
 	}
 	return s.setTopicConfigs(ctx, t, configs, validateOnly)
+}
+
+// replaceBrokerConfigs makes configs the whole set of a broker's dynamic configs: the
+// incremental form's checks and store (alterBrokerConfigs), asked to delete every current
+// config and set the new ones.
+func (s *Server) replaceBrokerConfigs(ctx context.Context, broker string, configs map[string]string, validateOnly bool) error {
+	res := wire.IncrementalAlterConfigsRequestAlterConfigsResource{ResourceType: resourceBroker, ResourceName: broker}
+	if broker != "" {
+		if _, err := strconv.ParseInt(broker, 10, 32); err != nil {
+			return fmt.Errorf("%w: broker resource %q is not a node id", wire.ErrInvalidRequest, broker)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.md.BrokerConfigs(broker))) {
+		if _, ok := configs[name]; !ok {
+			res.Configs = append(res.Configs, wire.IncrementalAlterConfigsRequestAlterableConfig{Name: name, ConfigOperation: opDelete})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		v := configs[name]
+		res.Configs = append(res.Configs, wire.IncrementalAlterConfigsRequestAlterableConfig{Name: name, ConfigOperation: opSet, Value: &v})
+	}
+	return s.alterBrokerConfigs(ctx, res, validateOnly)
 }
 
 // setTopicConfigs makes configs the whole set of t's overrides: validated, stored through the

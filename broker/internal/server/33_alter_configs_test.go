@@ -2,9 +2,12 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,7 +136,7 @@ func TestAlterConfigsReplacesTopicConfigs(t *testing.T) {
 		{alterResource(topic, "replaced", ptr("retention.ms"), ptr("1"), ptr("retention.ms"), ptr("2")), kerr.InvalidRequest},
 		{alterResource(topic, "nosuch"), kerr.UnknownTopicOrPartition},
 		{alterResource(kmsg.ConfigResourceTypeBroker, "", ptr("log.retention.ms"), ptr("1")), kerr.InvalidRequest},
-		{alterResource(kmsg.ConfigResourceTypeBroker, "99"), kerr.InvalidRequest},
+		{alterResource(kmsg.ConfigResourceTypeBroker, "abc"), kerr.InvalidRequest},
 		{alterResource(kmsg.ConfigResourceTypeBrokerLogger, "1"), kerr.InvalidRequest},
 		{alterResource(kmsg.ConfigResourceTypeBroker, self), nil}, // no dynamic broker configs: already so
 	} {
@@ -286,4 +289,67 @@ func TestJavaAdminAlterConfigs(t *testing.T) {
 	defer cancel()
 	b := startBroker(t, nil)
 	runJavaProgram(t, ctx, "testdata/alter_configs_AlterConfigs.java", "AlterConfigs", b.Addr, "java-alter")
+}
+
+// storedBrokerConfigs reads a single broker's dynamic configs from its metadata file
+// (spool-metadata.json, README "Data directory").
+func storedBrokerConfigs(t *testing.T, dataDir, broker string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "spool-metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		BrokerConfigs map[string]map[string]string `json:"broker_configs"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.BrokerConfigs[broker] == nil {
+		return map[string]string{}
+	}
+	return st.BrokerConfigs[broker]
+}
+
+// AlterConfigs on a broker resource replaces its dynamic configs (the replication throttles),
+// as in Kafka; static configs and bad values are refused and change nothing.
+func TestAlterConfigsBrokerDynamicConfigs(t *testing.T) {
+	b := startBroker(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	brokers, err := kadm.NewClient(cl).ListBrokers(ctx)
+	if err != nil || len(brokers) != 1 {
+		t.Fatalf("list brokers: %v %v", brokers, err)
+	}
+	self := strconv.Itoa(int(brokers[0].NodeID))
+	broker := kmsg.ConfigResourceTypeBroker
+	follower, leader := ptr("follower.replication.throttled.rate"), ptr("leader.replication.throttled.rate")
+	steps := []struct {
+		res          kmsg.AlterConfigsRequestResource
+		validateOnly bool
+		wantErr      error
+		want         map[string]string
+	}{
+		{alterResource(broker, self, follower, ptr("1000"), leader, ptr("2000")), false, nil,
+			map[string]string{"follower.replication.throttled.rate": "1000", "leader.replication.throttled.rate": "2000"}},
+		{alterResource(broker, self, leader, ptr("3000")), false, nil, map[string]string{"leader.replication.throttled.rate": "3000"}},
+		{alterResource(broker, self, follower, ptr("1")), true, nil, map[string]string{"leader.replication.throttled.rate": "3000"}},
+		{alterResource(broker, self, follower, ptr("-5")), false, kerr.InvalidConfig, map[string]string{"leader.replication.throttled.rate": "3000"}},
+		{alterResource(broker, self, ptr("log.retention.ms"), ptr("1")), false, kerr.InvalidRequest, map[string]string{"leader.replication.throttled.rate": "3000"}},
+		{alterResource(broker, self), false, nil, map[string]string{}},
+	}
+	for i, st := range steps {
+		err := alterConfigs(t, ctx, cl, st.validateOnly, st.res)[self]
+		if !errors.Is(err, st.wantErr) && !(err == nil && st.wantErr == nil) {
+			t.Errorf("step %d: %v, want %v", i, err, st.wantErr)
+		}
+		if got := storedBrokerConfigs(t, b.DataDir, self); !mapsEqual(got, st.want) {
+			t.Errorf("step %d: broker %s's dynamic configs %v, want %v", i, self, got, st.want)
+		}
+	}
 }

@@ -23,6 +23,8 @@ const (
 	KeyDeleteTopics                int16 = 20
 	KeyInitProducerId              int16 = 22
 	KeyDescribeConfigs             int16 = 32
+	KeyAlterConfigs                int16 = 33
+	KeyDescribeLogDirs             int16 = 35
 	KeySaslAuthenticate            int16 = 36
 	KeyCreatePartitions            int16 = 37
 	KeyDeleteGroups                int16 = 42
@@ -93,6 +95,12 @@ var APIs = []API{
 	{Key: 32, Name: "DescribeConfigs", MinVersion: 1, MaxVersion: 4, FlexibleFrom: 4, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DescribeConfigsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DescribeConfigsResponse); m.Default(); return m }},
+	{Key: 33, Name: "AlterConfigs", MinVersion: 0, MaxVersion: 2, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(AlterConfigsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(AlterConfigsResponse); m.Default(); return m }},
+	{Key: 35, Name: "DescribeLogDirs", MinVersion: 0, MaxVersion: 4, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(DescribeLogDirsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(DescribeLogDirsResponse); m.Default(); return m }},
 	{Key: 36, Name: "SaslAuthenticate", MinVersion: 0, MaxVersion: 2, FlexibleFrom: 2, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(SaslAuthenticateRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(SaslAuthenticateResponse); m.Default(); return m }},

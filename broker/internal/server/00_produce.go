@@ -9,7 +9,9 @@ package server
 // layout: INVALID_RECORD, size: MESSAGE_TOO_LARGE), assigns offsets in place and checks
 // idempotent sequences (a retried duplicate is acknowledged with its original offset; a gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch INVALID_PRODUCER_EPOCH). Transactional batches get
-// INVALID_RECORD until transactions exist; zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). An
+// INVALID_RECORD until transactions exist; zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). A
+// topic whose compression.type names another codec than the batch's gets the batch rebuilt in
+// that codec before the append (recompress.go); "producer" keeps it as sent. An
 // unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION: Produce never creates topics
 // (clients create them through Metadata, as with Kafka). Each partition fails on its own.
 //
@@ -168,7 +170,12 @@ func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic s
 	if err := checkProduceBatch(rp.Records); err != nil {
 		return nil, none, err
 	}
-	res, err := part.replica.AppendAsLeader(rp.Records, r.Acks == -1, time.Now())
+	records, rc, err := recompress(part.log, rp.Records) // compression.type: see recompress.go
+	if err != nil {
+		return nil, none, err
+	}
+	defer rc.release()
+	res, err := part.replica.AppendAsLeader(records, r.Acks == -1, time.Now())
 	if err != nil {
 		return nil, none, storageError(err)
 	}

@@ -98,17 +98,5 @@ func (s *Server) alterResource(ctx context.Context, res wire.IncrementalAlterCon
 			return fmt.Errorf("%w: unknown config operation %d", wire.ErrInvalidRequest, c.ConfigOperation)
 		}
 	}
-	if err := validateTopicConfigs(configs); err != nil {
-		return err
-	}
-	if validateOnly {
-		return nil
-	}
-	if err := s.md.SetTopicConfigs(ctx, t.Name, configs); err != nil {
-		return protocolError(err)
-	}
-	t.Configs = configs
-	s.reconfigureTopic(t)
-	s.log.Info("topic configs altered", "topic", t.Name, "configs", configs)
-	return nil
+	return s.setTopicConfigs(ctx, t, configs, validateOnly)
 }

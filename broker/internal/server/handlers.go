@@ -30,6 +30,8 @@ func init() {
 		wire.KeyDeleteTopics:                handleDeleteTopics,
 		wire.KeyInitProducerId:              handleInitProducerID,
 		wire.KeyDescribeConfigs:             handleDescribeConfigs,
+		wire.KeyAlterConfigs:                handleAlterConfigs,
+		wire.KeyDescribeLogDirs:             handleDescribeLogDirs,
 		wire.KeyCreatePartitions:            handleCreatePartitions,
 		wire.KeyIncrementalAlterConfigs:     handleIncrementalAlterConfigs,
 		wire.KeyDescribeCluster:             handleDescribeCluster,

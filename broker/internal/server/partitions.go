@@ -138,6 +138,7 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 	} else {
 		cfg.TimestampType = storage.CreateTime
 	}
+	cfg.CompressionType, _ = s.topicValue(t, "compression.type")
 	cfg.Fsync = s.cfg.fsync
 	return cfg
 }

@@ -45,6 +45,8 @@ func (s *Server) reconcile() error {
 				}
 				part = &partition{topic: t.Name, index: p.Index, log: l, replica: replication.NewReplica(t.Name, p.Index, l, s.repl)}
 				s.parts.put(part)
+			} else {
+				part.log.SetConfigIfChanged(cfg) // configs altered through another broker
 			}
 			part.replica.SetThrottled(throttledReplica(t.Configs["follower.replication.throttled.replicas"], p.Index, s.self.NodeID))
 			part.leaderThrottled.Store(throttledReplica(t.Configs["leader.replication.throttled.replicas"], p.Index, s.self.NodeID))

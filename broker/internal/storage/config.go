@@ -112,6 +112,10 @@ type LogConfig struct {
 	// ProducerIDExpirationMs (producer.id.expiration.ms) forgets an idempotent producer whose
 	// last batch is older than this, which bounds the producer state.
 	ProducerIDExpirationMs int64
+	// CompressionType (compression.type: producer, uncompressed, gzip, snappy, lz4, zstd; ""
+	// means producer). The log itself does not read it: the leader's produce path recompresses
+	// a batch whose codec differs before Append, as Kafka's LogValidator does.
+	CompressionType string
 	// CompactionMaxKeys bounds the key map of one compaction pass (log.cleaner.dedupe.buffer.size
 	// in keys): a pass compacts as many segments as their keys fit.
 	CompactionMaxKeys int

@@ -39,6 +39,7 @@ type partitionJSON struct {
 	ISR            []int32 `json:"isr"`
 	LogStartOffset int64   `json:"log_start_offset"`
 	HighWatermark  int64   `json:"high_watermark"`
+	Size           int64   `json:"size"` // bytes of the leader's log segments (DescribeLogDirs); -1 unknown
 }
 
 // groupJSON is one group of group list.

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +23,8 @@ func decode(t *testing.T, r result, v any) {
 // TestCLIJSONOutput parses every command's --json output back, and pins topic describe's
 // human format.
 func TestCLIJSONOutput(t *testing.T) {
-	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	b := brokertest.Start(t, brokertest.Options{})
+	addr := b.Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "j", "--partitions", "2", "--config", "retention.ms=1000"))
 	ok(t, runCLI(t, addr, "k1=v1\nnokey\n=\n", "produce", "--topic", "j", "--partition", "1", "--key-separator", "=", "-H", "h=1"))
 
@@ -34,11 +38,16 @@ func TestCLIJSONOutput(t *testing.T) {
 		topics[0].Partitions[1].LogStartOffset != 0 || topics[0].Configs["retention.ms"] != "1000" || len(topics[0].Configs) != 1 {
 		t.Fatalf("topic describe --json: %+v", topics)
 	}
+	// The size is the leader's segment files, as DescribeLogDirs reports them.
+	size := topics[0].Partitions[1].Size
+	if onDisk := logFileBytes(t, filepath.Join(b.DataDir, "j-1")); size != onDisk || size <= 61 || topics[0].Partitions[0].Size != 0 {
+		t.Fatalf("topic describe --json sizes %d and %d, want 0 and %d (the .log files of j-1)", topics[0].Partitions[0].Size, size, onDisk)
+	}
 	human := ok(t, runCLI(t, addr, "", "topic", "describe", "j")).stdout
 	want := "topic j partitions 2\n" +
-		"  PARTITION  LEADER  REPLICAS  ISR  LOG-START  HIGH-WATERMARK  RECORDS\n" +
-		"  0          0       0         0    0          0               0\n" +
-		"  1          0       0         0    0          3               3\n" +
+		"  PARTITION  LEADER  REPLICAS  ISR  LOG-START  HIGH-WATERMARK  RECORDS  SIZE\n" +
+		"  0          0       0         0    0          0               0        0\n" +
+		fmt.Sprintf("  1          0       0         0    0          3               3        %d\n", size) +
 		"  config retention.ms=1000\n"
 	if human != want {
 		t.Fatalf("topic describe:\n%s\nwant:\n%s", human, want)
@@ -96,4 +105,22 @@ func TestCLIJSONOutput(t *testing.T) {
 	if r := runCLI(t, addr, "", "consume", "--topic", "j", "--json", "--format", "%v"); r.code != 2 || !strings.Contains(r.stderr, "not both") {
 		t.Errorf("--json with --format: exit %d %q", r.code, r.stderr)
 	}
+}
+
+// logFileBytes sums the .log files of a partition directory.
+func logFileBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no segment files in %s: %v", dir, err)
+	}
+	var n int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
 }

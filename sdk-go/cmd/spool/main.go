@@ -135,7 +135,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	switch cmd {
 	case "topic":
-		return topicCmd(ctx, clientFor, sub, rest, stdout)
+		return topicCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	case "produce":
 		return produceCmd(ctx, clientFor, rest, stdin, stderr)
 	case "consume":
@@ -321,7 +321,7 @@ func (k kvFlag) Set(s string) error {
 	return nil
 }
 
-func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout io.Writer) error {
+func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("topic " + sub)
 	var partitions, rf, add *int
 	configs := kvFlag{}
@@ -394,7 +394,7 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 		}
 		return tw.Flush()
 	case "describe":
-		return topicDescribe(ctx, ad, names, *asJSON, stdout)
+		return topicDescribe(ctx, ad, names, *asJSON, stdout, stderr)
 	case "alter-config":
 		change := map[string]*string{}
 		for k, v := range configs {
@@ -456,13 +456,14 @@ func topicSummary(d spool.TopicDetail) topicJSON {
 	return t
 }
 
-// topicDescribe prints each topic's partitions with their log start and end offsets and the
-// records between them, then the topic's config overrides.
-func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, asJSON bool, stdout io.Writer) error {
+// topicDescribe prints each topic's partitions with their log start and end offsets, the
+// records between them and the leader's log size, then the topic's config overrides.
+func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, asJSON bool, stdout, stderr io.Writer) error {
 	ds, err := describeTopics(ctx, ad, names...)
 	if err != nil {
 		return err
 	}
+	sizes := replicaSizes(ctx, ad, names, stderr)
 	var topics []topicJSON
 	for _, d := range ds {
 		starts, err := ad.ListOffsets(ctx, d.Name, spool.OffsetEarliest)
@@ -481,7 +482,7 @@ func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, asJSON 
 		t.Configs = map[string]string{}
 		for _, p := range d.Partitions {
 			t.Partitions = append(t.Partitions, partitionJSON{Partition: p.Partition, Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR,
-				LogStartOffset: starts[p.Partition], HighWatermark: ends[p.Partition]})
+				LogStartOffset: starts[p.Partition], HighWatermark: ends[p.Partition], Size: sizeOf(sizes, d.Name, p.Partition, p.Leader)})
 		}
 		for _, c := range cfgs {
 			if c.Source == spool.ConfigSourceDynamicTopic && c.Value != nil {
@@ -496,10 +497,14 @@ func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, asJSON 
 	for _, t := range topics {
 		fmt.Fprintf(stdout, "topic %s partitions %d\n", t.Name, t.PartitionCount)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tRECORDS")
+		fmt.Fprintln(tw, "  PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tRECORDS\tSIZE")
 		for _, p := range t.Partitions {
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%d\t%d\n", p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR),
-				p.LogStartOffset, p.HighWatermark, p.HighWatermark-p.LogStartOffset)
+			size := "-"
+			if p.Size >= 0 {
+				size = strconv.FormatInt(p.Size, 10)
+			}
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR),
+				p.LogStartOffset, p.HighWatermark, p.HighWatermark-p.LogStartOffset, size)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -509,6 +514,35 @@ func topicDescribe(ctx context.Context, ad *spool.Admin, names []string, asJSON 
 		}
 	}
 	return nil
+}
+
+// replicaSizes are the log sizes of the topics' replicas by topic, partition and broker. Sizes
+// are a detail: a broker that cannot say (an older one, or one that refuses DescribeLogDirs)
+// costs a warning on stderr, not the description.
+func replicaSizes(ctx context.Context, ad *spool.Admin, topics []string, stderr io.Writer) map[string]map[int32]map[int32]int64 {
+	dirs, err := ad.DescribeLogDirs(ctx, topics...)
+	if err != nil {
+		fmt.Fprintf(stderr, "spool: partition sizes are incomplete: %s\n", errorText(err))
+	}
+	out := map[string]map[int32]map[int32]int64{}
+	for _, d := range dirs {
+		if out[d.Topic] == nil {
+			out[d.Topic] = map[int32]map[int32]int64{}
+		}
+		if out[d.Topic][d.Partition] == nil {
+			out[d.Topic][d.Partition] = map[int32]int64{}
+		}
+		out[d.Topic][d.Partition][d.Broker] = d.Size
+	}
+	return out
+}
+
+// sizeOf is the size of the leader's replica, -1 when unknown.
+func sizeOf(sizes map[string]map[int32]map[int32]int64, topic string, partition, leader int32) int64 {
+	if n, ok := sizes[topic][partition][leader]; ok {
+		return n
+	}
+	return -1
 }
 
 // ids prints broker ids as 1,2,3.

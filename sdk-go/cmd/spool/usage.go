@@ -21,7 +21,7 @@ type doc struct {
 var docs = []doc{
 	{name: "topic create", args: "NAME...", summary: "create topics"},
 	{name: "topic list", summary: "list the topics with their partition counts and replication factors"},
-	{name: "topic describe", args: "NAME...", summary: "show partitions (leader, replicas, log start, high watermark) and the topic's config overrides"},
+	{name: "topic describe", args: "NAME...", summary: "show partitions (leader, replicas, log start, high watermark, size in bytes) and the topic's config overrides"},
 	{name: "topic alter-config", args: "NAME...", summary: "set (--set k=v) or remove (--delete NAME) topic config overrides"},
 	{name: "topic add-partitions", args: "NAME... --num N", summary: "add N partitions to topics"},
 	{name: "topic delete", args: "NAME...", summary: "delete topics"},

@@ -1,0 +1,82 @@
+package server
+
+// DescribeLogDirs (key 35), versions 0-4; flexible from 2.
+//
+// One result for the broker's data directory (log.dirs: Spool has one), holding every
+// partition this broker has a replica of (a null topic list) or the partitions asked for; a
+// topic or partition not held here is left out, as in Kafka, never an error. Per partition:
+// PartitionSize is the bytes of its segment files (indexes excluded, Kafka's Log.size);
+// OffsetLag is Kafka's max(high watermark - log end offset, 0), 0 for every healthy replica;
+// IsFutureKey is always false (no AlterReplicaLogDirs). v3+ carries a top-level ErrorCode,
+// always NONE (no authorizer yet: CLUSTER_AUTHORIZATION_FAILED once one exists); v4 adds the
+// volume's total and usable bytes (statfs), -1 when they cannot be read. Runs on the
+// connection's reader goroutine; every value is an atomic snapshot, so no lock is held across
+// the reply.
+
+import (
+	"cmp"
+	"context"
+	"path/filepath"
+	"slices"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+func handleDescribeLogDirs(s *Server, _ context.Context, req *request) *pending {
+	r := req.msg.(*wire.DescribeLogDirsRequest)
+	resp := &wire.DescribeLogDirsResponse{}
+	resp.Default()
+	dir := s.logs.Dir()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	var res wire.DescribeLogDirsResponseResult
+	res.Default()
+	res.LogDir = dir
+	if total, usable, err := s.logs.VolumeSpace(); err == nil {
+		res.TotalBytes, res.UsableBytes = total, usable
+	} else {
+		s.log.Debug("reading the data directory's volume space", "err", err)
+	}
+	res.Topics = s.logDirTopics(logDirFilter(r))
+	resp.Results = []wire.DescribeLogDirsResponseResult{res}
+	return ready(reply{msg: resp})
+}
+
+// logDirFilter says whether a partition was asked for.
+func logDirFilter(r *wire.DescribeLogDirsRequest) func(topic string, index int32) bool {
+	if r.Topics == nil {
+		return func(string, int32) bool { return true }
+	}
+	want := map[topicPartition]bool{}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			want[topicPartition{t.Topic, p}] = true
+		}
+	}
+	return func(topic string, index int32) bool { return want[topicPartition{topic, index}] }
+}
+
+// logDirTopics describes the local replicas wanted, by topic then partition.
+func (s *Server) logDirTopics(wanted func(topic string, index int32) bool) []wire.DescribeLogDirsResponseTopic {
+	parts := s.parts.all()
+	slices.SortFunc(parts, func(a, b *partition) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.index, b.index))
+	})
+	var out []wire.DescribeLogDirsResponseTopic
+	for _, p := range parts {
+		if !wanted(p.topic, p.index) {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].Name != p.topic {
+			out = append(out, wire.DescribeLogDirsResponseTopic{Name: p.topic})
+		}
+		t := &out[len(out)-1]
+		t.Partitions = append(t.Partitions, wire.DescribeLogDirsResponsePartition{
+			PartitionIndex: p.index,
+			PartitionSize:  p.log.Size(),
+			OffsetLag:      max(s.highWatermark(p)-p.log.LogEndOffset(), 0),
+		})
+	}
+	return out
+}

@@ -171,9 +171,20 @@ func TestClusterKafkaTools(t *testing.T) {
 	if !strings.Contains(out, "retention.ms=3600000") {
 		t.Fatalf("kafka-configs --describe: %s", out)
 	}
+	// A broker's dynamic config (the replication throttle, as kafka-reassign-partitions sets
+	// it), set, described and deleted.
+	out = kafkaTool(t, configs, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-name", "1", "--alter", "--add-config", "leader.replication.throttled.rate=5000000")
+	if !strings.Contains(out, "Completed updating config for broker 1.") {
+		t.Fatalf("kafka-configs --alter of a broker: %s", out)
+	}
 	out = kafkaTool(t, configs, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-name", "1", "--describe")
-	if !strings.Contains(out, "configs for broker 1 are:") {
+	if !strings.Contains(out, "configs for broker 1 are:") || !strings.Contains(out, "leader.replication.throttled.rate=5000000") {
 		t.Fatalf("kafka-configs --describe of a broker: %s", out)
+	}
+	kafkaTool(t, configs, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-name", "1", "--alter", "--delete-config", "leader.replication.throttled.rate")
+	out = kafkaTool(t, configs, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-name", "1", "--describe")
+	if strings.Contains(out, "leader.replication.throttled.rate=5000000") {
+		t.Fatalf("kafka-configs --delete-config of a broker: %s", out)
 	}
 
 	// kafka-consumer-groups: a group's lag described, then its offsets reset.

@@ -324,10 +324,13 @@ func (c *cluster) waitPartitions(ctx context.Context, topic, what string, cond f
 // killResult is one kill -9 of a partition leader: per partition, the time from the kill to
 // the first acknowledgement of a record sent after it.
 type killResult struct {
-	Victim   int32
-	Led      []int32 // partitions the victim led at the kill
-	Followed []int32 // partitions it followed
-	Down     map[int32]time.Duration
+	Victim int32
+	// Controller: the victim was also the cluster's controller, whose loss the survivors
+	// must detect before they can elect new leaders.
+	Controller bool
+	Led        []int32 // partitions the victim led at the kill
+	Followed   []int32 // partitions it followed
+	Down       map[int32]time.Duration
 }
 
 // worst is the longest unavailability over parts.
@@ -343,13 +346,17 @@ func (k killResult) worst(parts []int32) time.Duration {
 // with one franz-go producer (acks=all, idempotent: its defaults) until every partition has
 // acknowledged writes, kills -9 the leader of partition 0, and waits until every partition
 // has acknowledged a record sent after the kill.
-func (c *cluster) failover(ctx context.Context, rate int) (killResult, error) {
+func (c *cluster) failover(ctx context.Context, rate int, killController bool) (killResult, error) {
 	const topic = "cfail"
 	if err := c.createTopic(ctx, topic); err != nil {
 		return killResult{}, err
 	}
+	// Metadata may be refreshed every 100 ms and a failed write retried after 100 ms, as the
+	// Java client's retry.backoff.ms: with franz-go's defaults (metadata at most every 5 s)
+	// the client, not the cluster, would set a floor of about 5 s under every failover.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(1<<20))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(1<<20),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
 	if err != nil {
 		return killResult{}, err
 	}
@@ -412,7 +419,23 @@ func (c *cluster) failover(ctx context.Context, rate int) (killResult, error) {
 	if err != nil {
 		return killResult{}, err
 	}
-	k := killResult{Victim: md.Partitions[0].Leader, Down: map[int32]time.Duration{}}
+	bm, err := c.adm.BrokerMetadata(ctx)
+	if err != nil {
+		return killResult{}, fmt.Errorf("metadata: %w", err)
+	}
+	// The victim leads a partition; it is the controller when killController is set and
+	// the controller leads one, else a broker that is not the controller.
+	k := killResult{Victim: -1, Down: map[int32]time.Duration{}}
+	for _, p := range md.Partitions.Sorted() {
+		if (p.Leader == bm.Controller) == killController {
+			k.Victim = p.Leader
+			break
+		}
+	}
+	if k.Victim < 0 {
+		k.Victim = md.Partitions.Sorted()[0].Leader
+	}
+	k.Controller = bm.Controller == k.Victim
 	for _, p := range md.Partitions.Sorted() {
 		if p.Leader == k.Victim {
 			k.Led = append(k.Led, p.Partition)
@@ -422,7 +445,7 @@ func (c *cluster) failover(ctx context.Context, rate int) (killResult, error) {
 	}
 	victim, ok := c.brokers[k.Victim]
 	if !ok {
-		return k, fmt.Errorf("partition 0's leader %d is not one of the cluster's brokers", k.Victim)
+		return k, fmt.Errorf("the leader %d to kill is not one of the cluster's brokers", k.Victim)
 	}
 	mu.Lock()
 	killAt = time.Now()
@@ -463,13 +486,19 @@ type clusterResults struct {
 // clusterRecordSizes are the value sizes of the throughput phases.
 var clusterRecordSizes = []int{100, 1024}
 
+func newClusterResults(sz clusterSizes) *clusterResults {
+	return &clusterResults{sizes: sz, tput: map[string]map[string]map[int][]result{}, kills: map[string][]killResult{}}
+}
+
 // runCluster runs the cluster workload r.reps times against every system, interleaved: per
 // repetition and system a fresh ZooKeeper and three brokers, a produce phase per load
 // generator and record size, then one kill -9 of a leader. Failed phases go into r.failures;
 // it returns an error only when ctx ends.
 func (h *harness) runCluster(ctx context.Context, r *report, sz clusterSizes) error {
-	cr := &clusterResults{sizes: sz, tput: map[string]map[string]map[int][]result{}, kills: map[string][]killResult{}}
-	r.cluster = cr
+	if r.cluster == nil {
+		r.cluster = newClusterResults(sz)
+	}
+	cr := r.cluster
 	for rep := 1; rep <= r.reps; rep++ {
 		order := slices.Clone(r.systems)
 		if rep%2 == 0 {
@@ -512,7 +541,9 @@ func (h *harness) runCluster(ctx context.Context, r *report, sz clusterSizes) er
 						clusterID, sys.Name, lg.Short(), rep, size, res.RecPerSec, res.MBPerSec, res.P50, res.P99, res.CPU)
 				}
 			}
-			k, err := c.failover(ctx, sz.probeRate)
+			// Odd repetitions kill a leader that is not the controller, even ones the
+			// controller (when it leads a partition): the report keeps them apart.
+			k, err := c.failover(ctx, sz.probeRate, rep%2 == 0)
 			if ctx.Err() != nil {
 				c.Stop()
 				return ctx.Err()
@@ -521,8 +552,8 @@ func (h *harness) runCluster(ctx context.Context, r *report, sz clusterSizes) er
 				fail("failover", fmt.Errorf("%w\n%s\n%s", err, brokerOutputHeader, c.logTail()))
 			} else {
 				cr.kills[sys.Name] = append(cr.kills[sys.Name], k)
-				logf("  %-4s %-14s rep %d: kill -9 of broker %d: its %d led partitions writable again after %s, the %d it followed after %s",
-					clusterID, sys.Name, rep, k.Victim, len(k.Led), k.worst(k.Led).Round(time.Millisecond), len(k.Followed), k.worst(k.Followed).Round(time.Millisecond))
+				logf("  %-4s %-14s rep %d: kill -9 of broker %d (controller: %v): its %d led partitions writable again after %s, the %d it followed after %s",
+					clusterID, sys.Name, rep, k.Victim, k.Controller, len(k.Led), k.worst(k.Led).Round(time.Millisecond), len(k.Followed), k.worst(k.Followed).Round(time.Millisecond))
 			}
 			c.Stop()
 			if !h.keep {
@@ -585,7 +616,7 @@ func (r *report) clusterMarkdown() string {
 	fmt.Fprintf(&b, "Per repetition and system: a fresh ZooKeeper (Debian's, its defaults) and three brokers on loopback at their defaults (Kafka %s in ZooKeeper mode, the JVM flags above; spoold --zookeeper with node ids 1..3), group.initial.rebalance.delay.ms=0 on both. "+
 		"Every topic has %d partitions, replication factor 3 and min.insync.replicas=2, created with franz-go's admin client and used once its every partition has a full ISR. "+
 		"Throughput: each load generator produces %d records of 100 B and %d of 1 KiB, acks=all, unthrottled, bootstrapping from all three brokers (CPU is the three brokers' together). "+
-		"Failover: one franz-go producer (acks=all, idempotent, its defaults) writes %d records/s of 100 B spread evenly over the partitions of a fresh topic; once every partition has acknowledged writes and a full ISR, the leader of partition 0 gets kill -9. "+
+		"Failover: one franz-go producer (acks=all, idempotent, metadata refreshed at most every 100 ms and failed writes retried after 100 ms as the Java client's retry.backoff.ms, where franz-go's default of 5 s between metadata refreshes would floor every failover at about 5 s; its defaults otherwise) writes %d records/s of 100 B spread evenly over the partitions of a fresh topic; once every partition has acknowledged writes and a full ISR, a partition leader gets kill -9: in odd repetitions one that is not the controller, in even ones the controller (the broker that elects leaders), when it leads a partition. "+
 		"A partition's unavailability is the time from the kill to the first acknowledgement of a record sent after it; per kill the table takes the worst partition the killed broker led, and the worst it followed, then the median and maximum over the kills.\n\n",
 		kafkaVersion, clusterTopicPartitions, cr.sizes.records100, cr.sizes.records1k, cr.sizes.probeRate)
 	b.WriteString("| workload | load generator | broker | records/s | MB/s | p50 ms | p99 ms | CPU s (3 brokers) | client CPU s |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
@@ -607,26 +638,35 @@ func (r *report) clusterMarkdown() string {
 			}
 		}
 	}
-	b.WriteString("\n| failover (kill -9 of a leader) | broker | kills | led partitions p50 s | led max s | followed partitions p50 s | followed max s |\n|---|---|---:|---:|---:|---:|---:|\n")
-	p50 := map[string]float64{}
+	b.WriteString("\n| failover: kill -9 of | broker | kills | led partitions p50 s | led max s | followed partitions p50 s | followed max s |\n|---|---|---:|---:|---:|---:|---:|\n")
+	p50 := map[string]map[bool]float64{}
+	for _, ctrl := range []bool{false, true} {
+		for _, s := range r.systems {
+			var ks []killResult
+			for _, k := range cr.kills[s.Name] {
+				if k.Controller == ctrl {
+					ks = append(ks, k)
+				}
+			}
+			if len(ks) == 0 {
+				continue
+			}
+			var led, followed []float64
+			for _, k := range ks {
+				led = append(led, k.worst(k.Led).Seconds())
+				followed = append(followed, k.worst(k.Followed).Seconds())
+			}
+			if p50[s.Name] == nil {
+				p50[s.Name] = map[bool]float64{}
+			}
+			p50[s.Name][ctrl] = median(led)
+			fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %.2f | %.2f | %.2f |\n", victimKind(ctrl), s.Name, len(ks), median(led), slices.Max(led), median(followed), slices.Max(followed))
+		}
+	}
 	for _, s := range r.systems {
-		ks := cr.kills[s.Name]
-		fs := r.clusterFails(s, "failover")
-		broker := s.Name
-		if len(fs) > 0 {
-			broker += fmt.Sprintf(" (%d of %d kills failed)", len(fs), len(fs)+len(ks))
+		if fs := r.clusterFails(s, "failover"); len(fs) > 0 {
+			fmt.Fprintf(&b, "| (failed) | %s | %d failed | – | – | – | – |\n", s.Name, len(fs))
 		}
-		if len(ks) == 0 {
-			fmt.Fprintf(&b, "| %s | %s | 0 | – | – | – | – |\n", clusterID, broker)
-			continue
-		}
-		var led, followed []float64
-		for _, k := range ks {
-			led = append(led, k.worst(k.Led).Seconds())
-			followed = append(followed, k.worst(k.Followed).Seconds())
-		}
-		p50[s.Name] = median(led)
-		fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %.2f | %.2f | %.2f |\n", clusterID, broker, len(ks), median(led), slices.Max(led), median(followed), slices.Max(followed))
 	}
 	if !r.hasKafka() {
 		return b.String() + "\n"
@@ -646,9 +686,21 @@ func (r *report) clusterMarkdown() string {
 				fmt.Fprintf(&b, "| %s produce %d B records/s | %s | %s | %s |\n", clusterID, size, lg.Name(), s.Name, ratio(medianResult(ss).RecPerSec, medianResult(ks).RecPerSec))
 			}
 		}
-		fmt.Fprintf(&b, "| %s failover p50, led partitions | franz-go | %s | %s |\n", clusterID, s.Name, ratio(p50[s.Name], p50["kafka"]))
+		for _, ctrl := range []bool{false, true} {
+			if _, ok := p50[s.Name][ctrl]; ok {
+				fmt.Fprintf(&b, "| %s failover p50 of the led partitions, kill -9 of %s | franz-go | %s | %s |\n", clusterID, victimKind(ctrl), s.Name, ratio(p50[s.Name][ctrl], p50["kafka"][ctrl]))
+			}
+		}
 	}
 	return b.String() + "\n"
+}
+
+// victimKind names the broker a kill hit in the report.
+func victimKind(controller bool) string {
+	if controller {
+		return "a leader that is also the controller"
+	}
+	return "a leader (not the controller)"
 }
 
 // clusterFails are the failed cluster phases of system s.

@@ -238,6 +238,7 @@ func (h *harness) runAll(ctx context.Context, ws []workload, r *report) error {
 // saying it is partial while the workload runs or when a signal stops it.
 func (h *harness) runClusterReport(ctx context.Context, r *report, csz clusterSizes, est time.Duration) error {
 	began, before := time.Now(), r.elapsed
+	r.cluster = newClusterResults(csz) // before the first write, which then keeps the single-node results of a -only C1 run
 	r.partial = fmt.Sprintf("the run is still going or was killed: the cluster workload %s was not finished", clusterID)
 	if err := r.write(); err != nil {
 		return err

@@ -128,7 +128,16 @@ func (h *harness) startCluster(ctx context.Context, sys system, dir string) (_ *
 		}
 	}()
 	for id := int32(1); id <= clusterBrokers; id++ {
-		if err := h.startClusterBroker(ctx, c, id, filepath.Join(dir, fmt.Sprintf("broker-%d", id))); err != nil {
+		bdir := filepath.Join(dir, fmt.Sprintf("broker-%d", id))
+		err := h.startClusterBroker(ctx, c, id, bdir)
+		for try := 1; err != nil && try < 3 && portTaken(bdir); try++ {
+			// Another process took the free port before the JVM bound it (other work runs
+			// on this machine): try another.
+			logf("  %s broker %d: its port was taken before it bound it; again on another", sys.Name, id)
+			removeAll(bdir)
+			err = h.startClusterBroker(ctx, c, id, bdir)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("broker %d: %w", id, err)
 		}
 	}
@@ -151,6 +160,16 @@ func (h *harness) startCluster(ctx context.Context, sys system, dir string) (_ *
 		return true, ""
 	})
 	return c, err
+}
+
+// portTaken reports whether the broker under dir failed to start because its port was in use.
+func portTaken(dir string) bool {
+	for _, f := range []string{"stdout.log", "broker.log"} {
+		if fileContains(filepath.Join(dir, f), "Address already in use") {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *harness) startClusterBroker(ctx context.Context, c *cluster, id int32, dir string) error {
@@ -356,7 +375,10 @@ func (c *cluster) failover(ctx context.Context, rate int, killController bool) (
 	// the client, not the cluster, would set a floor of about 5 s under every failover.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(1<<20),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		// A broker that has not yet heard of the new topic answers UNKNOWN_TOPIC_OR_PARTITION;
+		// the Java client retries that until its delivery timeout, franz-go only 4 times.
+		kgo.UnknownTopicRetries(-1))
 	if err != nil {
 		return killResult{}, err
 	}
@@ -506,6 +528,7 @@ func (h *harness) runCluster(ctx context.Context, r *report, sz clusterSizes) er
 		}
 		for _, sys := range order {
 			dir := filepath.Join(h.workDir, fmt.Sprintf("%s-%s-r%d", clusterID, sys.Name, rep))
+			failed := len(r.failures)
 			fail := func(phase string, err error) {
 				r.failures = append(r.failures, h.recordClusterFailure(dir, phase, sys, rep, err))
 			}
@@ -556,7 +579,14 @@ func (h *harness) runCluster(ctx context.Context, r *report, sz clusterSizes) er
 					clusterID, sys.Name, rep, k.Victim, k.Controller, len(k.Led), k.worst(k.Led).Round(time.Millisecond), len(k.Followed), k.worst(k.Followed).Round(time.Millisecond))
 			}
 			c.Stop()
-			if !h.keep {
+			switch {
+			case h.keep:
+			case failed < len(r.failures):
+				// Keep the logs that explain the failure; drop the data.
+				for id := range c.brokers {
+					removeAll(filepath.Join(dir, fmt.Sprintf("broker-%d", id), "data"))
+				}
+			default:
 				removeAll(dir)
 			}
 		}
@@ -688,11 +718,19 @@ func (r *report) clusterMarkdown() string {
 		}
 		for _, ctrl := range []bool{false, true} {
 			if _, ok := p50[s.Name][ctrl]; ok {
-				fmt.Fprintf(&b, "| %s failover p50 of the led partitions, kill -9 of %s | franz-go | %s | %s |\n", clusterID, victimKind(ctrl), s.Name, ratio(p50[s.Name][ctrl], p50["kafka"][ctrl]))
+				fmt.Fprintf(&b, "| %s failover p50 of the led partitions, kill -9 of %s | franz-go | %s | %s |\n", clusterID, victimKind(ctrl), s.Name, fineRatio(p50[s.Name][ctrl], p50["kafka"][ctrl]))
 			}
 		}
 	}
 	return b.String() + "\n"
+}
+
+// fineRatio is a/b with three decimals: failover ratios are far below 0.01.
+func fineRatio(a, b float64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f×", a/b)
 }
 
 // victimKind names the broker a kill hit in the report.

@@ -67,12 +67,13 @@ bench:
 	@for m in $(MODULES); do BENCHTIME=$(BENCHTIME) scripts/each-module.sh $$m bench || exit 1; done
 
 ## bench-compare: Apache Kafka 3.9 and Spool side by side on this machine (same workloads and
-## load generators, interleaved, medians and ratios) into docs/benchmarks.md and docs/bench-*.png;
+## load generators, interleaved, medians and ratios; single nodes W1-W6, then C1: three-broker
+## clusters on ZooKeeper, RF 3, acks=all, and failover under kill -9) into docs/benchmarks.md and docs/bench-*.png;
 ## QUICK=1: a smoke run in seconds, its report under bench/.cache/quick-report/; BENCHFLAGS=-help lists the rest
 bench-compare: build
 	cd bench && GOWORK=off $(GO) run . $(if $(filter-out 0,$(QUICK)),-quick) $(BENCHFLAGS)
 
-## bench-smoke: bench-compare QUICK=1, run by make test so the harness keeps working
+## bench-smoke: bench-compare QUICK=1 (every workload, the cluster one included), run by make test so the harness keeps working
 bench-smoke:
 	@$(MAKE) --no-print-directory bench-compare QUICK=1
 

@@ -123,25 +123,29 @@ group.initial.rebalance.delay.ms=0
 		// No initial rebalance delay, as in the Kafka configuration above.
 		b.cmd = exec.Command(h.spoold, "--listen", b.addr, "--data-dir", filepath.Join(dir, "data"), "--fsync", sys.Fsync, "--log-level", "warn",
 			"--set", "group.initial.rebalance.delay.ms=0")
-		ready = func() bool {
-			c, err := net.DialTimeout("tcp", b.addr, 200*time.Millisecond)
-			if err == nil {
-				c.Close()
-			}
-			return err == nil
-		}
+		ready = func() bool { return reachable(b.addr) }
 	default:
 		return nil, fmt.Errorf("unknown broker kind %q", sys.Kind)
 	}
+	if err := b.launch(ctx, ready); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// launch starts b.cmd with its output in b.dir/stdout.log, samples its memory, and waits up
+// to 90 s until ready holds.
+func (b *broker) launch(ctx context.Context, ready func() bool) error {
+	sys, dir := b.sys, b.dir
 	out, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	b.cmd.Stdout, b.cmd.Stderr = out, out
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := b.cmd.Start(); err != nil {
 		out.Close()
-		return nil, fmt.Errorf("start %s: %w", sys.Name, err)
+		return fmt.Errorf("start %s: %w", sys.Name, err)
 	}
 	go func() { b.waitErr = b.cmd.Wait(); out.Close(); close(b.exited) }()
 	b.stopMon, b.monDone = make(chan struct{}), make(chan struct{})
@@ -150,18 +154,18 @@ group.initial.rebalance.delay.ms=0
 	for !ready() {
 		select {
 		case <-b.exited:
-			return nil, fmt.Errorf("%s exited during startup (%v)\n%s", sys.Name, b.waitErr, b.logTail())
+			return fmt.Errorf("%s exited during startup (%v)\n%s", sys.Name, b.waitErr, b.logTail())
 		case <-ctx.Done():
 			b.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			b.Stop()
-			return nil, fmt.Errorf("%s did not become ready in 90s; its output:\n%s", sys.Name, b.logTail())
+			return fmt.Errorf("%s did not become ready in 90s; its output:\n%s", sys.Name, b.logTail())
 		}
 	}
-	return b, nil
+	return nil
 }
 
 // kafkaBrokerJVM is what bin/kafka-server-start.sh uses by default (KAFKA_HEAP_OPTS and
@@ -302,6 +306,15 @@ func childrenCPUSeconds() float64 {
 	}
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// reachable reports whether addr accepts a TCP connection.
+func reachable(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
 }
 
 func fileContains(path, s string) bool {

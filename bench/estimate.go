@@ -100,3 +100,22 @@ func estimate(ws []workload, chosen []system, lgs []loadgen, reps int) (time.Dur
 	}
 	return total, runs
 }
+
+// clusterEstimate is the cluster workload's time: per repetition and system a ZooKeeper and
+// three brokers started and stopped, the produce phases (at a third of the single-node rates
+// of the calibration: three copies of every record), and one failover (Kafka waits for its
+// 18 s ZooKeeper session; Spool's goal is about a second). Fitted loosely on the run of
+// 2026-12-02 00:31 under a load average near 30 (Kafka's cluster, kill and stop about 90 s).
+func clusterEstimate(sz clusterSizes, chosen []system, lgs []loadgen, reps int) time.Duration {
+	clusterCost := map[string]time.Duration{"kafka": 90 * time.Second, "spool": 10 * time.Second}
+	var d time.Duration
+	for _, s := range chosen {
+		d += clusterCost[s.Kind]
+		for _, lg := range lgs {
+			for _, p := range []phase{{op: "produce", records: sz.records100, size: 100}, {op: "produce", records: sz.records1k, size: 1024}} {
+				d += toolCost[lg.Short()] + 3*p.duration(lg.Short(), s.Kind)
+			}
+		}
+	}
+	return time.Duration(reps) * d
+}

@@ -193,3 +193,18 @@ func TestEstimateCalibrated(t *testing.T) {
 		t.Errorf("W1 KT kafka: %v a run, measured 18.3s", d)
 	}
 }
+
+// TestSpliceSection: a cluster-only run replaces its own section and keeps the rest of the
+// report, or inserts the section before the workload list the first time.
+func TestSpliceSection(t *testing.T) {
+	doc := "# B\n\n## Results\n\nW1 row\n\n## Workloads\n\n- W1\n"
+	first := spliceSection(doc, clusterHeading, clusterHeading+": x\n\nold\n\n")
+	want := "# B\n\n## Results\n\nW1 row\n\n" + clusterHeading + ": x\n\nold\n\n## Workloads\n\n- W1\n"
+	if first != want {
+		t.Fatalf("insert:\n%s\nwant:\n%s", first, want)
+	}
+	second := spliceSection(first, clusterHeading, clusterHeading+": y\n\nnew\n\n")
+	if want := strings.Replace(want, ": x\n\nold", ": y\n\nnew", 1); second != want {
+		t.Fatalf("replace:\n%s\nwant:\n%s", second, want)
+	}
+}

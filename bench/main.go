@@ -49,7 +49,7 @@ func run() error {
 	quick := flag.Bool("quick", os.Getenv("QUICK") != "" && os.Getenv("QUICK") != "0", "smoke mode: tiny workloads, 1 repetition; results go to the work dir, not docs/ (also QUICK=1)")
 	reps := flag.Int("reps", 3, "repetitions per workload and broker (full mode)")
 	scale := flag.Float64("scale", 1, "multiply every workload's record count by this (e.g. 0.1 for a short run of the full shapes)")
-	only := flag.String("only", "", "comma-separated workload ids to run (default: all)")
+	only := flag.String("only", "", "comma-separated workload ids to run, W1..W6 and C1 (the cluster workload) (default: all)")
 	lgFlag := flag.String("loadgens", "kafka-tools,spool-bench", "load generators: kafka-tools (Kafka's perf tools), spool-bench (bin/spool bench)")
 	sysFlag := flag.String("systems", "kafka,spool,spool-nofsync", "brokers to compare, in interleaving order")
 	docs := flag.String("docs", "", "directory for benchmarks.md and the PNG charts (default ../docs; in -quick mode the work dir)")
@@ -100,11 +100,18 @@ func run() error {
 		return fmt.Errorf("-scale must be > 0, not %g", *scale)
 	}
 	sz = sz.scaled(*scale)
+	csz := fullClusterSizes
+	if *quick {
+		csz = quickClusterSizes
+	}
+	csz = csz.scaled(*scale)
 	ws := workloads(sz)
+	withCluster := true
 	if *only != "" {
 		ids := strings.Split(*only, ",")
 		ws = slices.DeleteFunc(ws, func(w workload) bool { return !slices.Contains(ids, w.ID) })
-		if len(ws) == 0 {
+		withCluster = slices.Contains(ids, clusterID)
+		if len(ws) == 0 && !withCluster {
 			return fmt.Errorf("-only %q matches no workload", *only)
 		}
 	}
@@ -155,10 +162,19 @@ func run() error {
 	}
 	logf("mode %s, %d repetition(s), brokers %s, work dir %s", mode, n, *sysFlag, h.workDir)
 	est, runs := estimate(ws, chosen, lgs, n)
+	var cest time.Duration
+	if withCluster {
+		cest = clusterEstimate(csz, chosen, lgs, n)
+		est += cest
+		runs += n * len(chosen)
+	}
 	logf("estimated run time: %s for %d runs, each a fresh broker (calibrated on the full run of 2026-11-30; a guess, not a limit):", est.Round(time.Second), runs)
 	for _, w := range ws {
 		d, k := workloadEstimate(w, chosen, lgs, n)
 		logf("  %-4s %s (%d runs)  %s", w.ID, d.Round(time.Second), k, w.Title)
+	}
+	if withCluster {
+		logf("  %-4s %s (%d cluster starts)  3-broker clusters: acks=all throughput, failover under kill -9 of a leader", clusterID, cest.Round(time.Second), n*len(chosen))
 	}
 	if *dryRun {
 		for _, w := range ws {
@@ -168,6 +184,9 @@ func run() error {
 	}
 	r := &report{h: h, systems: chosen, lgs: lgs, res: map[string]map[string]map[string][]result{}, reps: n, mode: mode, spoolNote: spoolNote, loadStart: loadAverage(), args: os.Args[1:], outDir: outDir}
 	err = h.runAll(ctx, ws, r)
+	if err == nil && withCluster {
+		err = h.runClusterReport(ctx, r, csz, cest)
+	}
 	if len(r.failures) > 0 && !*keep {
 		keepWork = true
 		logf("kept the work dir %s: it holds the failed runs' logs (broker data removed)", h.workDir)
@@ -175,7 +194,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(r.table())
+	if len(r.ws) > 0 {
+		fmt.Println(r.table())
+	}
+	fmt.Println(r.clusterMarkdown())
 	logf("wrote %s/benchmarks.md and charts; %s run took %s (estimated %s)", outDir, mode, r.elapsed.Round(time.Second), est.Round(time.Second))
 	return r.failed()
 }
@@ -210,6 +232,29 @@ func (h *harness) runAll(ctx context.Context, ws []workload, r *report) error {
 		}
 	}
 	return nil
+}
+
+// runClusterReport runs the cluster workload after the single-node ones and writes the report,
+// saying it is partial while the workload runs or when a signal stops it.
+func (h *harness) runClusterReport(ctx context.Context, r *report, csz clusterSizes, est time.Duration) error {
+	began, before := time.Now(), r.elapsed
+	r.cluster = newClusterResults(csz) // before the first write, which then keeps the single-node results of a -only C1 run
+	r.partial = fmt.Sprintf("the run is still going or was killed: the cluster workload %s was not finished", clusterID)
+	if err := r.write(); err != nil {
+		return err
+	}
+	err := h.runCluster(ctx, r, csz)
+	r.elapsed = before + time.Since(began)
+	if err != nil {
+		r.partial = fmt.Sprintf("the run stopped during %s: %s", clusterID, firstLine(err.Error()))
+		if werr := r.write(); werr != nil {
+			logf("writing the partial report: %v", werr)
+		}
+		return fmt.Errorf("interrupted by a signal during %s: %w", clusterID, err)
+	}
+	logf("%s took %s (estimated %s)", clusterID, time.Since(began).Round(time.Second), est.Round(time.Second))
+	r.partial = ""
+	return r.write()
 }
 
 // runWorkload runs w r.reps times against every system with every load generator that can

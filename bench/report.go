@@ -33,6 +33,8 @@ type report struct {
 	partial string
 	// failures are the runs that gave no result, in the order they ran.
 	failures []failure
+	// cluster holds the cluster workload's runs; nil when it did not run.
+	cluster *clusterResults
 }
 
 // write puts benchmarks.md and the charts into outDir.
@@ -41,10 +43,33 @@ func (r *report) write() error {
 		return fmt.Errorf("charts: %w", err)
 	}
 	path := filepath.Join(r.outDir, "benchmarks.md")
-	if err := os.WriteFile(path, []byte(r.markdown()), 0o644); err != nil {
+	doc := r.markdown()
+	if len(r.ws) == 0 && r.cluster != nil {
+		// A cluster-only run (-only C1) keeps the single-node results already in the file.
+		if old, err := os.ReadFile(path); err == nil {
+			doc = spliceSection(string(old), clusterHeading, r.clusterMarkdown())
+		}
+	}
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	return nil
+}
+
+// spliceSection replaces the section of doc whose heading starts with heading (up to the next
+// "## " heading) with section, or inserts section before "## Workloads" (else at the end).
+func spliceSection(doc, heading, section string) string {
+	if i := strings.Index(doc, heading); i >= 0 {
+		end := len(doc)
+		if j := strings.Index(doc[i+len(heading):], "\n## "); j >= 0 {
+			end = i + len(heading) + j + 1
+		}
+		return doc[:i] + section + doc[end:]
+	}
+	if i := strings.Index(doc, "## Workloads"); i >= 0 {
+		return doc[:i] + section + doc[i:]
+	}
+	return doc + "\n" + section
 }
 
 // med is the median of the runs of w with lg against s; ok is false when there are none (the
@@ -242,8 +267,11 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "- **%s** (%s): %s\n", s.Name, s.Label, s.Durability)
 	}
 	b.WriteString("\n## Results\n\n")
-	b.WriteString(r.table())
-	b.WriteString("\n" + r.failuresMarkdown())
+	if len(r.ws) > 0 {
+		b.WriteString(r.table())
+	}
+	b.WriteString("\n" + r.clusterMarkdown())
+	b.WriteString(r.failuresMarkdown())
 	b.WriteString("MB/s is 10^6 bytes of record values per second. Peak RSS is the broker's VmHWM (sampled from /proc every 100 ms) over its life in that run, including startup and, for W5, the fill. CPU is the broker's utime+stime during the measured phase only; client CPU is the load generator's over the same phase (a JVM's start included). Where client CPU nears the core count times the phase's wall time, the client, not the broker, sets the pace, and the ratio then shows how much CPU each broker leaves it.\n\n")
 	b.WriteString("![throughput](bench-throughput.png)\n\n![latency](bench-latency.png)\n\n")
 	b.WriteString("## Workloads\n\n")
@@ -256,7 +284,8 @@ func (r *report) markdown() string {
 	}
 	b.WriteString("\nEvery topic is created by the load generator's own tool (TopicCommand, `spool topic create`; replication factor 1) before its workload; no compression; the tools' client defaults otherwise. Each run starts a fresh broker.\n\n")
 	b.WriteString("## Commands\n\n```sh\nmake bench-compare            # full run, writes docs/benchmarks.md and docs/bench-*.png\nmake bench-compare QUICK=1    # smoke run (part of make test), report under bench/.cache/quick-report/\n")
-	b.WriteString("cd bench && GOWORK=off go run . -help   # -reps, -only W1,W4, -systems, -loadgens, -scale, -n, -keep, -v\n```\n\n")
+	b.WriteString("cd bench && GOWORK=off go run . -help   # -reps, -only W1,W4, -systems, -loadgens, -scale, -n, -keep, -v\n")
+	b.WriteString("cd bench && GOWORK=off go run . -only C1 -systems kafka,spool   # the cluster workload alone: rewrites only its section\n```\n\n")
 	fmt.Fprintf(&b, "This run: `cd bench && GOWORK=off go run . %s`\n", strings.Join(r.args, " "))
 	return b.String()
 }

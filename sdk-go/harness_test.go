@@ -41,8 +41,107 @@ func brokerTargets(props map[string]string) []target {
 
 var targets = brokerTargets(nil)
 
-// eachTarget runs fn as a subtest against every target.
+// eachTarget runs fn as a subtest against every single-address target. Tests that move
+// partition leaders between brokers use eachClusterTarget, whose targets have several.
 func eachTarget(t *testing.T, fn func(t *testing.T, addr string)) { runTargets(t, targets, fn) }
+
+// cluster is a running multi-broker target: its brokers' addresses, and a way to move the
+// leaders of a topic's partitions to other brokers for real.
+type cluster struct {
+	addrs []string
+	// moveLeaders moves the leader of every partition of topic, or of at least partition 0
+	// where the move is a crash, and returns when metadata names the new leaders.
+	moveLeaders func(t *testing.T, topic string)
+}
+
+// clusterTarget is a multi-broker target: start brings up three brokers with topic created
+// with partitions partitions, replicated to all three.
+type clusterTarget struct {
+	name  string
+	start func(t *testing.T, topic string, partitions int32) cluster
+}
+
+// clusterTargets are three Spool brokers on a real ZooKeeper, whose moves are kill -9 of the
+// leader (replication factor 3, min.insync.replicas 2), and three kfake brokers, whose moves
+// are kfake's reassignment.
+var clusterTargets = []clusterTarget{
+	{"spool-cluster", startSpoolCluster},
+	{"kfake-cluster", func(t *testing.T, topic string, partitions int32) cluster {
+		c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(partitions, topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return cluster{addrs: c.ListenAddrs(), moveLeaders: func(t *testing.T, topic string) {
+			for p := range partitions {
+				if err := c.MoveTopicPartition(topic, p, (c.LeaderFor(topic, p)+1)%3); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}}
+	}},
+}
+
+// eachClusterTarget runs fn as a subtest against every multi-broker target.
+func eachClusterTarget(t *testing.T, topic string, partitions int32, fn func(t *testing.T, c cluster)) {
+	for _, tg := range clusterTargets {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, tg.start(t, topic, partitions))
+		})
+	}
+}
+
+// startSpoolCluster starts ZooKeeper and three spoold processes, creates topic (RF 3,
+// min.insync.replicas=2) and waits until every partition has a leader and a full ISR. Its
+// move kills -9 the leader of partition 0 after restarting the broker the previous move
+// killed and waiting for it to rejoin every ISR, so one broker at most is ever down and
+// acks=all keeps its two in-sync replicas.
+func startSpoolCluster(t *testing.T, topic string, partitions int32) cluster {
+	zk := brokertest.StartZooKeeper(t)
+	c := brokertest.StartCluster(t, 3, zk.Connect(""), map[string]string{"num.partitions": "1"})
+	adm := newClient(t, c.Addrs()[0], spool.SeedBrokers(c.Addrs()...)).Admin()
+	if err := adm.CreateTopic(testCtx(t), topic, partitions, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	leaders := func(t *testing.T, what string, cond func(spool.PartitionDetail) bool) map[int32]int32 {
+		t.Helper()
+		out := map[int32]int32{}
+		brokertest.WaitForState(t, 30*time.Second, topic+": "+what, func() (bool, string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			tds, err := adm.DescribeTopics(ctx, topic)
+			if err != nil || len(tds) != 1 || tds[0].Err != nil || len(tds[0].Partitions) != int(partitions) {
+				return false, fmt.Sprintf("%+v %v", tds, err)
+			}
+			for _, p := range tds[0].Partitions {
+				if p.Err != nil || !cond(p) {
+					return false, fmt.Sprintf("%+v", tds[0].Partitions)
+				}
+				out[p.Partition] = p.Leader
+			}
+			return true, ""
+		})
+		return out
+	}
+	fullISR := func(p spool.PartitionDetail) bool { return p.Leader >= 0 && len(p.ISR) == 3 }
+	leaders(t, "every partition led, ISR of 3", fullISR)
+	killed := int32(-1)
+	move := func(t *testing.T, topic string) {
+		if killed >= 0 {
+			c.Restart(t, killed)
+			leaders(t, fmt.Sprintf("broker %d back in every ISR", killed), fullISR)
+		}
+		before := leaders(t, "every partition led", func(p spool.PartitionDetail) bool { return p.Leader >= 0 })
+		killed = before[0]
+		c.Kill(t, killed)
+		after := leaders(t, fmt.Sprintf("partitions led by killed broker %d led elsewhere", killed), func(p spool.PartitionDetail) bool {
+			return p.Leader >= 0 && p.Leader != killed
+		})
+		t.Logf("killed broker %d: leaders %v -> %v", killed, before, after)
+	}
+	return cluster{addrs: c.Addrs(), moveLeaders: move}
+}
 
 func runTargets(t *testing.T, ts []target, fn func(t *testing.T, addr string)) {
 	for _, tg := range ts {

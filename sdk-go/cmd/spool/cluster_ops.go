@@ -307,13 +307,15 @@ func printPlan(w io.Writer, moves []spool.Move, brokers []spool.BrokerDetail, to
 	tw.Flush()
 }
 
-// waitMoves waits until every move is done, printing progress as partitions complete, and
-// returns how long the moves took. A move is done when no broker lists it in progress and
-// the metadata shows its target replica list: brokers learn of a move a moment apart, so the
-// list alone could say "done" before the broker asked has seen the move start.
+// waitMoves waits until every move is done, printing progress (partitions done, bytes copied,
+// rate, ETA) when a partition completes and every second in between, and returns how long
+// the moves took. A move is done when no broker lists it in progress and the metadata shows
+// its target replica list: brokers learn of a move a moment apart, so the list alone could
+// say "done" before the broker asked has seen the move start. Bytes come from
+// DescribeLogDirs: the size of each new replica against the size of the partition's largest.
 func waitMoves(ctx context.Context, ad *spool.Admin, moves []spool.Move, w io.Writer) (time.Duration, error) {
 	start := time.Now()
-	last := -1
+	lastDone, lastPrint := -1, time.Time{}
 	topics := map[string]bool{}
 	for _, m := range moves {
 		topics[m.Topic] = true
@@ -322,6 +324,7 @@ func waitMoves(ctx context.Context, ad *spool.Admin, moves []spool.Move, w io.Wr
 	for t := range topics {
 		names = append(names, t)
 	}
+	slices.Sort(names)
 	for {
 		list, err := ad.ListReassignments(ctx)
 		if err != nil {
@@ -331,16 +334,26 @@ func waitMoves(ctx context.Context, ad *spool.Admin, moves []spool.Move, w io.Wr
 		if err != nil {
 			return 0, err
 		}
+		dirs, _ := ad.DescribeLogDirs(ctx, names...) // partial sizes still show progress
 		done := 0
+		var copied, total int64
 		for _, m := range moves {
 			listed := slices.ContainsFunc(list, func(r spool.Reassignment) bool { return r.Topic == m.Topic && r.Partition == m.Partition })
-			if !listed && placed(details, m) {
+			finished := !listed && placed(details, m)
+			if finished {
 				done++
 			}
+			c, t := copyProgress(dirs, m, finished)
+			copied, total = copied+c, total+t
 		}
-		if done != last {
-			fmt.Fprintf(w, "%s %d/%d partitions moved, %.1fs\n", progressBar(done, len(moves)), done, len(moves), time.Since(start).Seconds())
-			last = done
+		now := time.Now()
+		if done != lastDone || now.Sub(lastPrint) >= time.Second || done == len(moves) {
+			bar := progressBar(int64(done), int64(len(moves)))
+			if total > 0 {
+				bar = progressBar(copied, total)
+			}
+			fmt.Fprintf(w, "%s %d/%d partitions moved, %s\n", bar, done, len(moves), copyRate(copied, total, now.Sub(start)))
+			lastDone, lastPrint = done, now
 		}
 		if done == len(moves) {
 			return time.Since(start), nil
@@ -351,6 +364,43 @@ func waitMoves(ctx context.Context, ad *spool.Admin, moves []spool.Move, w io.Wr
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// copyProgress is how many bytes m's new replicas hold and how many they need: the size of
+// the partition's largest replica each (all of it once the move is finished).
+func copyProgress(dirs []spool.ReplicaLogDir, m spool.Move, finished bool) (copied, total int64) {
+	var biggest int64
+	sizes := map[int32]int64{}
+	for _, d := range dirs {
+		if d.Topic == m.Topic && d.Partition == m.Partition {
+			sizes[d.Broker] = d.Size
+			biggest = max(biggest, d.Size)
+		}
+	}
+	for _, r := range m.Copies() {
+		total += biggest
+		if finished {
+			copied += biggest
+		} else {
+			copied += min(sizes[r], biggest)
+		}
+	}
+	return copied, total
+}
+
+// copyRate says how much is copied, how fast, and when it should be done.
+func copyRate(copied, total int64, elapsed time.Duration) string {
+	out := fmt.Sprintf("%s of %s copied", humanBytes(copied), humanBytes(total))
+	secs := elapsed.Seconds()
+	if secs <= 0 {
+		return out
+	}
+	rate := float64(copied) / secs
+	out += fmt.Sprintf(", %s/s", humanBytes(int64(rate)))
+	if rate > 0 && copied < total {
+		out += fmt.Sprintf(", ETA %s", (time.Duration(float64(total-copied) / rate * float64(time.Second))).Round(time.Second))
+	}
+	return out + fmt.Sprintf(", %.1fs", secs)
 }
 
 // placed reports whether the metadata shows m's partition on exactly its target replicas.
@@ -368,13 +418,13 @@ func placed(details []spool.TopicDetail, m spool.Move) bool {
 	return false
 }
 
-func progressBar(done, total int) string {
+func progressBar(done, total int64) string {
 	const width = 20
-	n := width
+	n := int64(width)
 	if total > 0 {
-		n = done * width / total
+		n = min(done*width/total, width)
 	}
-	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
+	return "[" + strings.Repeat("#", int(n)) + strings.Repeat(".", width-int(n)) + "]"
 }
 
 // electPreferred puts preferred leaders in the lead, retrying while a preferred replica is

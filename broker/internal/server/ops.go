@@ -34,6 +34,9 @@ func (s *Server) initMetrics() error {
 	if err := m.Observe(s.partitionStates, clusterState, storageStats); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := m.ObserveGroups(s.groupStates); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	s.metrics = m
 	return nil
 }
@@ -105,6 +108,26 @@ func (s *Server) partitionStates() []metrics.PartitionState {
 			LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
 			HighWatermark: s.highWatermark(p), Leader: role == replication.RoleLeader,
 		})
+	}
+	return out
+}
+
+// groupStates lists the groups coordinated here with their lag: each committed offset
+// against the high watermark of the local replica of its partition.
+func (s *Server) groupStates() []metrics.GroupState {
+	snaps := s.groups.Snapshot()
+	out := make([]metrics.GroupState, 0, len(snaps))
+	for _, g := range snaps {
+		st := metrics.GroupState{GroupID: g.GroupID, State: g.State, Members: len(g.Members)}
+		for _, o := range g.Offsets {
+			p := s.parts.get(o.Topic, o.Partition)
+			if p == nil {
+				continue
+			}
+			st.Lag = append(st.Lag, metrics.PartitionLag{Topic: o.Topic, Partition: o.Partition,
+				Committed: o.Offset, Lag: max(0, s.highWatermark(p)-o.Offset)})
+		}
+		out = append(out, st)
 	}
 	return out
 }

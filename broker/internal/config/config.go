@@ -66,6 +66,7 @@ func Load(args []string, out io.Writer) (*Config, error) {
 	file := fs.String("config", "", "Kafka-style properties `FILE`, e.g. Kafka's config/server.properties")
 	fsync := fs.String("fsync", "", "durability `MODE`: always (fsync before ack, default), interval, never (spool.fsync)")
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics, /healthz and /readyz on `HOST:PORT` (spool.metrics.listener; default off)")
+	otlpEndpoint := fs.String("otlp-endpoint", "", "export a span per request over OTLP/HTTP to `URL`, e.g. http://127.0.0.1:4318 (spool.otlp.endpoint; default off)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
 	version := fs.Bool("version", false, "print the version and commit, and exit")
 	var sets setFlags
@@ -120,7 +121,8 @@ func Load(args []string, out io.Writer) (*Config, error) {
 		}
 	}
 	for name, v := range map[string]string{Listeners: *listen, AdvertisedListeners: *advertised, LogDirs: *dataDir,
-		NodeID: *nodeID, ZooKeeperConnect: *zk, Fsync: *fsync, MetricsListener: *metricsListen} {
+		NodeID: *nodeID, ZooKeeperConnect: *zk, Fsync: *fsync, MetricsListener: *metricsListen,
+		OTLPEndpoint: *otlpEndpoint} {
 		if v == "" {
 			continue
 		}

@@ -17,6 +17,23 @@ import (
 	"github.com/spoolmq/spool/broker/internal/replication"
 )
 
+// initOps makes the meter when spool.metrics.listener is set and the tracer when
+// spool.otlp.endpoint is; each stays nil (off, a nil check per request) otherwise.
+func (s *Server) initOps() error {
+	if ep := s.conf.Get(config.OTLPEndpoint); ep != "" {
+		t, err := metrics.NewTracer(ep)
+		if err != nil {
+			return fmt.Errorf("traces: %w", err)
+		}
+		s.tracer = t
+		s.log.Info("exporting a span per request over OTLP", "endpoint", ep)
+	}
+	if s.conf.Get(config.MetricsListener) == "" {
+		return nil
+	}
+	return s.initMetrics()
+}
+
 // initMetrics makes the meter and registers the observable instruments.
 func (s *Server) initMetrics() error {
 	m, err := metrics.New()
@@ -72,11 +89,14 @@ func (s *Server) MetricsAddr() net.Addr {
 }
 
 func (s *Server) closeOps() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.tracer.Shutdown(ctx); err != nil {
+		s.log.Warn("exporting the last spans", "err", err)
+	}
 	if s.opsHTTP == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	if err := s.opsHTTP.Shutdown(ctx); err != nil {
 		s.log.Warn("stopping the metrics listener", "err", err)
 	}

@@ -96,7 +96,9 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	var commitErr error
 	cons.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{"console-orders": {0: {Epoch: -1, Offset: 7}, 1: {Epoch: -1, Offset: 5}}},
-		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) { commitErr = err })
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+			commitErr = err
+		})
 	if commitErr != nil {
 		t.Fatal(commitErr)
 	}

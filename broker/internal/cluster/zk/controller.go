@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/spoolmq/spool/broker/internal/metrics"
 )
 
 type controller struct {
@@ -246,9 +248,11 @@ func (c *controller) reconcile() error {
 			if !has || next.Leader != st.Leader {
 				s.log.Info("partition leader elected", "topic", t.Name, "partition", p.Index, "leader", next.Leader,
 					"leader_epoch", next.LeaderEpoch, "isr", next.ISR)
+				metrics.LeaderElected()
 			} else {
 				s.log.Info("partition ISR changed by the controller", "topic", t.Name, "partition", p.Index, "isr", next.ISR)
 			}
+			metrics.ISRChanged(len(st.ISR), len(next.ISR))
 		}
 	}
 	return errors.Join(errs...)

@@ -89,6 +89,10 @@ func (t *Tracer) Request(r RequestSpan) {
 	_, span := t.tracer.Start(context.Background(), name, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(r.Start),
 		trace.WithAttributes(attrRPCSystem.String("kafka"), attrMethod.String(name), attrVersion.Int(int(r.Version)),
 			attrClientID.String(r.ClientID), attrRequestSize.Int(r.RequestBytes), attrResponseSize.Int(r.ResponseBytes)))
+	if !span.IsRecording() { // sampled out: skip the search for an error code
+		span.End()
+		return
+	}
 	if code := firstError(reflect.ValueOf(r.Response)); code != 0 {
 		errName := fmt.Sprint(code)
 		var we *wire.Error

@@ -103,6 +103,14 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatal(commitErr)
 	}
 
+	// A group id is any string a client sends: the page must show it as text, never as markup.
+	const hostile = `<img src=x onerror="console.error('injected')">`
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "console-orders", Partition: 2, At: 0, LeaderEpoch: -1})
+	if resp, err := kadm.NewClient(prod).CommitOffsets(ctx, hostile, offs); err != nil || resp.Error() != nil {
+		t.Fatalf("committing for the hostile group: %v %v", err, resp.Error())
+	}
+
 	base := "http://" + b.MetricsAddr
 	// The page may load nothing but its own origin.
 	resp, err := http.Get(base + "/console/")
@@ -126,8 +134,8 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&state)
 	resp.Body.Close()
-	if err != nil || len(state.Groups) != 1 || state.Groups[0].ID != "console-readers" || state.Groups[0].Lag != 10 {
-		t.Fatalf("api/state groups %+v (%v), want console-readers with lag 10", state.Groups, err)
+	if err != nil || len(state.Groups) != 2 || state.Groups[1].ID != "console-readers" || state.Groups[1].Lag != 10 {
+		t.Fatalf("api/state groups %+v (%v), want the hostile one and console-readers with lag 10", state.Groups, err)
 	}
 
 	noConsole := func(page string, msgs []string) {
@@ -143,6 +151,9 @@ func TestConsoleInChromium(t *testing.T) {
 		if !strings.Contains(dom, want) {
 			t.Errorf("overview lacks %q:\n%s", want, dom)
 		}
+	}
+	if !strings.Contains(dom, `&lt;img src=x onerror="console.error('injected')"&gt;</a>`) || strings.Contains(dom, "<img") {
+		t.Errorf("the hostile group id is not shown as text:\n%s", dom)
 	}
 	if strings.Contains(dom, `data-topic="__consumer_offsets"`) {
 		t.Error("the overview lists the internal __consumer_offsets topic")

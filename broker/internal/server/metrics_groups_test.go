@@ -15,7 +15,8 @@ import (
 
 // TestMetricsGroupLag: a franz-go group consumes two partitions (30 and 20 records) and
 // commits 10 and 20; the scrape shows one Stable group with one member and lags 20 and 0, then
-// Empty with no member once the consumer leaves, the lag kept.
+// Empty with no member once the consumer leaves, the lag kept. The scrape has every metric
+// the example dashboard queries.
 func TestMetricsGroupLag(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{"spool.metrics.listener": "127.0.0.1:0"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -94,6 +95,18 @@ func TestMetricsGroupLag(t *testing.T) {
 			t.Errorf("partition %s lag: %v, want %v", p, v, want[1])
 		}
 	}
+
+	// Every metric the example Grafana dashboard reads on a single node is there, once a
+	// request has failed (errors are counted from the first).
+	if pd := fetch(t, dial(t, b.Addr), 12, fetchRequest("lagged", 5, 0, 0, 0, 1<<20)); pd.ErrorCode == 0 {
+		t.Fatal("fetch of partition 5 of a two-partition topic succeeded")
+	}
+	single, _ := dashboardMetrics(t)
+	brokertest.WaitFor(t, 10*time.Second, "the failed fetch counted", func() bool {
+		fams = scrape(t, b.MetricsAddr)
+		return fams["spool_request_errors_total"] != nil
+	})
+	checkDashboard(t, fams, single)
 
 	cons.Close() // leaves the group
 	brokertest.WaitFor(t, 30*time.Second, "the group Empty with no member", func() bool {

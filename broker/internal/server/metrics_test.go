@@ -282,4 +282,7 @@ func TestMetricsUnderReplicatedFollowsBrokerDeath(t *testing.T) {
 		expands, ok2 := total("spool_isr_expands_total")
 		return ok1 && ok2 && urp == 0 && expands > expandsBefore
 	})
+	// The cluster metrics the example Grafana dashboard queries are there.
+	_, clusterNames := dashboardMetrics(t)
+	checkDashboard(t, scrape(t, c.Brokers[1].MetricsAddr), clusterNames)
 }

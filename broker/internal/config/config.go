@@ -67,7 +67,7 @@ func Load(args []string, out io.Writer) (*Config, error) {
 	zk := fs.String("zookeeper", "", "ZooKeeper connect `STRING` for cluster mode (zookeeper.connect); empty: single node, embedded metadata")
 	file := fs.String("config", "", "Kafka-style properties `FILE`, e.g. Kafka's config/server.properties")
 	fsync := fs.String("fsync", "", "durability `MODE`: always (fsync before ack, default), interval, never (spool.fsync)")
-	metricsListen := fs.String("metrics-listen", "", "serve /metrics, /healthz and /readyz on `HOST:PORT` (spool.metrics.listener; default off)")
+	metricsListen := fs.String("metrics-listen", "", "serve /metrics, /healthz, /readyz and the web console (/) on `HOST:PORT` (spool.metrics.listener; default off)")
 	otlpEndpoint := fs.String("otlp-endpoint", "", "export a span per request over OTLP/HTTP to `URL`, e.g. http://127.0.0.1:4318 (spool.otlp.endpoint; default off)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log `FORMAT` on stderr: text (key=value) or json (one object per line)")

@@ -290,7 +290,7 @@ var BrokerDefs = []Def{
 	{Name: PprofListener, Type: String, Nullable: true, Check: hostPort,
 		Doc: "HOST:PORT for Go's pprof profiles over HTTP (/debug/pprof/); empty: off."},
 	{Name: MetricsListener, Type: String, Nullable: true, Check: hostPort,
-		Doc: "HOST:PORT of the operations HTTP listener: /metrics (Prometheus), /healthz and /readyz; empty: off (--metrics-listen)."},
+		Doc: "HOST:PORT of the operations HTTP listener: /metrics (Prometheus), /healthz, /readyz and the web console (/console/); empty: off (--metrics-listen)."},
 	{Name: OTLPEndpoint, Type: String, Nullable: true, Check: httpURL,
 		Doc: "http(s)://HOST:PORT of an OTLP/HTTP trace receiver (an OpenTelemetry collector): the broker exports a span per request to its /v1/traces; empty: off, at no cost (--otlp-endpoint)."},
 	{Name: MemoryLimitBytes, Type: Long, Default: "67108864", Check: atLeast(0),

@@ -11,6 +11,7 @@ NEEDS=(
   javac:openjdk-17-jdk-headless
   kcat:kcat
   zsh:zsh
+  chromium:chromium
   gcc:gcc
   make:make
   pkg-config:pkg-config

@@ -71,7 +71,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "run 'spoold --help' for usage")
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: conf.LogLevel}))
+	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: conf.LogLevel})
+	if conf.LogJSON {
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: conf.LogLevel})
+	}
+	log := slog.New(handler)
 	for _, ig := range conf.NoEffect() {
 		log.Warn("properties with no effect in Spool", "keys", strings.Join(ig.Names, ","), "why", ig.Why)
 	}

@@ -18,6 +18,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--set", "num.partition=1", "--set", "log.retention.hourz=1"}, 2,
 			`unknown property "num.partition" (did you mean num.partitions?)` + "\n" + `--set: unknown property "log.retention.hourz" (did you mean log.retention.hours?)`},
 		{[]string{"--fsync", "maybe"}, 2, "spool.fsync"},
+		{[]string{"--log-format", "xml"}, 2, `bad --log-format "xml": want text or json`},
+		{[]string{"--otlp-endpoint", "127.0.0.1:4318"}, 2, "spool.otlp.endpoint: want http://HOST:PORT"},
 		{[]string{"--config", "/nonexistent/server.properties"}, 2, "reading config file"},
 		// A keystore that does not load is a bad setting too.
 		{[]string{"--data-dir", t.TempDir(), "--set", "listeners=SSL://127.0.0.1:0", "--set", "ssl.keystore.type=PEM",

@@ -32,6 +32,8 @@ type Config struct {
 	values   map[string]string
 	sources  map[string]Source
 	LogLevel slog.Level
+	// LogJSON is --log-format json: one JSON object per log line instead of slog's text.
+	LogJSON bool
 
 	listeners   []Listener // resolved from listeners and advertised.listeners
 	interBroker string     // the inter-broker listener's name
@@ -69,8 +71,10 @@ func Load(args []string, out io.Writer) (*Config, error) {
 	zk := fs.String("zookeeper", "", "ZooKeeper connect `STRING` for cluster mode (zookeeper.connect); empty: single node, embedded metadata")
 	file := fs.String("config", "", "Kafka-style properties `FILE`, e.g. Kafka's config/server.properties")
 	fsync := fs.String("fsync", "", "durability `MODE`: always (fsync before ack, default), interval, never (spool.fsync)")
-	metricsListen := fs.String("metrics-listen", "", "serve /metrics, /healthz and /readyz on `HOST:PORT` (spool.metrics.listener; default off)")
+	metricsListen := fs.String("metrics-listen", "", "serve /metrics, /healthz, /readyz and the web console (/) on `HOST:PORT` (spool.metrics.listener; default off)")
+	otlpEndpoint := fs.String("otlp-endpoint", "", "export a span per request over OTLP/HTTP to `URL`, e.g. http://127.0.0.1:4318 (spool.otlp.endpoint; default off)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
+	logFormat := fs.String("log-format", "text", "log `FORMAT` on stderr: text (key=value) or json (one object per line)")
 	version := fs.Bool("version", false, "print the version and commit, and exit")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a property, `KEY=VALUE` (repeatable)")
@@ -92,6 +96,13 @@ func Load(args []string, out io.Writer) (*Config, error) {
 	c := New()
 	if err := c.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return nil, &UsageError{fmt.Errorf("bad --log-level %q: want debug, info, warn or error", *logLevel)}
+	}
+	switch *logFormat {
+	case "text":
+	case "json":
+		c.LogJSON = true
+	default:
+		return nil, &UsageError{fmt.Errorf("bad --log-format %q: want text or json", *logFormat)}
 	}
 	// Every bad property and contradiction is reported, not only the first.
 	var errs []error
@@ -124,7 +135,8 @@ func Load(args []string, out io.Writer) (*Config, error) {
 		}
 	}
 	for name, v := range map[string]string{Listeners: *listen, AdvertisedListeners: *advertised, LogDirs: *dataDir,
-		NodeID: *nodeID, ZooKeeperConnect: *zk, Fsync: *fsync, MetricsListener: *metricsListen} {
+		NodeID: *nodeID, ZooKeeperConnect: *zk, Fsync: *fsync, MetricsListener: *metricsListen,
+		OTLPEndpoint: *otlpEndpoint} {
 		if v == "" {
 			continue
 		}

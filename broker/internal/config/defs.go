@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,6 +188,15 @@ func hostPort(v string) error {
 	return nil
 }
 
+// httpURL checks an http or https URL with a host.
+func httpURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("want http://HOST:PORT or https://HOST:PORT, got %q", v)
+	}
+	return nil
+}
+
 // Broker property names used by code.
 const (
 	Listeners                   = "listeners"
@@ -222,6 +232,7 @@ const (
 	OffsetsRetentionMinutes     = "offsets.retention.minutes"
 	PprofListener               = "spool.pprof.listener"
 	MetricsListener             = "spool.metrics.listener"
+	OTLPEndpoint                = "spool.otlp.endpoint"
 	MemoryLimitBytes            = "spool.memory.limit.bytes"
 
 	// Cluster mode.
@@ -282,7 +293,9 @@ var BrokerDefs = []Def{
 	{Name: PprofListener, Type: String, Nullable: true, Check: hostPort,
 		Doc: "HOST:PORT for Go's pprof profiles over HTTP (/debug/pprof/); empty: off."},
 	{Name: MetricsListener, Type: String, Nullable: true, Check: hostPort,
-		Doc: "HOST:PORT of the operations HTTP listener: /metrics (Prometheus), /healthz and /readyz; empty: off (--metrics-listen)."},
+		Doc: "HOST:PORT of the operations HTTP listener: /metrics (Prometheus), /healthz, /readyz and the web console (/console/); empty: off (--metrics-listen)."},
+	{Name: OTLPEndpoint, Type: String, Nullable: true, Check: httpURL,
+		Doc: "http(s)://HOST:PORT of an OTLP/HTTP trace receiver (an OpenTelemetry collector): the broker exports a span per request to its /v1/traces; empty: off, at no cost (--otlp-endpoint)."},
 	{Name: MemoryLimitBytes, Type: Long, Default: "67108864", Check: atLeast(0),
 		Doc: "Soft limit for the Go heap (GOMEMLIMIT); the collector works harder near it, which keeps RSS bounded under load. 0: no limit. The GOMEMLIMIT environment variable wins."},
 	{Name: OffsetsTopicNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},

@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -76,5 +78,35 @@ func BenchmarkMetricsPerRequest(b *testing.B) {
 		m.Produced("t", 1000, 10)
 		m.Request(wire.KeyProduce, 9, time.Since(start))
 		m.ResponseErrors(wire.KeyProduce, resp)
+	}
+}
+
+// BenchmarkTracerPerRequest is the dispatcher's cost of one request's span: off (a nil
+// *Tracer, the default) against on, exporting to an OTLP/HTTP receiver that discards:
+//
+//	go test ./broker/internal/metrics -run '^$' -bench TracerPerRequest
+func BenchmarkTracerPerRequest(b *testing.B) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+	}))
+	defer sink.Close()
+	on, err := NewTracer(sink.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer on.Shutdown(context.Background())
+	resp := produceResponse(0)
+	start := time.Now()
+	for _, mode := range []struct {
+		name string
+		t    *Tracer
+	}{{"off", nil}, {"on", on}} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				mode.t.Request(RequestSpan{Key: wire.KeyProduce, Version: 9, ClientID: "bench", Start: start,
+					RequestBytes: 1000, ResponseBytes: 60, Response: resp})
+			}
+		})
 	}
 }

@@ -60,12 +60,21 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 	leader := gauge("spool.partition.leader", "", "1 where this broker leads the partition, 0 where it follows.")
 	instruments := []metric.Observable{start, end, hw, leader}
 	var ur, umi, offline, ctrl metric.Int64ObservableGauge
+	var shrinks, expands, elections metric.Int64ObservableCounter
+	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
+		c, err := m.meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
 	if cluster != nil {
 		ur = gauge("spool.partitions.under_replicated", "{partition}", "Partitions led here whose ISR is smaller than their replica set.")
 		umi = gauge("spool.partitions.under_min_isr", "{partition}", "Partitions led here whose ISR is smaller than min.insync.replicas.")
 		offline = gauge("spool.partitions.offline", "{partition}", "Partitions without a live leader (reported by the controller only).")
 		ctrl = gauge("spool.controller.active", "", "1 where this broker is the controller.")
-		instruments = append(instruments, ur, umi, offline, ctrl)
+		shrinks = counter("spool.isr.shrinks", "{change}", "ISR changes written here (by a partition leader or the controller) that removed replicas.")
+		expands = counter("spool.isr.expands", "{change}", "ISR changes written here (by a partition leader or the controller) that added replicas.")
+		elections = counter("spool.controller.leader_elections", "{election}", "Partition leaders elected by this broker while it was the controller (new partitions' first leaders included).")
+		instruments = append(instruments, ur, umi, offline, ctrl, shrinks, expands, elections)
 	}
 	fsyncs, err := m.meter.Int64ObservableCounter("spool.storage.fsyncs", metric.WithUnit("{fsync}"),
 		metric.WithDescription("fsync rounds of the partition logs (one round may cover many appends: group commit)."))
@@ -91,6 +100,9 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 			o.ObserveInt64(umi, c.UnderMinISR)
 			o.ObserveInt64(offline, c.Offline)
 			o.ObserveInt64(ctrl, boolInt(c.Controller))
+			o.ObserveInt64(shrinks, isrShrinks.Load())
+			o.ObserveInt64(expands, isrExpands.Load())
+			o.ObserveInt64(elections, leaderElections.Load())
 		}
 		st := storage()
 		o.ObserveInt64(fsyncs, st.Fsyncs)

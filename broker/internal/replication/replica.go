@@ -37,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/broker/internal/metrics"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
@@ -401,6 +402,7 @@ func (r *Replica) proposeISRLocked(isr []int32, why string) {
 		}
 		r.state.ISR, r.state.Version = slices.Clone(isr), v
 		r.set.Log.Info("ISR changed", "topic", r.Topic, "partition", r.Index, "from", old, "to", isr, "reason", why)
+		metrics.ISRChanged(len(old), len(isr))
 		r.advanceLocked()
 		r.notifyLocked()
 	}()

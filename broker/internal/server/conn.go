@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolmq/spool/broker/internal/metrics"
 	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
@@ -38,7 +39,9 @@ type request struct {
 	version int16
 	header  wire.RequestHeader
 	msg     wire.Message
-	start   time.Time // when dispatch began; zero when metrics are off
+	start   time.Time // when dispatch began; zero when metrics and traces are off
+	// size and respSize are the request and response frames' lengths (traces).
+	size, respSize int
 }
 
 // clientID is the request's client id, or "".
@@ -235,8 +238,9 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		return nil, fmt.Errorf("%s before SASL authentication", api.Name)
 	}
 	req := &request{api: api, version: version, listener: c.listener, principal: c.principal, sasl: c.sasl}
-	if c.s.metrics != nil {
+	if c.s.metrics != nil || c.s.tracer != nil {
 		req.start = time.Now()
+		req.size = len(frame)
 	}
 	if c.nc != nil {
 		req.remote = c.nc.RemoteAddr()
@@ -277,6 +281,10 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 // finished records a request's metrics once its response (resp, nil when there is none) is
 // written.
 func (c *conn) finished(req *request, resp wire.Message) {
+	if t := c.s.tracer; t != nil {
+		t.Request(metrics.RequestSpan{Key: req.api.Key, Version: req.version, ClientID: req.clientID(), Start: req.start,
+			RequestBytes: req.size, ResponseBytes: req.respSize, Response: resp})
+	}
 	m := c.s.metrics
 	if m == nil {
 		return
@@ -365,6 +373,7 @@ func (c *conn) write(p *pending) error {
 	}
 	b = p.reply.msg.AppendTo(b, req.version)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	req.respSize = len(b) - 4
 	c.keepWriteBuffer(b)
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.writeTimeout))
 	_, err := c.nc.Write(b)

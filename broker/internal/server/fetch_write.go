@@ -39,6 +39,7 @@ func (c *conn) writeFetch(b []byte, req *request, f *splicedFetch) error {
 		return fmt.Errorf("fetch response of %d bytes is too large", total)
 	}
 	binary.BigEndian.PutUint32(b, uint32(total))
+	req.respSize = int(total)
 	defer c.keepWriteBuffer(b)
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.writeTimeout))
 	tc, isTCP := c.nc.(*net.TCPConn)

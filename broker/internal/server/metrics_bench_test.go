@@ -12,16 +12,19 @@ import (
 
 // BenchmarkMetricsOverhead produces small records in small requests (concurrent synchronous
 // producers, no linger, acks=1, no fsync, so the per-request work the dispatcher's metrics
-// add is as large a share as it gets) with the metrics listener off and on; compare the
-// records/s of the two:
+// add is as large a share as it gets) with the metrics listener off and on, and with traces
+// exported to an OTLP/HTTP receiver (in this process, discarding them); compare the records/s:
 //
 //	go test ./broker/internal/server -run '^$' -bench MetricsOverhead -benchtime 100000x -count 3
 func BenchmarkMetricsOverhead(b *testing.B) {
-	for _, mode := range []string{"off", "on"} {
+	for _, mode := range []string{"off", "on", "traces"} {
 		b.Run(mode, func(b *testing.B) {
 			props := map[string]string{"spool.fsync": "never"}
-			if mode == "on" {
+			switch mode {
+			case "on":
 				props["spool.metrics.listener"] = "127.0.0.1:0"
+			case "traces":
+				props["spool.otlp.endpoint"] = startOTLPReceiver(b, false).url
 			}
 			br := brokertest.StartProcess(b, brokertest.Options{Props: props})
 			createTopicKadm(b, context.Background(), br.Addr, "bench", 6)

@@ -231,7 +231,8 @@ func TestMetricsReadyzFollowsServe(t *testing.T) {
 }
 
 // TestMetricsUnderReplicatedFollowsBrokerDeath: in a three-broker cluster the leaders report
-// no under-replicated partition; with a broker killed they report some; with it back, none.
+// no under-replicated partition; with a broker killed they report some, and ISR shrinks; with
+// it back, none, and ISR expansions.
 func TestMetricsUnderReplicatedFollowsBrokerDeath(t *testing.T) {
 	zk := brokertest.StartZooKeeper(t)
 	props := map[string]string{"num.partitions": "1", "replica.lag.time.max.ms": "2000", "broker.session.timeout.ms": "2000",
@@ -264,14 +265,24 @@ func TestMetricsUnderReplicatedFollowsBrokerDeath(t *testing.T) {
 	})
 	c.Kill(t, 3)
 	down = 3
-	brokertest.WaitFor(t, 60*time.Second, "under-replicated partitions after broker 3 died", func() bool {
-		urp, ok := total("spool_partitions_under_replicated")
-		return ok && urp > 0
+	brokertest.WaitFor(t, 60*time.Second, "under-replicated partitions and ISR shrinks after broker 3 died", func() bool {
+		urp, ok1 := total("spool_partitions_under_replicated")
+		shrinks, ok2 := total("spool_isr_shrinks_total")
+		return ok1 && ok2 && urp > 0 && shrinks > 0
 	})
+	// Partitions were created (first leaders) or moved off broker 3 by a live controller.
+	if n, _ := total("spool_controller_leader_elections_total"); n < 1 {
+		t.Errorf("leader elections counted by the live brokers: %v", n)
+	}
+	expandsBefore, _ := total("spool_isr_expands_total")
 	c.Restart(t, 3)
 	down = 0
-	brokertest.WaitFor(t, 60*time.Second, "no under-replicated partition after broker 3 came back", func() bool {
-		urp, ok := total("spool_partitions_under_replicated")
-		return ok && urp == 0
+	brokertest.WaitFor(t, 60*time.Second, "no under-replicated partition and ISR expansions after broker 3 came back", func() bool {
+		urp, ok1 := total("spool_partitions_under_replicated")
+		expands, ok2 := total("spool_isr_expands_total")
+		return ok1 && ok2 && urp == 0 && expands > expandsBefore
 	})
+	// The cluster metrics the example Grafana dashboard queries are there.
+	_, clusterNames := dashboardMetrics(t)
+	checkDashboard(t, scrape(t, c.Brokers[1].MetricsAddr), clusterNames)
 }

@@ -5,17 +5,40 @@ package server
 // from the replicas and the metadata image, and answers /readyz.
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/console"
 	"github.com/spoolmq/spool/broker/internal/metrics"
 	"github.com/spoolmq/spool/broker/internal/replication"
+	"github.com/spoolmq/spool/protocol-spec/wire"
 )
+
+// initOps makes the meter when spool.metrics.listener is set and the tracer when
+// spool.otlp.endpoint is; each stays nil (off, a nil check per request) otherwise.
+func (s *Server) initOps() error {
+	if ep := s.conf.Get(config.OTLPEndpoint); ep != "" {
+		t, err := metrics.NewTracer(ep)
+		if err != nil {
+			return fmt.Errorf("traces: %w", err)
+		}
+		s.tracer = t
+		s.log.Info("exporting a span per request over OTLP", "endpoint", ep)
+	}
+	if s.conf.Get(config.MetricsListener) == "" {
+		return nil
+	}
+	return s.initMetrics()
+}
 
 // initMetrics makes the meter and registers the observable instruments.
 func (s *Server) initMetrics() error {
@@ -34,6 +57,9 @@ func (s *Server) initMetrics() error {
 	if err := m.Observe(s.partitionStates, clusterState, storageStats); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := m.ObserveGroups(s.groupStates); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	s.metrics = m
 	return nil
 }
@@ -50,13 +76,17 @@ func (s *Server) listenOps() error {
 		return fmt.Errorf("metrics listener %s: %w", addr, err)
 	}
 	s.opsLn = ln
-	s.opsHTTP = &http.Server{Handler: s.metrics.Handler(s.readiness), ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", s.metrics.Handler(s.readiness))
+	mux.Handle("/console/", console.Handler(s.consoleState))
+	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
+	s.opsHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.opsHTTP.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("metrics listener", "err", err)
 		}
 	}()
-	s.log.Info("metrics listening", "addr", ln.Addr().String(), "paths", "/metrics /healthz /readyz")
+	s.log.Info("metrics listening", "addr", ln.Addr().String(), "paths", "/metrics /healthz /readyz /console/")
 	return nil
 }
 
@@ -69,11 +99,14 @@ func (s *Server) MetricsAddr() net.Addr {
 }
 
 func (s *Server) closeOps() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.tracer.Shutdown(ctx); err != nil {
+		s.log.Warn("exporting the last spans", "err", err)
+	}
 	if s.opsHTTP == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	if err := s.opsHTTP.Shutdown(ctx); err != nil {
 		s.log.Warn("stopping the metrics listener", "err", err)
 	}
@@ -107,6 +140,118 @@ func (s *Server) partitionStates() []metrics.PartitionState {
 		})
 	}
 	return out
+}
+
+// groupStates lists the groups coordinated here with their lag: each committed offset
+// against the high watermark of the local replica of its partition.
+func (s *Server) groupStates() []metrics.GroupState {
+	snaps := s.groups.Snapshot()
+	out := make([]metrics.GroupState, 0, len(snaps))
+	for _, g := range snaps {
+		st := metrics.GroupState{GroupID: g.GroupID, State: g.State, Members: len(g.Members)}
+		for _, o := range g.Offsets {
+			p := s.parts.get(o.Topic, o.Partition)
+			if p == nil {
+				continue
+			}
+			st.Lag = append(st.Lag, metrics.PartitionLag{Topic: o.Topic, Partition: o.Partition,
+				Committed: o.Offset, Lag: max(0, s.highWatermark(p)-o.Offset)})
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// consoleState is the web console's document: the metadata image, this broker's replicas'
+// offsets and the groups it coordinates, read when the page asks.
+func (s *Server) consoleState() console.State {
+	st := console.State{Broker: console.BrokerInfo{NodeID: s.self.NodeID, Controller: s.md.ControllerID(),
+		Mode: "single node", Version: buildVersion(), Started: s.started, Now: time.Now()}}
+	if s.clustered {
+		st.Broker.Mode = "cluster (ZooKeeper " + s.conf.Get(config.ZooKeeperConnect) + ")"
+	}
+	for _, b := range s.md.Brokers() {
+		st.Brokers = append(st.Brokers, console.Broker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	}
+	slices.SortFunc(st.Brokers, func(a, b console.Broker) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	for _, t := range s.md.Topics() {
+		ct := console.Topic{Name: t.Name, ID: base64.RawURLEncoding.EncodeToString(t.ID[:]), Internal: t.Internal,
+			Configs: t.Configs, Partitions: make([]console.Partition, 0, len(t.Partitions))}
+		if ct.Configs == nil {
+			ct.Configs = map[string]string{}
+		}
+		for _, p := range t.Partitions {
+			cp := console.Partition{Index: p.Index, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), Offline: nonNil(p.Offline)}
+			if lp := s.parts.get(t.Name, p.Index); lp != nil {
+				cp.Local = true
+				cp.LogStartOffset, cp.LogEndOffset = lp.log.LogStartOffset(), lp.log.LogEndOffset()
+				cp.HighWatermark = s.highWatermark(lp)
+			}
+			ct.Partitions = append(ct.Partitions, cp)
+		}
+		st.Topics = append(st.Topics, ct)
+	}
+	for _, g := range s.groups.Snapshot() {
+		cg := console.Group{ID: g.GroupID, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
+			Generation: g.Generation, Members: []console.Member{}, Offsets: []console.GroupOffset{}}
+		for _, m := range g.Members {
+			cm := console.Member{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID,
+				ClientHost: m.ClientHost, Assignment: []console.TopicPartitions{}}
+			var a wire.ConsumerProtocolAssignment
+			if g.ProtocolType == "consumer" && len(m.Assignment) > 0 {
+				if _, err := a.DecodeVersioned(m.Assignment); err == nil {
+					for _, tp := range a.AssignedPartitions {
+						cm.Assignment = append(cm.Assignment, console.TopicPartitions{Topic: tp.Topic, Partitions: nonNil(tp.Partitions)})
+					}
+				}
+			}
+			cg.Members = append(cg.Members, cm)
+		}
+		for _, o := range g.Offsets {
+			co := console.GroupOffset{Topic: o.Topic, Partition: o.Partition, Committed: o.Offset}
+			if p := s.parts.get(o.Topic, o.Partition); p != nil {
+				co.HasEnd, co.HighWatermark = true, s.highWatermark(p)
+				co.Lag = max(0, co.HighWatermark-o.Offset)
+				cg.Lag += co.Lag
+			}
+			cg.Offsets = append(cg.Offsets, co)
+		}
+		st.Groups = append(st.Groups, cg)
+	}
+	if st.Groups == nil {
+		st.Groups = []console.Group{}
+	}
+	if st.Topics == nil {
+		st.Topics = []console.Topic{}
+	}
+	return st
+}
+
+// nonNil makes a nil list an empty one, so the console's JSON has [] rather than null.
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
+}
+
+// buildVersion is the module version and VCS commit the binary was built from.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	for _, kv := range bi.Settings {
+		if kv.Key == "vcs.revision" && len(kv.Value) >= 12 {
+			v += " " + kv.Value[:12]
+		}
+	}
+	return v
 }
 
 // clusterState computes the cluster gauges from the metadata image, as Kafka does: a leader

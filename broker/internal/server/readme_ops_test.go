@@ -29,7 +29,11 @@ func TestReadmeOperations(t *testing.T) {
 	}
 	for _, want := range []string{"spoold ", "ready\n", "ok\n", "hello\n",
 		`spool_topic_records_in_total{messaging_destination_name="orders"} 1`,
-		`spool_partition_high_watermark{messaging_destination_name="orders",messaging_destination_partition_id="0"} 1`} {
+		`spool_partition_high_watermark{messaging_destination_name="orders",messaging_destination_partition_id="0"} 1`,
+		// The group read the one record and committed after it: no lag.
+		`spool_group_lag{messaging_consumer_group_name="readers",messaging_destination_name="orders",messaging_destination_partition_id="0"} 0`,
+		`spool_groups{spool_group_state="Empty"} 1`,
+		`{"broker":{"nodeId":0,`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("Operations block output lacks %q:\n%s", want, text)
 		}

@@ -78,6 +78,7 @@ type Server struct {
 	// Operations: metrics is nil unless spool.metrics.listener is set; ready is set once the
 	// broker serves (and, in cluster mode, is registered in ZooKeeper).
 	metrics *metrics.Metrics
+	tracer  *metrics.Tracer // nil unless spool.otlp.endpoint is set
 	opsLn   net.Listener
 	opsHTTP *http.Server
 	ready   atomic.Bool
@@ -147,13 +148,11 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		s.md.Close()
 		return nil, err
 	}
-	if conf.Get(config.MetricsListener) != "" {
-		if err := s.initMetrics(); err != nil {
-			s.groups.Close()
-			s.logs.Close()
-			s.md.Close()
-			return nil, err
-		}
+	if err := s.initOps(); err != nil {
+		s.groups.Close()
+		s.logs.Close()
+		s.md.Close()
+		return nil, err
 	}
 	s.logStartup()
 	return s, nil

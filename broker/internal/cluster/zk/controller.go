@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/spoolmq/spool/broker/internal/metrics"
 )
 
 type controller struct {
@@ -250,9 +252,11 @@ func (c *controller) reconcile() error {
 			if !has || next.Leader != st.Leader {
 				s.log.Info("partition leader elected", "topic", t.Name, "partition", p.Index, "leader", next.Leader,
 					"leader_epoch", next.LeaderEpoch, "isr", next.ISR)
+				metrics.LeaderElected()
 			} else {
 				s.log.Info("partition ISR changed by the controller", "topic", t.Name, "partition", p.Index, "isr", next.ISR)
 			}
+			metrics.ISRChanged(len(st.ISR), len(next.ISR))
 		}
 	}
 	for _, step := range []func(func(int32) bool) error{c.completeMoves, c.runElections} {

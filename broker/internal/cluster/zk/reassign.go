@@ -41,6 +41,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/metrics"
 )
 
 // Reassign implements cluster.Metadata. The write is conditional on the topic znode's
@@ -316,6 +317,10 @@ func (c *controller) completeMoves(alive func(int32) bool) error {
 			continue
 		}
 		for _, f := range finished {
+			if f.next.Leader != f.old.Leader {
+				metrics.LeaderElected()
+			}
+			metrics.ISRChanged(len(f.old.ISR), len(f.next.ISR))
 			s.log.Info("partition reassignment completed", "topic", m.name, "partition", f.p, "replicas", ta.Replicas[f.p],
 				"leader", f.next.Leader, "leader_epoch", f.next.LeaderEpoch, "isr", f.next.ISR)
 		}
@@ -411,6 +416,7 @@ func (c *controller) elect(topic string, p int32, typ cluster.ElectionType, aliv
 		return nil
 	}
 	if err == nil {
+		metrics.LeaderElected()
 		s.log.Info("partition leader elected on request", "topic", topic, "partition", p, "leader", next.Leader,
 			"leader_epoch", next.LeaderEpoch, "election_type", typ)
 	}

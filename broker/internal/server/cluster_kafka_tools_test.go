@@ -6,6 +6,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -95,19 +96,36 @@ func TestClusterKafkaTools(t *testing.T) {
 		out := kafkaTool(t, reassign, "--bootstrap-server", bs, "--verify", "--reassignment-json-file", plan)
 		return strings.Count(out, "is completed") == 4, out
 	})
-	md, err := adm.Metadata(context.Background(), "payments")
-	if err != nil {
-		t.Fatal(err)
+	// The plan's placement, as every broker reports it once its metadata has caught up.
+	var want map[int32][]int32
+	var planned struct {
+		Partitions []struct {
+			Partition int32   `json:"partition"`
+			Replicas  []int32 `json:"replicas"`
+		} `json:"partitions"`
 	}
+	if err := json.Unmarshal([]byte(proposed), &planned); err != nil {
+		t.Fatalf("the proposal: %v", err)
+	}
+	want = map[int32][]int32{}
 	onFour := 0
-	for _, p := range md.Topics["payments"].Partitions {
+	for _, p := range planned.Partitions {
+		want[p.Partition] = p.Replicas
 		if slices.Contains(p.Replicas, 4) {
 			onFour++
 		}
 	}
 	if onFour == 0 {
-		t.Fatalf("no replica on broker 4 after the reassignment: %+v", md.Topics["payments"])
+		t.Fatalf("the proposal puts nothing on broker 4: %s", proposed)
 	}
+	waitMetadata(t, adm, "payments", "the proposed placement", func(td kadm.TopicDetail) bool {
+		for p, rs := range want {
+			if !slices.Equal(td.Partitions[p].Replicas, rs) {
+				return false
+			}
+		}
+		return true
+	})
 
 	// kafka-leader-election puts the preferred leaders in place.
 	out = kafkaTool(t, elect, "--bootstrap-server", bs, "--election-type", "PREFERRED", "--all-topic-partitions")

@@ -12,6 +12,7 @@ NEEDS=(
   kcat:kcat
   zsh:zsh
   gcc:gcc
+  cargo:cargo
   make:make
   pkg-config:pkg-config
   valgrind:valgrind

@@ -13,6 +13,8 @@ NEEDS=(
   zsh:zsh
   gcc:gcc
   cargo:cargo
+  node:nodejs
+  npm:npm
   make:make
   pkg-config:pkg-config
   valgrind:valgrind
@@ -50,3 +52,8 @@ for m in protocol-spec broker sdk-go sdk-cgo conformance examples; do
   (cd "$m" && go mod download)
 done
 (cd bench && GOWORK=off go mod download)
+
+# npm packages of the Node binding (koffi) and of its example (the binding, linked).
+for d in sdk-cgo/bindings/node examples/node; do
+  (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+done

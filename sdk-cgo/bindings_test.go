@@ -118,3 +118,40 @@ func checkQuickstart(t *testing.T, topic string, runOnce func() []byte) {
 		}
 	}
 }
+
+// nodeModules checks that `npm ci` (make test's deps step) installed dir's packages.
+func nodeModules(t testing.TB, dir, pkg string) {
+	t.Helper()
+	brokertest.NeedTool(t, filepath.Join(dir, "node_modules", pkg, "package.json"),
+		"npm package "+pkg+", from `npm ci --prefix "+dir+"`")
+}
+
+// TestNode runs the Node binding's tests (node --test) against a real broker: round trips
+// with keys, null keys, headers and partitions, a group of two consumers, error codes, a
+// broker that is down, and no libspool handle left after disconnect.
+func TestNode(t *testing.T) {
+	prefix := install(t, "")
+	node := needCommand(t, "node", "nodejs")
+	dir := filepath.Join("bindings", "node")
+	nodeModules(t, dir, "koffi")
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	out := run(t, 3*time.Minute, dir, libEnv(prefix, addr), node, "--test", "test/")
+	if !regexp.MustCompile(`(?m)^# pass [1-9]\d*$`).Match(out) ||
+		!regexp.MustCompile(`(?m)^# fail 0$`).Match(out) || !regexp.MustCompile(`(?m)^# skipped 0$`).Match(out) {
+		t.Fatalf("node --test did not pass every test:\n%s", out)
+	}
+}
+
+// TestExampleNode runs examples/node/quickstart.js twice against a broker, with the binding
+// of this tree (a file: dependency of the example's package).
+func TestExampleNode(t *testing.T) {
+	prefix := install(t, "")
+	node := needCommand(t, "node", "nodejs")
+	dir := filepath.Join("..", "examples", "node")
+	nodeModules(t, dir, "spool")
+	nodeModules(t, filepath.Join("bindings", "node"), "koffi")
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	checkQuickstart(t, "node-quickstart", func() []byte {
+		return run(t, time.Minute, dir, libEnv(prefix, addr), node, "quickstart.js", addr)
+	})
+}

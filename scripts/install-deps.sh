@@ -53,6 +53,9 @@ for m in protocol-spec broker sdk-go sdk-cgo conformance examples; do
 done
 (cd bench && GOWORK=off go mod download)
 
+# Maven artifacts of the Java binding (JNA, JUnit, the plugins).
+mvn -q -B -f sdk-cgo/bindings/java/pom.xml dependency:go-offline >/dev/null
+
 # npm packages of the Node binding (koffi) and of its example (the binding, linked).
 for d in sdk-cgo/bindings/node examples/node; do
   (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)

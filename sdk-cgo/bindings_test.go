@@ -155,3 +155,59 @@ func TestExampleNode(t *testing.T) {
 		return run(t, time.Minute, dir, libEnv(prefix, addr), node, "quickstart.js", addr)
 	})
 }
+
+// mavenBuild runs the Java binding's Maven build with goals (plus writing its runtime
+// classpath) into one build directory of this test binary, and returns that directory:
+// classes/, surefire-reports/ and cp.txt.
+func mavenBuild(t *testing.T, env []string, goals ...string) string {
+	t.Helper()
+	install(t, "")
+	mvn := brokertest.NeedTool(t, "/usr/bin/mvn", "maven")
+	brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
+	build := filepath.Join(installTmp, "java-build")
+	args := append([]string{"-q", "-B", "-Dstyle.color=never", "-Dspool.buildDir=" + build}, goals...)
+	args = append(args, "dependency:build-classpath", "-DincludeScope=runtime", "-Dmdep.outputFile="+filepath.Join(build, "cp.txt"))
+	run(t, 5*time.Minute, filepath.Join("bindings", "java"), env, mvn, args...)
+	return build
+}
+
+// TestJava runs the Java binding's JUnit tests (mvn test) against a real broker: round
+// trips with keys, null keys, headers and callbacks, a group of two consumers, error codes,
+// a broker that is down, and no libspool handle left after close.
+func TestJava(t *testing.T) {
+	prefix := install(t, "")
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	build := mavenBuild(t, libEnv(prefix, addr), "test")
+	reports, err := filepath.Glob(filepath.Join(build, "surefire-reports", "TEST-*.xml"))
+	if err != nil || len(reports) == 0 {
+		t.Fatalf("no surefire reports in %s (%v)", build, err)
+	}
+	suite := regexp.MustCompile(`<testsuite [^>]*tests="([1-9]\d*)" errors="0" skipped="0" failures="0"`)
+	for _, r := range reports {
+		b, err := os.ReadFile(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !suite.Match(b) {
+			t.Fatalf("%s: not every test passed:\n%s", r, b)
+		}
+	}
+}
+
+// TestExampleJava runs examples/java/Quickstart.java (a single-file program) twice against
+// a broker, with the binding's classes of this tree and JNA on the class path.
+func TestExampleJava(t *testing.T) {
+	prefix := install(t, "")
+	java := brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jdk-headless")
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	env := libEnv(prefix, addr)
+	build := mavenBuild(t, env, "compile")
+	cp, err := os.ReadFile(filepath.Join(build, "cp.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	classpath := filepath.Join(build, "classes") + string(os.PathListSeparator) + string(bytes.TrimSpace(cp))
+	checkQuickstart(t, "java-quickstart", func() []byte {
+		return run(t, time.Minute, filepath.Join("..", "examples", "java"), env, java, "-cp", classpath, "Quickstart.java", addr)
+	})
+}

@@ -156,18 +156,34 @@ func TestExampleNode(t *testing.T) {
 	})
 }
 
+// javaBuilt is set once mavenBuild has compiled the binding and written its class path.
+var javaBuilt bool
+
 // mavenBuild runs the Java binding's Maven build with goals (plus writing its runtime
 // classpath) into one build directory of this test binary, and returns that directory:
-// classes/, surefire-reports/ and cp.txt.
+// classes/, surefire-reports/ and cp.txt. Maven runs offline, on the artifacts make test's
+// deps step fetched; with no goals it only makes sure the classes are built.
 func mavenBuild(t *testing.T, env []string, goals ...string) string {
 	t.Helper()
 	install(t, "")
 	mvn := brokertest.NeedTool(t, "/usr/bin/mvn", "maven")
 	brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
+	home, _ := os.UserHomeDir()
+	brokertest.NeedTool(t, filepath.Join(home, ".m2", "repository", "net", "java", "dev", "jna", "jna", "5.14.0", "jna-5.14.0.jar"),
+		"Maven artifacts of sdk-cgo/bindings/java, fetched by scripts/install-deps.sh")
 	build := filepath.Join(installTmp, "java-build")
-	args := append([]string{"-q", "-B", "-Dstyle.color=never", "-Dspool.buildDir=" + build}, goals...)
+	installMu.Lock()
+	defer installMu.Unlock()
+	if len(goals) == 0 {
+		if javaBuilt {
+			return build
+		}
+		goals = []string{"compile"}
+	}
+	args := append([]string{"-o", "-q", "-B", "-Dstyle.color=never", "-Dspool.buildDir=" + build}, goals...)
 	args = append(args, "dependency:build-classpath", "-DincludeScope=runtime", "-Dmdep.outputFile="+filepath.Join(build, "cp.txt"))
 	run(t, 5*time.Minute, filepath.Join("bindings", "java"), env, mvn, args...)
+	javaBuilt = true
 	return build
 }
 
@@ -201,7 +217,7 @@ func TestExampleJava(t *testing.T) {
 	java := brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jdk-headless")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	env := libEnv(prefix, addr)
-	build := mavenBuild(t, env, "compile")
+	build := mavenBuild(t, env)
 	cp, err := os.ReadFile(filepath.Join(build, "cp.txt"))
 	if err != nil {
 		t.Fatal(err)

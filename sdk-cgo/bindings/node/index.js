@@ -160,7 +160,7 @@ class Producer {
     }
     void acks; // the producer's acks key decides (libspool has no per-call acks)
     void timeout;
-    const reports = messages.map((m) => this._produce(topic, m));
+    const reports = this._produce(topic, messages);
     this._poll();
     const delivered = await Promise.all(reports);
     const byPartition = new Map();
@@ -186,8 +186,11 @@ class Producer {
     return all.flat();
   }
 
-  _produce(topic, m) {
-    return new Promise((resolve, reject) => {
+  // Produces messages to topic with one spool_produce_batch call and returns a promise of
+  // each one's delivery report. libspool checks every record first and buffers all or none.
+  _produce(topic, messages) {
+    const waiters = [];
+    const records = messages.map((m) => {
       const key = toBuffer(m.key);
       const value = toBuffer(m.value);
       const headers = Object.entries(m.headers || {}).map(([k, v]) => {
@@ -195,17 +198,29 @@ class Producer {
         const vb = toBuffer(v);
         return { key: nonNull(kb), key_len: kb.length, value: nonNull(vb), value_len: vb ? vb.length : 0 };
       });
-      const partition = m.partition === undefined || m.partition === null ? PARTITION_UA : m.partition;
       const id = this.nextRecord++; // the record's msg_opaque
-
-      this.pending.set(id, { resolve, reject });
-      const err = fn.produce(this.handle, topic, partition, nonNull(key), key ? key.length : 0, nonNull(value),
-        value ? value.length : 0, headers.length ? headers : null, headers.length, id);
-      if (err !== 0) {
-        this.pending.delete(id);
-        reject(errorOf(err, `produce to ${topic}`));
-      }
+      waiters.push(new Promise((resolve, reject) => this.pending.set(id, { resolve, reject })));
+      return {
+        partition: m.partition === undefined || m.partition === null ? PARTITION_UA : m.partition,
+        key: nonNull(key),
+        key_len: key ? key.length : 0,
+        value: nonNull(value),
+        value_len: value ? value.length : 0,
+        headers: headers.length ? headers : null,
+        header_count: headers.length,
+        msg_opaque: id,
+      };
     });
+    const err = records.length ? fn.produceBatch(this.handle, topic, records, records.length) : 0;
+    if (err !== 0) {
+      const e = errorOf(err, `produce to ${topic}`);
+      for (const r of records) {
+        const waiter = this.pending.get(r.msg_opaque);
+        this.pending.delete(r.msg_opaque);
+        waiter.reject(e);
+      }
+    }
+    return waiters;
   }
 
   _delivered(report) {

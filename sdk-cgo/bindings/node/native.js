@@ -32,6 +32,17 @@ const Header = koffi.struct('spool_header_t', {
   value_len: 'size_t',
 });
 
+const Record = koffi.struct('spool_record_t', {
+  partition: 'int32_t',
+  key: 'const uint8_t *',
+  key_len: 'size_t',
+  value: 'const uint8_t *',
+  value_len: 'size_t',
+  headers: 'const spool_header_t *',
+  header_count: 'size_t',
+  msg_opaque: 'intptr_t',
+});
+
 const MessageView = koffi.struct('spool_message_view_t', {
   err: 'int',
   partition: 'int32_t',
@@ -64,6 +75,7 @@ const fn = {
 
   producerNew: lib.func('spool_producer_t *spool_producer_new(spool_conf_t *conf, _Out_ char *errstr, size_t errstr_size)'),
   produce: lib.func('int spool_produce_headers(spool_producer_t *p, const char *topic, int32_t partition, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len, const spool_header_t *headers, size_t header_count, intptr_t msg_opaque)'),
+  produceBatch: lib.func('int spool_produce_batch(spool_producer_t *p, const char *topic, const spool_record_t *records, size_t count)'),
   producerPoll: lib.func('int spool_producer_poll(spool_producer_t *p, int timeout_ms)'),
   outqLen: lib.func('int spool_producer_outq_len(spool_producer_t *p)'),
   createTopic: lib.func('int spool_create_topic(spool_producer_t *p, const char *topic, int32_t partitions, int16_t replication_factor, int timeout_ms)'),
@@ -115,4 +127,4 @@ function readMessage(msg) {
   };
 }
 
-module.exports = { koffi, fn, DrCb, Header, readMessage, libraryPath };
+module.exports = { koffi, fn, DrCb, Header, Record, readMessage, libraryPath };

@@ -203,6 +203,8 @@ class SpoolTest {
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(props(), new StringDeserializer(), new StringDeserializer())) {
             KafkaException state = assertThrows(KafkaException.class, () -> c.subscribe(List.of("t")));
             assertEquals(KafkaException.STATE, state.code());
+            c.close();
+            assertThrows(IllegalStateException.class, () -> c.poll(Duration.ZERO), "poll after close");
         }
 
         String t1 = unique("java-errors");

@@ -16,6 +16,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * A consumer with the Java client's API: {@code subscribe} (with {@code group.id}) or
@@ -31,6 +32,9 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
     private final Deserializer<V> valueDeserializer;
     private final long resetOffset;
     private volatile Pointer handle;
+    // Calls on the handle hold the read lock; close takes the write lock, so no call can use
+    // the handle after it is destroyed.
+    private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
     // An error poll met after records it returned: thrown by the next poll.
     private volatile KafkaException pendingError;
 
@@ -56,12 +60,18 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
         handle = NativeConfig.client(NativeConfig.create(configs), LibSpool.LIB::spool_consumer_new);
     }
 
-    private Pointer handle() {
-        Pointer h = handle;
-        if (h == null) {
-            throw new IllegalStateException("This consumer has already been closed.");
+    /** Runs call on the live handle; IllegalStateException after close, as the Java client. */
+    private <T> T withHandle(java.util.function.Function<Pointer, T> call) {
+        lifecycle.readLock().lock();
+        try {
+            Pointer h = handle;
+            if (h == null) {
+                throw new IllegalStateException("This consumer has already been closed.");
+            }
+            return call.apply(h);
+        } finally {
+            lifecycle.readLock().unlock();
         }
-        return h;
     }
 
     private static void check(int err, String what) {
@@ -73,7 +83,7 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
     /** Joins the group ({@code group.id}) with a subscription to topics; once per consumer. */
     public void subscribe(Collection<String> topics) {
         String[] ts = topics.toArray(new String[0]);
-        check(LibSpool.LIB.spool_consumer_subscribe(handle(), ts, ts.length), "subscribe");
+        check(withHandle(h -> LibSpool.LIB.spool_consumer_subscribe(h, ts, ts.length)), "subscribe");
     }
 
     /**
@@ -82,19 +92,19 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
      */
     public void assign(Collection<TopicPartition> partitions) {
         for (TopicPartition tp : partitions) {
-            check(LibSpool.LIB.spool_consumer_assign(handle(), tp.topic(), tp.partition(), resetOffset), "assign " + tp);
+            check(withHandle(h -> LibSpool.LIB.spool_consumer_assign(h, tp.topic(), tp.partition(), resetOffset)), "assign " + tp);
         }
     }
 
     /** Moves an assigned partition to offset. */
     public void seek(TopicPartition tp, long offset) {
-        check(LibSpool.LIB.spool_consumer_seek(handle(), tp.topic(), tp.partition(), offset), "seek " + tp);
+        check(withHandle(h -> LibSpool.LIB.spool_consumer_seek(h, tp.topic(), tp.partition(), offset)), "seek " + tp);
     }
 
     public void seekToBeginning(Collection<TopicPartition> partitions) {
         for (TopicPartition tp : partitions) {
-            check(LibSpool.LIB.spool_consumer_seek(handle(), tp.topic(), tp.partition(), LibSpool.SPOOL_OFFSET_BEGINNING),
-                    "seek " + tp);
+            check(withHandle(h -> LibSpool.LIB.spool_consumer_seek(h, tp.topic(), tp.partition(),
+                    LibSpool.SPOOL_OFFSET_BEGINNING)), "seek " + tp);
         }
     }
 
@@ -109,8 +119,8 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
             throw earlier;
         }
         Pointer[] msgs = new Pointer[MAX_POLL_RECORDS];
-        int n = (int) LibSpool.LIB.spool_consumer_poll_batch(handle(), (int) Math.min(timeout.toMillis(), Integer.MAX_VALUE),
-                msgs, msgs.length);
+        int n = withHandle(h -> (int) LibSpool.LIB.spool_consumer_poll_batch(h,
+                (int) Math.min(timeout.toMillis(), Integer.MAX_VALUE), msgs, msgs.length));
         List<ConsumerRecord<K, V>> records = new ArrayList<>(n);
         KafkaException error = null;
         for (int i = 0; i < n; i++) {
@@ -158,23 +168,28 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
 
     /** Commits, per partition, the offset after the last record poll returned. */
     public void commitSync() {
-        check(LibSpool.LIB.spool_consumer_commit(handle(), 0), "commit");
+        check(withHandle(h -> LibSpool.LIB.spool_consumer_commit(h, 0)), "commit");
     }
 
     public void commitAsync() {
-        check(LibSpool.LIB.spool_consumer_commit(handle(), 1), "commit");
+        check(withHandle(h -> LibSpool.LIB.spool_consumer_commit(h, 1)), "commit");
     }
 
     /** Commits (with enable.auto.commit), leaves the group and frees the consumer. */
     @Override
-    public synchronized void close() {
-        Pointer h = handle;
-        if (h == null) {
-            return;
+    public void close() {
+        lifecycle.writeLock().lock();
+        try {
+            Pointer h = handle;
+            if (h == null) {
+                return;
+            }
+            handle = null;
+            LibSpool.LIB.spool_consumer_close(h);
+            LibSpool.LIB.spool_consumer_destroy(h);
+        } finally {
+            lifecycle.writeLock().unlock();
         }
-        handle = null;
-        LibSpool.LIB.spool_consumer_close(h);
-        LibSpool.LIB.spool_consumer_destroy(h);
     }
 
     public void close(Duration timeout) {

@@ -18,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * A producer with the Java client's API: {@code send} returns a {@link Future} (a
@@ -36,6 +37,9 @@ public class KafkaProducer<K, V> implements AutoCloseable {
     private final LibSpool.DeliveryCallback onDelivery = this::delivered;
     private final Thread poller;
     private volatile boolean closed;
+    // Calls on the handle hold the read lock; close takes the write lock, so no call can use
+    // the handle after it is destroyed.
+    private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
 
     private record Pending(String topic, CompletableFuture<RecordMetadata> future, Callback callback) {}
 
@@ -77,11 +81,21 @@ public class KafkaProducer<K, V> implements AutoCloseable {
      */
     public Future<RecordMetadata> send(ProducerRecord<K, V> record, Callback callback) {
         CompletableFuture<RecordMetadata> future = new CompletableFuture<>();
-        if (closed) {
-            fail(new Pending(record.topic(), future, callback), new KafkaException(KafkaException.CLOSED,
-                    "Cannot perform operation after producer has been closed"));
-            return future;
+        lifecycle.readLock().lock();
+        try {
+            if (closed) {
+                fail(new Pending(record.topic(), future, callback), new KafkaException(KafkaException.CLOSED,
+                        "Cannot perform operation after producer has been closed"));
+                return future;
+            }
+            produce(record, future, callback);
+        } finally {
+            lifecycle.readLock().unlock();
         }
+        return future;
+    }
+
+    private void produce(ProducerRecord<K, V> record, CompletableFuture<RecordMetadata> future, Callback callback) {
         byte[] key = keySerializer.serialize(record.topic(), record.key());
         byte[] value = valueSerializer.serialize(record.topic(), record.value());
         long id = nextId.getAndIncrement();
@@ -103,7 +117,6 @@ public class KafkaProducer<K, V> implements AutoCloseable {
             pending.remove(id);
             fail(p, KafkaException.of(err, "send to " + record.topic()));
         }
-        return future;
     }
 
     /** spool_header_t[] for hs; the memory it points to is added to keep. */
@@ -155,7 +168,7 @@ public class KafkaProducer<K, V> implements AutoCloseable {
 
     /** Sends every buffered record and waits until each has its outcome. */
     public void flush() {
-        int err = LibSpool.LIB.spool_producer_flush(handle, -1);
+        int err = withHandle(() -> LibSpool.LIB.spool_producer_flush(handle, -1));
         if (err != 0) {
             throw KafkaException.of(err, "flush");
         }
@@ -166,7 +179,8 @@ public class KafkaProducer<K, V> implements AutoCloseable {
      * for this); KafkaException with code TOPIC_ALREADY_EXISTS if it exists.
      */
     public void createTopic(String topic, int partitions, short replicationFactor, Duration timeout) {
-        int err = LibSpool.LIB.spool_create_topic(handle, topic, partitions, replicationFactor, (int) timeout.toMillis());
+        int err = withHandle(() -> LibSpool.LIB.spool_create_topic(handle, topic, partitions, replicationFactor,
+                (int) timeout.toMillis()));
         if (err != 0) {
             throw KafkaException.of(err, "create topic " + topic);
         }
@@ -174,9 +188,19 @@ public class KafkaProducer<K, V> implements AutoCloseable {
 
     /** Deletes a topic; KafkaException with code UNKNOWN_TOPIC_OR_PARTITION if there is none. */
     public void deleteTopic(String topic, Duration timeout) {
-        int err = LibSpool.LIB.spool_delete_topic(handle, topic, (int) timeout.toMillis());
+        int err = withHandle(() -> LibSpool.LIB.spool_delete_topic(handle, topic, (int) timeout.toMillis()));
         if (err != 0) {
             throw KafkaException.of(err, "delete topic " + topic);
+        }
+    }
+
+    /** Runs call on the live handle, or returns CLOSED. */
+    private int withHandle(java.util.function.IntSupplier call) {
+        lifecycle.readLock().lock();
+        try {
+            return closed ? KafkaException.CLOSED : call.getAsInt();
+        } finally {
+            lifecycle.readLock().unlock();
         }
     }
 
@@ -189,7 +213,16 @@ public class KafkaProducer<K, V> implements AutoCloseable {
      * Waits up to timeout for every record's outcome, stops the poll thread and frees the
      * producer; records still without one fail with code CLOSED.
      */
-    public synchronized void close(Duration timeout) {
+    public void close(Duration timeout) {
+        lifecycle.writeLock().lock();
+        try {
+            closeLocked(timeout);
+        } finally {
+            lifecycle.writeLock().unlock();
+        }
+    }
+
+    private void closeLocked(Duration timeout) {
         if (closed) {
             return;
         }

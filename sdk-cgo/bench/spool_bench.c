@@ -42,17 +42,17 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *batch_env = getenv("SPOOL_BENCH_BATCH");
-    long batch = batch_env ? atol(batch_env) : 0;
+    long per_call = batch_env ? atol(batch_env) : 0;
     spool_record_t *recs = NULL;
-    if (batch > 0) {
-        recs = calloc((size_t)batch, sizeof *recs);
-        for (long j = 0; j < batch; j++)
+    if (per_call > 0) {
+        recs = calloc((size_t)per_call, sizeof *recs);
+        for (long j = 0; j < per_call; j++)
             recs[j] = (spool_record_t){SPOOL_PARTITION_UA, NULL, 0, b.value, b.size, NULL, 0, NULL};
     }
     double t0 = now();
-    if (batch > 0) {
-        for (long i = 0; i < b.n; i += batch) {
-            long k = b.n - i < batch ? b.n - i : batch;
+    if (per_call > 0) {
+        for (long i = 0; i < b.n; i += per_call) {
+            long k = b.n - i < per_call ? b.n - i : per_call;
             spool_produce_batch(p, b.topic, recs, (size_t)k);
             spool_producer_poll(p, 0);
         }

@@ -13,6 +13,9 @@ NEEDS=(
   zsh:zsh
   chromium:chromium
   gcc:gcc
+  cargo:cargo
+  node:nodejs
+  npm:npm
   make:make
   pkg-config:pkg-config
   valgrind:valgrind
@@ -50,3 +53,15 @@ for m in protocol-spec broker sdk-go sdk-cgo conformance examples; do
   (cd "$m" && go mod download)
 done
 (cd bench && GOWORK=off go mod download)
+
+# Maven artifacts of the Java binding (JNA, JUnit, the plugins and surefire's JUnit
+# provider), so its tests run Maven offline: a build that runs no test, in a scratch directory.
+javabuild=$(mktemp -d)
+mvn -q -B -f sdk-cgo/bindings/java/pom.xml -Dspool.buildDir="$javabuild" test -Dtest=NoTest \
+  -Dsurefire.failIfNoSpecifiedTests=false dependency:build-classpath -Dmdep.outputFile="$javabuild/cp.txt" >/dev/null
+rm -rf "$javabuild"
+
+# npm packages of the Node binding (koffi) and of its example (the binding, linked).
+for d in sdk-cgo/bindings/node examples/node; do
+  (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+done

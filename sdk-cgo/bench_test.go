@@ -29,6 +29,19 @@ func BenchmarkVsLibrdkafka(b *testing.B) {
 		func(args ...string) *exec.Cmd { return exec.Command(theirs, args...) })
 }
 
+// BenchmarkBatchVsLibrdkafka is BenchmarkVsLibrdkafka with libspool producing through
+// spool_produce_batch, 1024 records a call (delivery reports served after each call).
+func BenchmarkBatchVsLibrdkafka(b *testing.B) {
+	brokertest.NeedTool(b, "/usr/include/librdkafka/rdkafka.h", "librdkafka-dev")
+	ours, theirs := compile(b, "", "bench/spool_bench.c", "spool_bench", "-O2"),
+		compile(b, "", "bench/rdkafka_bench.c", "rdkafka_bench", "-O2", "-lrdkafka")
+	compare(b, []int{500000, 200000}, func(args ...string) *exec.Cmd {
+		cmd := exec.Command(ours, args...)
+		cmd.Env = append(os.Environ(), "SPOOL_BENCH_BATCH=1024")
+		return cmd
+	}, func(args ...string) *exec.Cmd { return exec.Command(theirs, args...) })
+}
+
 // BenchmarkPythonVsConfluentKafka runs bench/py_bench.py with this binding and with Debian's
 // confluent-kafka-python (librdkafka underneath), on the workload of BenchmarkVsLibrdkafka
 // with fewer records.

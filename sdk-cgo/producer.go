@@ -106,6 +106,60 @@ func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsa
 	return 0
 }
 
+//export spoolgo_produce_batch
+func spoolgo_produce_batch(h C.uintptr_t, topic *C.char, recs *C.spool_record_t, count C.size_t) C.int {
+	p := value[producer](h)
+	if p == nil {
+		return errBadArg
+	}
+	cs := unsafe.Slice(recs, int(count))
+	// One buffer for every key, value and header of the batch, one array of records and one
+	// of headers: three allocations instead of several per record. The buffer lives until
+	// the last record of the batch is reported.
+	size, nhdrs := 0, 0
+	for i := range cs {
+		size += int(cs[i].key_len) + int(cs[i].value_len)
+		for _, ch := range unsafe.Slice(cs[i].headers, int(cs[i].header_count)) {
+			size += int(ch.key_len) + int(ch.value_len)
+		}
+		nhdrs += int(cs[i].header_count)
+	}
+	buf := make([]byte, 0, size)
+	// bytesOf appends n bytes at c to buf and returns them (cap-limited); nil for NULL.
+	bytesOf := func(c unsafe.Pointer, n C.size_t) []byte {
+		if c == nil {
+			return nil
+		}
+		off := len(buf)
+		buf = append(buf, unsafe.Slice((*byte)(c), int(n))...)
+		return buf[off:len(buf):len(buf)]
+	}
+	name := p.topic(topic)
+	records := make([]spool.Record, len(cs))
+	headers := make([]spool.Header, nhdrs)
+	for i := range cs {
+		c := &cs[i]
+		r := &records[i]
+		r.Topic, r.Partition = name, int32(c.partition)
+		r.Key, r.Value = bytesOf(c.key, c.key_len), bytesOf(c.value, c.value_len)
+		if n := int(c.header_count); n > 0 {
+			r.Headers, headers = headers[:n:n], headers[n:]
+			for j, ch := range unsafe.Slice(c.headers, n) {
+				r.Headers[j] = spool.Header{Key: bytesOf(unsafe.Pointer(ch.key), ch.key_len), Value: bytesOf(ch.value, ch.value_len)}
+			}
+		}
+	}
+	p.outq.Add(int64(len(cs)))
+	for i := range records {
+		cb := p.doneFn
+		if opaque := uintptr(cs[i].msg_opaque); opaque != 0 {
+			cb = func(r *spool.Record, err error) { p.done(r, err, opaque) }
+		}
+		p.cl.Produce(p.ctx, &records[i], cb)
+	}
+	return 0
+}
+
 // topic returns the name at s as a Go string, the same one for every record of a topic.
 func (p *producer) topic(s *C.char) string {
 	view := unsafe.String((*byte)(unsafe.Pointer(s)), int(C.strlen(s))) // C memory: not kept

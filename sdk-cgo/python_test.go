@@ -111,24 +111,9 @@ func TestExamplePython(t *testing.T) {
 	prefix := install(t, "")
 	python := brokertest.NeedTool(t, "/usr/bin/python3", "python3")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
-	want := regexp.MustCompile(`^(delivered (alice|bob|carol) to py-quickstart\[[0-2]\]\n){3}` +
-		`(consumed (alice|bob|carol)=hello (alice|bob|carol)\n){3}$`)
-	for run := 1; run <= 2; run++ {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, python, "../examples/python/quickstart.py", addr)
-		cmd.Env = append(os.Environ(), "PYTHONPATH=bindings/python", "PYTHONDONTWRITEBYTECODE=1",
-			"SPOOL_LIBRARY="+filepath.Join(prefix, "lib", "libspool.so.0"))
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil || !want.Match(out) {
-			t.Fatalf("run %d: %v\n%s", run, err, out)
-		}
-		for _, who := range []string{"alice", "bob", "carol"} {
-			p := spool.KafkaPartition([]byte(who), 3)
-			if !bytes.Contains(out, fmt.Appendf(nil, "delivered %s to py-quickstart[%d]\n", who, p)) ||
-				!bytes.Contains(out, fmt.Appendf(nil, "consumed %s=hello %s\n", who, who)) {
-				t.Errorf("run %d: %s not delivered to partition %d and consumed:\n%s", run, who, p, out)
-			}
-		}
-	}
+	env := append(os.Environ(), "PYTHONPATH=bindings/python", "PYTHONDONTWRITEBYTECODE=1",
+		"SPOOL_LIBRARY="+filepath.Join(prefix, "lib", "libspool.so.0"))
+	checkQuickstart(t, "py-quickstart", func() []byte {
+		return run(t, time.Minute, ".", env, python, "../examples/python/quickstart.py", addr)
+	})
 }

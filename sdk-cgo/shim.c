@@ -132,6 +132,20 @@ spool_err_t spool_produce_headers(spool_producer_t *p, const char *topic, int32_
                            (uintptr_t)msg_opaque);
 }
 
+spool_err_t spool_produce_batch(spool_producer_t *p, const char *topic,
+                                const spool_record_t *records, size_t count) {
+    if (p == NULL || topic == NULL || (records == NULL && count > 0)) return SPOOL_ERR__BAD_ARG;
+    for (size_t i = 0; i < count; i++) {
+        const spool_record_t *r = &records[i];
+        if (r->partition < SPOOL_PARTITION_UA || (r->headers == NULL && r->header_count > 0))
+            return SPOOL_ERR__BAD_ARG;
+        for (size_t j = 0; j < r->header_count; j++)
+            if (r->headers[j].key == NULL && r->headers[j].key_len > 0) return SPOOL_ERR__BAD_ARG;
+    }
+    if (count == 0) return SPOOL_ERR_NO_ERROR;
+    return spoolgo_produce_batch(p->h, (char *)topic, (spool_record_t *)records, count);
+}
+
 spool_err_t spool_produce(spool_producer_t *p, const char *topic, int32_t partition,
                           const void *key, size_t key_len, const void *value, size_t value_len,
                           void *msg_opaque) {

@@ -2,6 +2,8 @@
  * same workload): produce N records of SIZE bytes without keys to TOPIC (acks=all,
  * linger.ms=5, batch.size=1 MiB), then consume them from its partitions.
  * usage: spool_bench BROKER TOPIC PARTITIONS N SIZE
+ * With SPOOL_BENCH_BATCH=K in the environment it produces with spool_produce_batch, K
+ * records a call, instead of one spool_produce per record.
  * prints: produce_rps consume_rps peak_rss_kib */
 #include <spool.h>
 
@@ -39,14 +41,31 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", errstr);
         return 1;
     }
+    const char *batch_env = getenv("SPOOL_BENCH_BATCH");
+    long per_call = batch_env ? atol(batch_env) : 0;
+    spool_record_t *recs = NULL;
+    if (per_call > 0) {
+        recs = calloc((size_t)per_call, sizeof *recs);
+        for (long j = 0; j < per_call; j++)
+            recs[j] = (spool_record_t){SPOOL_PARTITION_UA, NULL, 0, b.value, b.size, NULL, 0, NULL};
+    }
     double t0 = now();
-    for (long i = 0; i < b.n; i++) {
-        spool_produce(p, b.topic, SPOOL_PARTITION_UA, NULL, 0, b.value, b.size, NULL);
-        if ((i & 1023) == 0) spool_producer_poll(p, 0);
+    if (per_call > 0) {
+        for (long i = 0; i < b.n; i += per_call) {
+            long k = b.n - i < per_call ? b.n - i : per_call;
+            spool_produce_batch(p, b.topic, recs, (size_t)k);
+            spool_producer_poll(p, 0);
+        }
+    } else {
+        for (long i = 0; i < b.n; i++) {
+            spool_produce(p, b.topic, SPOOL_PARTITION_UA, NULL, 0, b.value, b.size, NULL);
+            if ((i & 1023) == 0) spool_producer_poll(p, 0);
+        }
     }
     spool_producer_flush(p, 120000);
     double produce_s = now() - t0;
     spool_producer_destroy(p);
+    free(recs);
     bench_delivered(&b);
 
     spool_consumer_t *c = spool_consumer_new(conf(b.broker), errstr, sizeof errstr);

@@ -103,6 +103,8 @@ static void api(const char *broker) {
     CHECK(spool_producer_new(NULL, errstr, sizeof errstr) == NULL);
     CHECK(spool_consumer_new(NULL, NULL, 0) == NULL);
     CHECK_ERR(spool_produce(NULL, "t", 0, NULL, 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
+    spool_record_t one = {SPOOL_PARTITION_UA, NULL, 0, NULL, 0, NULL, 0, NULL};
+    CHECK_ERR(spool_produce_batch(NULL, "t", &one, 1), SPOOL_ERR__BAD_ARG);
     CHECK(spool_producer_poll(NULL, 0) == -1);
     CHECK_ERR(spool_producer_flush(NULL, 0), SPOOL_ERR__BAD_ARG);
     CHECK(spool_producer_outq_len(NULL) == 0);
@@ -220,7 +222,9 @@ static void produce(const char *broker, const char *topic, int n) {
     CHECK_ERR(spool_delete_topic(p, scratch, 10000), SPOOL_ERR_NO_ERROR);
     CHECK_ERR(spool_delete_topic(p, scratch, 10000), SPOOL_RESP_ERR_UNKNOWN_TOPIC_OR_PARTITION);
     CHECK_ERR(spool_delete_topic(p, NULL, 10000), SPOOL_ERR__BAD_ARG);
-    for (int i = 0; i < n; i++) {
+    /* the first half one call per record, the second half in batches of up to 64 */
+    int half = n / 2;
+    for (int i = 0; i < half; i++) {
         char text[32];
         /* key, value and header key in heap blocks of exactly their length, without a NUL:
          * a read past a length is a heap overflow for valgrind */
@@ -242,6 +246,44 @@ static void produce(const char *broker, const char *topic, int n) {
         free(hkey);
         if (i % 100 == 0) spool_producer_poll(p, 0);
     }
+    for (int start = half; start < n; start += 64) {
+        int count = n - start < 64 ? n - start : 64;
+        spool_record_t recs[64];
+        char *blocks[64][3];
+        spool_header_t hs[64][2];
+        for (int j = 0; j < count; j++) {
+            int i = start + j;
+            char text[32];
+            int klen = snprintf(text, sizeof text, "key-%d", i % 10);
+            blocks[j][0] = malloc((size_t)klen);
+            memcpy(blocks[j][0], text, (size_t)klen);
+            int vlen = snprintf(text, sizeof text, "value-%d", i);
+            blocks[j][1] = malloc((size_t)vlen);
+            memcpy(blocks[j][1], text, (size_t)vlen);
+            blocks[j][2] = malloc(3);
+            memcpy(blocks[j][2], "idx", 3);
+            hs[j][0] = (spool_header_t){blocks[j][2], 3, blocks[j][1], (size_t)vlen};
+            hs[j][1] = (spool_header_t){"null", 4, NULL, 0};
+            recs[j] = (spool_record_t){SPOOL_PARTITION_UA, i % 3 == 2 ? NULL : blocks[j][0], (size_t)klen,
+                                       blocks[j][1], (size_t)vlen, hs[j], 2, (void *)(intptr_t)i};
+        }
+        CHECK_ERR(spool_produce_batch(p, topic, recs, (size_t)count), SPOOL_ERR_NO_ERROR);
+        for (int j = 0; j < count; j++)
+            for (int b = 0; b < 3; b++) free(blocks[j][b]);
+        spool_producer_poll(p, 0);
+    }
+    /* a batch with a bad record buffers none of it */
+    spool_record_t bad[2] = {{SPOOL_PARTITION_UA, "k", 1, "v", 1, NULL, 0, NULL},
+                             {-2, "k", 1, "v", 1, NULL, 0, NULL}};
+    int before = spool_producer_outq_len(p);
+    CHECK_ERR(spool_produce_batch(p, topic, bad, 2), SPOOL_ERR__BAD_ARG);
+    bad[1].partition = SPOOL_PARTITION_UA;
+    bad[1].header_count = 1; /* NULL headers with a count */
+    CHECK_ERR(spool_produce_batch(p, topic, bad, 2), SPOOL_ERR__BAD_ARG);
+    CHECK(spool_producer_outq_len(p) <= before);
+    CHECK_ERR(spool_produce_batch(p, NULL, bad, 1), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_produce_batch(p, topic, NULL, 1), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_produce_batch(p, topic, NULL, 0), SPOOL_ERR_NO_ERROR);
     /* one to an explicit partition, with an empty value */
     CHECK_ERR(spool_produce(p, topic, 0, "explicit", 8, "", 0, (void *)(intptr_t)n), SPOOL_ERR_NO_ERROR);
     CHECK_ERR(spool_producer_flush(p, 30000), SPOOL_ERR_NO_ERROR);

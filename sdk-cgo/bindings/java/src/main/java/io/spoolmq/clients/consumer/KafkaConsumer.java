@@ -1,0 +1,198 @@
+package io.spoolmq.clients.consumer;
+
+import com.sun.jna.Pointer;
+import com.sun.jna.ptr.LongByReference;
+import com.sun.jna.ptr.PointerByReference;
+import io.spoolmq.clients.internal.LibSpool;
+import io.spoolmq.clients.internal.NativeConfig;
+import io.spoolmq.common.KafkaException;
+import io.spoolmq.common.TopicPartition;
+import io.spoolmq.common.header.Headers;
+import io.spoolmq.common.serialization.Deserializer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * A consumer with the Java client's API: {@code subscribe} (with {@code group.id}) or
+ * {@code assign}, then {@code poll(Duration)}; {@code commitSync}, {@code close}. Unlike
+ * the Java client's, it may be used from several threads. Its records are copied out of
+ * libspool, which frees its own at once.
+ */
+public class KafkaConsumer<K, V> implements AutoCloseable {
+    /** The most records one poll returns (the Java client's max.poll.records default). */
+    private static final int MAX_POLL_RECORDS = 500;
+
+    private final Deserializer<K> keyDeserializer;
+    private final Deserializer<V> valueDeserializer;
+    private final long resetOffset;
+    private volatile Pointer handle;
+    // Calls on the handle hold the read lock; close takes the write lock, so no call can use
+    // the handle after it is destroyed.
+    private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
+    // An error poll met after records it returned: thrown by the next poll.
+    private volatile KafkaException pendingError;
+
+    public KafkaConsumer(Properties props) {
+        this(NativeConfig.toMap(props), null, null);
+    }
+
+    public KafkaConsumer(Properties props, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
+        this(NativeConfig.toMap(props), keyDeserializer, valueDeserializer);
+    }
+
+    public KafkaConsumer(Map<String, Object> configs) {
+        this(configs, null, null);
+    }
+
+    @SuppressWarnings("unchecked")
+    public KafkaConsumer(Map<String, Object> configs, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
+        this.keyDeserializer = NativeConfig.instance(configs, "key.deserializer", keyDeserializer, Deserializer.class);
+        this.valueDeserializer = NativeConfig.instance(configs, "value.deserializer", valueDeserializer, Deserializer.class);
+        Object reset = configs.get("auto.offset.reset");
+        this.resetOffset = reset != null && String.valueOf(reset).matches("latest|largest|end")
+                ? LibSpool.SPOOL_OFFSET_END : LibSpool.SPOOL_OFFSET_BEGINNING;
+        handle = NativeConfig.client(NativeConfig.create(configs), LibSpool.LIB::spool_consumer_new);
+    }
+
+    /** Runs call on the live handle; IllegalStateException after close, as the Java client. */
+    private <T> T withHandle(java.util.function.Function<Pointer, T> call) {
+        lifecycle.readLock().lock();
+        try {
+            Pointer h = handle;
+            if (h == null) {
+                throw new IllegalStateException("This consumer has already been closed.");
+            }
+            return call.apply(h);
+        } finally {
+            lifecycle.readLock().unlock();
+        }
+    }
+
+    private static void check(int err, String what) {
+        if (err != 0) {
+            throw KafkaException.of(err, what);
+        }
+    }
+
+    /** Joins the group ({@code group.id}) with a subscription to topics; once per consumer. */
+    public void subscribe(Collection<String> topics) {
+        String[] ts = topics.toArray(new String[0]);
+        check(withHandle(h -> LibSpool.LIB.spool_consumer_subscribe(h, ts, ts.length)), "subscribe");
+    }
+
+    /**
+     * Reads these partitions (a consumer without {@code group.id}), from the beginning, or from
+     * the end with {@code auto.offset.reset=latest}.
+     */
+    public void assign(Collection<TopicPartition> partitions) {
+        for (TopicPartition tp : partitions) {
+            check(withHandle(h -> LibSpool.LIB.spool_consumer_assign(h, tp.topic(), tp.partition(), resetOffset)), "assign " + tp);
+        }
+    }
+
+    /** Moves an assigned partition to offset. */
+    public void seek(TopicPartition tp, long offset) {
+        check(withHandle(h -> LibSpool.LIB.spool_consumer_seek(h, tp.topic(), tp.partition(), offset)), "seek " + tp);
+    }
+
+    public void seekToBeginning(Collection<TopicPartition> partitions) {
+        for (TopicPartition tp : partitions) {
+            check(withHandle(h -> LibSpool.LIB.spool_consumer_seek(h, tp.topic(), tp.partition(),
+                    LibSpool.SPOOL_OFFSET_BEGINNING)), "seek " + tp);
+        }
+    }
+
+    /**
+     * Waits up to timeout for records and returns those ready (empty on timeout). An error the
+     * consumer met is thrown as a {@link KafkaException} with libspool's code.
+     */
+    public ConsumerRecords<K, V> poll(Duration timeout) {
+        KafkaException earlier = pendingError;
+        if (earlier != null) {
+            pendingError = null;
+            throw earlier;
+        }
+        Pointer[] msgs = new Pointer[MAX_POLL_RECORDS];
+        int n = withHandle(h -> (int) LibSpool.LIB.spool_consumer_poll_batch(h,
+                (int) Math.min(timeout.toMillis(), Integer.MAX_VALUE), msgs, msgs.length));
+        List<ConsumerRecord<K, V>> records = new ArrayList<>(n);
+        KafkaException error = null;
+        for (int i = 0; i < n; i++) {
+            try {
+                LibSpool.MessageView v = LibSpool.MessageView.of(msgs[i]);
+                if (v.err != 0) {
+                    if (error == null) {
+                        error = new KafkaException(v.err, v.errstr);
+                    }
+                    continue;
+                }
+                byte[] key = LibSpool.bytes(v.key, v.keyLen);
+                byte[] value = LibSpool.bytes(v.value, v.valueLen);
+                records.add(new ConsumerRecord<>(v.topic, v.partition, v.offset, v.timestamp,
+                        key == null ? -1 : key.length, value == null ? -1 : value.length,
+                        keyDeserializer.deserialize(v.topic, key), valueDeserializer.deserialize(v.topic, value),
+                        headers(msgs[i], v.headerCount)));
+            } finally {
+                LibSpool.LIB.spool_message_destroy(msgs[i]);
+            }
+        }
+        if (error != null) {
+            if (records.isEmpty()) {
+                throw error;
+            }
+            pendingError = error;
+        }
+        return new ConsumerRecords<>(records);
+    }
+
+    private static Headers headers(Pointer msg, long count) {
+        Headers hs = new Headers();
+        PointerByReference k = new PointerByReference();
+        PointerByReference v = new PointerByReference();
+        LongByReference kl = new LongByReference();
+        LongByReference vl = new LongByReference();
+        for (long i = 0; i < count; i++) {
+            if (LibSpool.LIB.spool_message_header(msg, i, k, kl, v, vl) == 0) {
+                hs.add(new String(LibSpool.bytes(k.getValue(), kl.getValue()), StandardCharsets.UTF_8),
+                        LibSpool.bytes(v.getValue(), vl.getValue()));
+            }
+        }
+        return hs;
+    }
+
+    /** Commits, per partition, the offset after the last record poll returned. */
+    public void commitSync() {
+        check(withHandle(h -> LibSpool.LIB.spool_consumer_commit(h, 0)), "commit");
+    }
+
+    public void commitAsync() {
+        check(withHandle(h -> LibSpool.LIB.spool_consumer_commit(h, 1)), "commit");
+    }
+
+    /** Commits (with enable.auto.commit), leaves the group and frees the consumer. */
+    @Override
+    public void close() {
+        lifecycle.writeLock().lock();
+        try {
+            Pointer h = handle;
+            if (h == null) {
+                return;
+            }
+            handle = null;
+            LibSpool.LIB.spool_consumer_close(h);
+            LibSpool.LIB.spool_consumer_destroy(h);
+        } finally {
+            lifecycle.writeLock().unlock();
+        }
+    }
+
+    public void close(Duration timeout) {
+        close();
+    }
+}

@@ -1,0 +1,160 @@
+'use strict';
+// Against a real broker at $SPOOL_BROKERS (sdk-cgo's TestNode starts one): round trips, a
+// group of two consumers, error mapping, a broker that is down, and no handle left.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { Kafka, KafkaJSError, ErrorCodes, handleCount, libspoolVersion } = require('..');
+
+const brokers = process.env.SPOOL_BROKERS;
+assert.ok(brokers, 'SPOOL_BROKERS: the broker to test against (sdk-cgo TestNode sets it)');
+const kafka = new Kafka({ clientId: 'node-test', brokers: [brokers] });
+const unique = (name) => `${name}-${process.pid}-${Date.now()}`;
+
+// Tests run one after another (node --test runs a file's tests in order), so each can
+// check that it left no handle behind.
+test.afterEach(() => assert.equal(handleCount(), 0, 'libspool handles left after disconnect'));
+
+async function createTopic(topic, numPartitions) {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    assert.equal(await admin.createTopics({ topics: [{ topic, numPartitions }] }), true);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+// Reads n records of a group consumer, then disconnects it.
+async function consume(groupId, topic, n) {
+  const consumer = kafka.consumer({ groupId });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  const got = [];
+  let done;
+  const all = new Promise((resolve) => (done = resolve));
+  await consumer.run({
+    eachMessage: async ({ topic: t, partition, message }) => {
+      got.push({ topic: t, partition, ...message });
+      if (got.length === n) done();
+    },
+  });
+  await all;
+  await consumer.disconnect();
+  return got;
+}
+
+test('libspool version', () => assert.equal(libspoolVersion(), '0.1.0'));
+
+test('round trip with keys, null keys, headers and explicit partitions', async () => {
+  const topic = unique('node-round-trip');
+  await createTopic(topic, 3);
+  const producer = kafka.producer();
+  await producer.connect();
+  const binary = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+  const meta = await producer.send({
+    topic,
+    messages: [
+      { key: 'alice', value: 'hello alice', headers: { trace: 't-1', bin: Buffer.from([0, 255]) } },
+      { key: null, value: binary, partition: 2 },
+      { key: Buffer.alloc(0), value: '', partition: 1 },
+    ],
+  });
+  assert.ok(meta.every((m) => m.topicName === topic && m.errorCode === 0 && m.baseOffset === '0'), JSON.stringify(meta));
+  assert.deepEqual(meta.map((m) => m.partition).sort(), [...new Set(meta.map((m) => m.partition))].sort());
+  assert.ok(meta.some((m) => m.partition === 2) && meta.some((m) => m.partition === 1));
+  await producer.disconnect();
+
+  const got = await consume(unique('g'), topic, 3);
+  const alice = got.find((m) => m.key && m.key.equals(Buffer.from('alice')));
+  assert.equal(alice.value.toString(), 'hello alice');
+  assert.deepEqual(alice.headers, { trace: Buffer.from('t-1'), bin: Buffer.from([0, 255]) });
+  assert.ok(Number(alice.timestamp) > 0 && alice.offset === '0');
+  const bin = got.find((m) => m.partition === 2);
+  assert.equal(bin.key, null, 'a null key came back non-null');
+  assert.ok(bin.value.equals(binary));
+  const empty = got.find((m) => m.partition === 1);
+  assert.ok(empty.key.equals(Buffer.alloc(0)) && empty.value.equals(Buffer.alloc(0)));
+});
+
+test('a group of two consumers shares the partitions', async () => {
+  const topic = unique('node-group');
+  const n = 80;
+  await createTopic(topic, 4);
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic, messages: Array.from({ length: n }, (_, i) => ({ value: `v${i}`, partition: i % 4 })) });
+  await producer.disconnect();
+
+  const groupId = unique('node-group');
+  const seen = new Set();
+  const parts = [new Set(), new Set()];
+  let done;
+  const finished = new Promise((resolve) => (done = resolve));
+  const consumers = [0, 1].map((i) => {
+    const c = kafka.consumer({ groupId, sessionTimeout: 6000, heartbeatInterval: 500 });
+    return { c, eachMessage: async ({ partition, message }) => {
+      seen.add(message.value.toString());
+      parts[i].add(partition);
+      if (seen.size === n && parts[0].size > 0 && parts[1].size > 0) done();
+    } };
+  });
+  for (const { c, eachMessage } of consumers) {
+    await c.connect();
+    await c.subscribe({ topic, fromBeginning: true });
+    // Without commits a partition moved to the second member is read again from the start.
+    await c.run({ eachMessage, autoCommit: false });
+  }
+  await finished;
+  for (const { c } of consumers) await c.disconnect();
+  assert.equal(seen.size, n);
+  assert.ok(parts[0].size > 0 && parts[1].size > 0);
+});
+
+test('errors are KafkaJSErrors with libspool codes', async () => {
+  // Configuration: an unknown key, a bad value.
+  const bad = new Kafka({ brokers: [brokers], config: { 'no.such.key': '1' } }).producer();
+  await assert.rejects(bad.connect(), (e) => e instanceof KafkaJSError && e.code === ErrorCodes.BAD_ARG && /no\.such\.key/.test(e.message));
+  const badValue = kafka.producer({ config: { acks: 'many' } });
+  await assert.rejects(badValue.connect(), (e) => e.code === ErrorCodes.BAD_ARG && /acks/.test(e.message));
+  assert.throws(() => kafka.consumer({}), KafkaJSError);
+
+  // The broker's errors.
+  const topic = unique('node-errors');
+  const admin = kafka.admin();
+  await admin.connect();
+  assert.equal(await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] }), true);
+  assert.equal(await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] }), false, 'exists: false, as KafkaJS');
+  await admin.deleteTopics({ topics: [topic] });
+  await assert.rejects(admin.deleteTopics({ topics: [topic] }),
+    (e) => e.code === ErrorCodes.UNKNOWN_TOPIC_OR_PARTITION && e.type === 'UNKNOWN_TOPIC_OR_PARTITION');
+  await admin.disconnect();
+
+  // A record to a partition the topic does not have fails its send.
+  const t2 = unique('node-errors-2');
+  await createTopic(t2, 1);
+  const producer = kafka.producer();
+  await producer.connect();
+  await assert.rejects(producer.send({ topic: t2, messages: [{ value: 'v', partition: 7 }] }),
+    (e) => e.code === ErrorCodes.FAIL && /partition 7 of 1/.test(e.message));
+  // One bad record fails the whole send (one spool_produce_batch call buffers all or none).
+  await assert.rejects(producer.send({ topic: t2, messages: [{ value: 'ok' }, { value: 'bad', partition: -5 }] }),
+    (e) => e.code === ErrorCodes.BAD_ARG);
+  await producer.disconnect();
+  await assert.rejects(producer.send({ topic: t2, messages: [{ value: 'v' }] }), (e) => e.code === ErrorCodes.CLOSED);
+});
+
+test('a broker that is down fails every record with TRANSPORT', async () => {
+  const port = await new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port: p } = srv.address();
+      srv.close(() => resolve(p));
+    });
+  });
+  const down = new Kafka({ brokers: [`127.0.0.1:${port}`], config: { 'message.timeout.ms': '1500', 'socket.connection.setup.timeout.ms': '500' } });
+  const producer = down.producer();
+  await producer.connect();
+  await assert.rejects(producer.send({ topic: 'down', messages: [{ key: 'k', value: 'v' }, { value: 'w' }] }),
+    (e) => e.code === ErrorCodes.TRANSPORT && e.retriable === true);
+  await producer.disconnect();
+});

@@ -1,0 +1,248 @@
+//! Against a real broker at $SPOOL_BROKERS (sdk-cgo's TestRust starts one): round trips,
+//! a group of two consumers, error mapping, and every handle freed on drop.
+use spool::config::ClientConfig;
+use spool::consumer::{BaseConsumer, CommitMode, Consumer};
+use spool::error::{ErrorCode, KafkaError};
+use spool::message::{Header, Headers, Message, OwnedHeaders};
+use spool::producer::{FutureProducer, FutureRecord};
+use spool::util::block_on;
+use spool::{Offset, TopicPartitionList};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Tests run one at a time: each ends by checking that no libspool handle is left, a count
+/// shared by the whole process.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn brokers() -> String {
+    std::env::var("SPOOL_BROKERS").expect("SPOOL_BROKERS: the broker to test against (sdk-cgo's TestRust sets it)")
+}
+
+fn producer() -> FutureProducer {
+    ClientConfig::new().set("bootstrap.servers", brokers()).set("linger.ms", "1").create().expect("producer")
+}
+
+/// A topic name of its own for each run, so tests can run again against the same broker.
+fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{name}-{}-{nanos}", std::process::id())
+}
+
+fn assert_no_handles() {
+    assert_eq!(spool::handle_count(), 0, "libspool handles left after drop");
+}
+
+#[test]
+fn round_trip_with_keys_null_keys_and_headers() {
+    let _g = serial();
+    let topic = &unique("rust-round-trip");
+    {
+        let p = producer();
+        p.create_topic(topic, 3, -1, Duration::from_secs(10)).expect("create topic");
+        let headers = OwnedHeaders::new()
+            .insert(Header { key: "trace", value: Some("t-1") })
+            .insert(Header { key: "nothing", value: None::<&[u8]> });
+        let binary: Vec<u8> = (0u8..=255).collect();
+        let futures = vec![
+            p.send_result(FutureRecord::to(topic).key("alice").payload("hello alice").headers(headers.clone()))
+                .unwrap(),
+            p.send_result(FutureRecord::<(), _>::to(topic).payload(&binary).partition(2)).unwrap(),
+            p.send_result(FutureRecord::to(topic).key(&b""[..]).payload(&b""[..]).partition(1)).unwrap(),
+        ];
+        let delivered: Vec<(i32, i64)> = futures.into_iter().map(|f| block_on(f).expect("delivered")).collect();
+        assert_eq!(delivered[1], (2, 0));
+        assert_eq!(delivered[2], (1, 0));
+        assert!((0..3).contains(&delivered[0].0));
+        // The async send: the same, awaited.
+        let (part, _) = block_on(p.send(FutureRecord::to(topic).key("alice").payload("again"), Duration::ZERO))
+            .expect("second delivery");
+        assert_eq!(part, delivered[0].0, "the same key went to another partition");
+
+        let c: BaseConsumer = ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        for part in 0..3 {
+            tpl.add_partition_offset(topic, part, Offset::Beginning).unwrap();
+        }
+        c.assign(&tpl).expect("assign");
+        let mut got = BTreeMap::new();
+        while got.len() < 4 {
+            let m = match c.poll(Duration::from_secs(10)) {
+                Some(r) => r.expect("poll"),
+                None => panic!("timed out after {} records", got.len()),
+            };
+            assert_eq!(m.topic(), topic);
+            assert!(m.timestamp().to_millis().unwrap() > 0);
+            got.insert((m.partition(), m.offset()), m.detach());
+        }
+        let first = &got[&delivered[0]];
+        assert_eq!(first.key(), Some(&b"alice"[..]));
+        assert_eq!(first.payload_view::<str>(), Some(Ok("hello alice")));
+        let hs = first.headers().expect("headers");
+        assert_eq!(hs.count(), 2);
+        assert_eq!(hs.get(0), Header { key: "trace", value: Some(&b"t-1"[..]) });
+        assert_eq!(hs.get(1), Header { key: "nothing", value: None });
+        let bin = &got[&(2, 0)];
+        assert_eq!(bin.key(), None, "a null key came back non-null");
+        assert_eq!(bin.payload(), Some(&binary[..]));
+        assert!(bin.headers().is_none());
+        let empty = &got[&(1, 0)];
+        assert_eq!((empty.key(), empty.payload()), (Some(&b""[..]), Some(&b""[..])));
+
+        // seek back and read the first record again, borrowed.
+        c.seek(topic, delivered[0].0, Offset::Offset(delivered[0].1), Duration::from_secs(1)).expect("seek");
+        let again = c.poll(Duration::from_secs(10)).expect("record after seek").expect("poll");
+        assert_eq!((again.partition(), again.offset()), delivered[0]);
+        assert_eq!(again.key_view::<str>(), Some(Ok("alice")));
+        p.delete_topic(topic, Duration::from_secs(10)).expect("delete topic");
+    }
+    assert_no_handles();
+}
+
+#[test]
+fn group_of_two_consumers_shares_partitions() {
+    let _g = serial();
+    let topic = &unique("rust-group");
+    let n = 80;
+    {
+        let p = producer();
+        p.create_topic(topic, 4, -1, Duration::from_secs(10)).expect("create topic");
+        let values: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
+        let futures: Vec<_> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                p.send_result(FutureRecord::to(topic).key(&v[..]).payload(&v[..]).partition(i as i32 % 4)).unwrap()
+            })
+            .collect();
+        for f in futures {
+            block_on(f).expect("delivered");
+        }
+        let conf = ClientConfig::new()
+            .set("bootstrap.servers", brokers())
+            .set("group.id", topic.as_str())
+            .set("session.timeout.ms", "6000")
+            .set("heartbeat.interval.ms", "500")
+            .set("enable.auto.commit", "false")
+            .clone();
+        let a: BaseConsumer = conf.create().expect("consumer a");
+        let b: BaseConsumer = conf.create().expect("consumer b");
+        a.subscribe(&[topic]).expect("subscribe a");
+        b.subscribe(&[topic]).expect("subscribe b");
+        let mut seen = BTreeSet::new();
+        let mut parts = [BTreeSet::new(), BTreeSet::new()];
+        for _ in 0..3000 {
+            for (i, c) in [&a, &b].into_iter().enumerate() {
+                if let Some(m) = c.poll(Duration::from_millis(20)) {
+                    let m = m.expect("poll");
+                    seen.insert(m.payload().unwrap().to_vec());
+                    parts[i].insert(m.partition());
+                }
+            }
+            if seen.len() == n && !parts[0].is_empty() && !parts[1].is_empty() {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), n, "records missing");
+        assert!(!parts[0].is_empty() && !parts[1].is_empty(), "one consumer got nothing: {parts:?}");
+        a.commit_consumer_state(CommitMode::Sync).expect("commit a");
+        b.commit_consumer_state(CommitMode::Sync).expect("commit b");
+        a.close().expect("close a");
+        assert!(a.poll(Duration::from_millis(10)).is_none(), "poll after close");
+    }
+    assert_no_handles();
+}
+
+#[test]
+fn errors_map_to_kafka_errors() {
+    let _g = serial();
+    {
+        // Configuration: an unknown key, a bad value, keys that do not fit together.
+        match ClientConfig::new().set("no.such.key", "1").create::<FutureProducer>() {
+            Err(KafkaError::ClientConfig(e)) => {
+                assert!(e.unknown && e.key == "no.such.key" && e.message.contains("no.such.key"), "{e:?}")
+            }
+            other => panic!("unknown key: {:?}", other.err()),
+        }
+        match ClientConfig::new().set("acks", "many").create::<BaseConsumer>() {
+            Err(KafkaError::ClientConfig(e)) => assert!(!e.unknown && e.message.contains("acks"), "{e:?}"),
+            other => panic!("bad value: {:?}", other.err()),
+        }
+        let bad = ClientConfig::new()
+            .set("group.id", "g")
+            .set("session.timeout.ms", "1000")
+            .set("heartbeat.interval.ms", "5000")
+            .create::<BaseConsumer>();
+        assert!(
+            matches!(bad, Err(KafkaError::ClientCreation(ref m)) if m.contains("HeartbeatInterval")),
+            "{:?}",
+            bad.err()
+        );
+
+        // State: subscribe without group.id.
+        let c: BaseConsumer = ClientConfig::new().set("bootstrap.servers", brokers()).create().unwrap();
+        assert_eq!(c.subscribe(&["t"]), Err(KafkaError::Subscription(ErrorCode::STATE)));
+        assert_eq!(c.commit_consumer_state(CommitMode::Sync), Err(KafkaError::ConsumerCommit(ErrorCode::STATE)));
+
+        // Protocol errors from the broker.
+        let p = producer();
+        let (t1, t2) = (&unique("rust-errors"), &unique("rust-errors-2"));
+        p.create_topic(t1, 1, -1, Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            p.create_topic(t1, 1, -1, Duration::from_secs(10)),
+            Err(KafkaError::AdminOp(ErrorCode::TOPIC_ALREADY_EXISTS))
+        );
+        p.delete_topic(t1, Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            p.delete_topic(t1, Duration::from_secs(10)),
+            Err(KafkaError::AdminOp(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+        );
+        // A record to a partition the topic does not have fails in its delivery report, which
+        // hands the record back.
+        p.create_topic(t2, 1, -1, Duration::from_secs(10)).unwrap();
+        let r = block_on(p.send(FutureRecord::to(t2).key("k").payload("v").partition(7), Duration::ZERO));
+        match r {
+            Err((KafkaError::MessageProduction(code, text), msg)) => {
+                // libspool refuses it locally (partition 7 of 1), with its description.
+                assert_eq!(code, ErrorCode::FAIL, "{text}");
+                assert!(text.contains("partition 7 of 1"), "{text}");
+                assert_eq!((msg.topic(), msg.key(), msg.payload()), (t2.as_str(), Some(&b"k"[..]), Some(&b"v"[..])));
+            }
+            other => panic!("record to partition 7: {other:?}"),
+        }
+        // Refused before it leaves: a topic with a NUL byte.
+        let refused = p.send_result(FutureRecord::to("bad\0topic").payload("x").key("k"));
+        assert!(matches!(refused, Err((KafkaError::MessageProduction(ErrorCode::BAD_ARG, _), _))));
+        p.delete_topic(t2, Duration::from_secs(10)).unwrap();
+    }
+    assert_no_handles();
+}
+
+#[test]
+fn broker_down_fails_every_record_with_transport() {
+    let _g = serial();
+    {
+        // A port nobody listens on: bind one, then close it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let p: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", format!("127.0.0.1:{port}"))
+            .set("message.timeout.ms", "1500")
+            .set("socket.connection.setup.timeout.ms", "500")
+            .create()
+            .unwrap();
+        let futures: Vec<_> = (0..3)
+            .map(|i| p.send_result(FutureRecord::to("down").key(&format!("k{i}")[..]).payload("v")).unwrap())
+            .collect();
+        for f in futures {
+            match block_on(f) {
+                Err((e, _)) => assert_eq!(e.code(), Some(ErrorCode::TRANSPORT), "{e}"),
+                Ok(d) => panic!("delivered to a broker that is down: {d:?}"),
+            }
+        }
+        assert_eq!(p.in_flight_count(), 0);
+    }
+    assert_no_handles();
+}

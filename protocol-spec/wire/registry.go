@@ -22,6 +22,9 @@ const (
 	KeyCreateTopics            int16 = 19
 	KeyDeleteTopics            int16 = 20
 	KeyInitProducerId          int16 = 22
+	KeyDescribeAcls            int16 = 29
+	KeyCreateAcls              int16 = 30
+	KeyDeleteAcls              int16 = 31
 	KeyDescribeConfigs         int16 = 32
 	KeySaslAuthenticate        int16 = 36
 	KeyCreatePartitions        int16 = 37
@@ -87,6 +90,15 @@ var APIs = []API{
 	{Key: 22, Name: "InitProducerId", MinVersion: 0, MaxVersion: 4, FlexibleFrom: 2, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(InitProducerIdRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(InitProducerIdResponse); m.Default(); return m }},
+	{Key: 29, Name: "DescribeAcls", MinVersion: 0, MaxVersion: 3, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(DescribeAclsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(DescribeAclsResponse); m.Default(); return m }},
+	{Key: 30, Name: "CreateAcls", MinVersion: 0, MaxVersion: 3, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(CreateAclsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(CreateAclsResponse); m.Default(); return m }},
+	{Key: 31, Name: "DeleteAcls", MinVersion: 0, MaxVersion: 3, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(DeleteAclsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(DeleteAclsResponse); m.Default(); return m }},
 	{Key: 32, Name: "DescribeConfigs", MinVersion: 1, MaxVersion: 4, FlexibleFrom: 4, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DescribeConfigsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DescribeConfigsResponse); m.Default(); return m }},

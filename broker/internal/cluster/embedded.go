@@ -37,6 +37,7 @@ type Embedded struct {
 	changed   chan struct{}
 
 	pidMu sync.Mutex // serialises producer id blocks
+	aclMu sync.Mutex // serialises ACL updates (embedded_acls.go)
 }
 
 type embeddedState struct {

@@ -238,6 +238,11 @@ const (
 	OffsetsTopicReplicationFactor = "offsets.topic.replication.factor"
 	UncleanLeaderElection         = "unclean.leader.election.enable"
 	ControlledShutdownEnable      = "controlled.shutdown.enable"
+
+	// Authorization.
+	AuthorizerClassName       = "authorizer.class.name"
+	SuperUsers                = "super.users"
+	AllowEveryoneIfNoACLFound = "allow.everyone.if.no.acl.found"
 )
 
 // BrokerDefs are every broker property, with Kafka's defaults unless the doc says why not.
@@ -301,6 +306,10 @@ var BrokerDefs = []Def{
 	{Name: OffsetsTopicReplicationFactor, Type: Int, Default: "3", Check: atLeast(1), Doc: "Replication factor of __consumer_offsets, capped by the live brokers at its creation."},
 	{Name: UncleanLeaderElection, Type: Boolean, Default: "false", Doc: "Elect a leader outside the ISR when no ISR member is alive (may lose acknowledged data)."},
 	{Name: ControlledShutdownEnable, Type: Boolean, Default: "true", Doc: "On SIGTERM, move this broker's leaderships away before stopping."},
+
+	// Authorization (authorizer.class.name is among Kafka's properties, kafka.go).
+	{Name: SuperUsers, Type: String, Nullable: true, Doc: "Principals allowed everything whatever the ACLs, separated by ';' (User:admin;User:broker)."},
+	{Name: AllowEveryoneIfNoACLFound, Type: Boolean, Default: "false", Doc: "With the authorizer on, allow every principal on a resource no ACL applies to."},
 }
 
 // TopicDef is a topic-level property and the broker property that supplies its default.

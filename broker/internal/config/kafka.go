@@ -317,6 +317,7 @@ var kafkaDefs = []Def{
 
 // Kafka properties Load reads to set Spool's own (see resolve), with what they do.
 var kafkaInterpreted = map[string]string{
+	"authorizer.class.name":                     "Set to Kafka's kafka.security.authorizer.AclAuthorizer, kafka.security.auth.SimpleAclAuthorizer or org.apache.kafka.metadata.authorizer.StandardAuthorizer (or Spool's spool.acl): turns on Spool's ACL authorizer. Empty: no authorization.",
 	"broker.id":                                 "Same as node.id.",
 	"compression.type":                          "Default of the topic config compression.type.",
 	"compression.gzip.level":                    "Default of the topic config compression.gzip.level.",

@@ -134,7 +134,7 @@ func TestContradictionsRefused(t *testing.T) {
 		"same name twice":   {"listeners=PLAINTEXT://:9092,PLAINTEXT://:9094", "given twice"},
 		"two dirs":          {"log.dirs=/a,/b", "one directory"},
 		"controller only":   {"process.roles=controller", "no controller-only role"},
-		"authorizer":        {"authorizer.class.name=kafka.security.authorizer.AclAuthorizer", "no ACLs"},
+		"authorizer":        {"authorizer.class.name=com.example.MyAuthorizer", "enabled by one of kafka.security.authorizer.AclAuthorizer"},
 		"no topic deletion": {"delete.topic.enable=false", "always allows DeleteTopics"},
 		"tiered storage":    {"remote.log.storage.system.enable=true", "no tiered storage"},
 		"bad kafka type":    {"num.io.threads=many", "want an integer"},

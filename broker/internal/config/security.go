@@ -199,3 +199,31 @@ func (c *Config) resolveListenerSSL(listener string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// AuthorizerClassNames are the authorizer.class.name values that turn Spool's ACL authorizer
+// on: Kafka's ZooKeeper-era AclAuthorizer, its predecessor SimpleAclAuthorizer, KRaft's
+// StandardAuthorizer (all ACLs with the same semantics), and Spool's own name.
+var AuthorizerClassNames = []string{
+	"kafka.security.authorizer.AclAuthorizer",
+	"kafka.security.auth.SimpleAclAuthorizer",
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"spool.acl",
+}
+
+// Authorization is the authorizer's setup.
+type Authorization struct {
+	Enabled      bool     // authorizer.class.name names an authorizer
+	SuperUsers   []string // super.users, split on ';'
+	AllowIfNoACL bool     // allow.everyone.if.no.acl.found
+}
+
+// Authorization returns the authorizer's setup.
+func (c *Config) Authorization() Authorization {
+	a := Authorization{Enabled: c.values[AuthorizerClassName] != "", AllowIfNoACL: c.Bool(AllowEveryoneIfNoACLFound)}
+	for _, u := range strings.Split(c.values[SuperUsers], ";") {
+		if u = strings.TrimSpace(u); u != "" {
+			a.SuperUsers = append(a.SuperUsers, u)
+		}
+	}
+	return a
+}

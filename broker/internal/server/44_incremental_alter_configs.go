@@ -7,6 +7,10 @@ package server
 // (INVALID_CONFIG); all of a resource's changes apply together or not at all, and take effect
 // on open logs at once. ValidateOnly checks without changing anything. Broker configs are
 // static (set by file and flags): altering them gets INVALID_REQUEST.
+//
+// Authorization (with authorizer.class.name set): AlterConfigs on the topic (else
+// TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster (else
+// CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -16,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -35,7 +40,10 @@ func handleIncrementalAlterConfigs(s *Server, ctx context.Context, req *request)
 		var out wire.IncrementalAlterConfigsResponseAlterConfigsResourceResponse
 		out.Default()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
-		err := s.alterResource(ctx, res, r.ValidateOnly)
+		err := s.configAllowed(req, security.OpAlterConfigs, res.ResourceType, res.ResourceName)
+		if err == nil {
+			err = s.alterResource(ctx, res, r.ValidateOnly)
+		}
 		out.ErrorCode = errCode(err)
 		out.ErrorMessage = errMessage(err)
 		resp.Responses = append(resp.Responses, out)

@@ -43,6 +43,9 @@ func init() {
 		wire.KeyListGroups:              handleListGroups,
 		wire.KeyDeleteGroups:            handleDeleteGroups,
 		wire.KeyOffsetDelete:            handleOffsetDelete,
+		wire.KeyDescribeAcls:            handleDescribeAcls,
+		wire.KeyCreateAcls:              handleCreateAcls,
+		wire.KeyDeleteAcls:              handleDeleteAcls,
 	}
 }
 

@@ -71,6 +71,7 @@ type Server struct {
 	closeError   error
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions, broker-wide as in Kafka
+	authz         *authz             // nil without authorizer.class.name (authorize.go)
 
 	// Operations: metrics is nil unless spool.metrics.listener is set; ready is set once the
 	// broker serves (and, in cluster mode, is registered in ZooKeeper).
@@ -110,6 +111,11 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 	if err := s.openMetadata(dataDir); err != nil {
 		s.logs.Close()
 		return nil, fmt.Errorf("opening metadata: %w", err)
+	}
+	if err := s.openAuthorizer(); err != nil {
+		s.logs.Close()
+		s.md.Close()
+		return nil, fmt.Errorf("starting the authorizer: %w", err)
 	}
 	s.producers = &producerIDs{md: s.md}
 	s.repl = &replication.Settings{

@@ -27,9 +27,9 @@ func aclBroker(t *testing.T, dataDir string) *brokertest.Broker {
 		"listeners":               "SASL_PLAINTEXT://127.0.0.1:0",
 		"sasl.enabled.mechanisms": "PLAIN",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config": aclJAAS,
-		"authorizer.class.name":     "kafka.security.authorizer.AclAuthorizer",
-		"super.users":               "User:admin",
-		"auto.create.topics.enable": "false",
+		"authorizer.class.name":                               "kafka.security.authorizer.AclAuthorizer",
+		"super.users":                                         "User:admin",
+		"auto.create.topics.enable":                           "false",
 	}})
 }
 

@@ -4,34 +4,36 @@ package wire
 
 // API keys of the protocol window.
 const (
-	KeyProduce                 int16 = 0
-	KeyFetch                   int16 = 1
-	KeyListOffsets             int16 = 2
-	KeyMetadata                int16 = 3
-	KeyOffsetCommit            int16 = 8
-	KeyOffsetFetch             int16 = 9
-	KeyFindCoordinator         int16 = 10
-	KeyJoinGroup               int16 = 11
-	KeyHeartbeat               int16 = 12
-	KeyLeaveGroup              int16 = 13
-	KeySyncGroup               int16 = 14
-	KeyDescribeGroups          int16 = 15
-	KeyListGroups              int16 = 16
-	KeySaslHandshake           int16 = 17
-	KeyApiVersions             int16 = 18
-	KeyCreateTopics            int16 = 19
-	KeyDeleteTopics            int16 = 20
-	KeyInitProducerId          int16 = 22
-	KeyDescribeAcls            int16 = 29
-	KeyCreateAcls              int16 = 30
-	KeyDeleteAcls              int16 = 31
-	KeyDescribeConfigs         int16 = 32
-	KeySaslAuthenticate        int16 = 36
-	KeyCreatePartitions        int16 = 37
-	KeyDeleteGroups            int16 = 42
-	KeyIncrementalAlterConfigs int16 = 44
-	KeyOffsetDelete            int16 = 47
-	KeyDescribeCluster         int16 = 60
+	KeyProduce                      int16 = 0
+	KeyFetch                        int16 = 1
+	KeyListOffsets                  int16 = 2
+	KeyMetadata                     int16 = 3
+	KeyOffsetCommit                 int16 = 8
+	KeyOffsetFetch                  int16 = 9
+	KeyFindCoordinator              int16 = 10
+	KeyJoinGroup                    int16 = 11
+	KeyHeartbeat                    int16 = 12
+	KeyLeaveGroup                   int16 = 13
+	KeySyncGroup                    int16 = 14
+	KeyDescribeGroups               int16 = 15
+	KeyListGroups                   int16 = 16
+	KeySaslHandshake                int16 = 17
+	KeyApiVersions                  int16 = 18
+	KeyCreateTopics                 int16 = 19
+	KeyDeleteTopics                 int16 = 20
+	KeyInitProducerId               int16 = 22
+	KeyDescribeAcls                 int16 = 29
+	KeyCreateAcls                   int16 = 30
+	KeyDeleteAcls                   int16 = 31
+	KeyDescribeConfigs              int16 = 32
+	KeySaslAuthenticate             int16 = 36
+	KeyCreatePartitions             int16 = 37
+	KeyDeleteGroups                 int16 = 42
+	KeyIncrementalAlterConfigs      int16 = 44
+	KeyOffsetDelete                 int16 = 47
+	KeyDescribeUserScramCredentials int16 = 50
+	KeyAlterUserScramCredentials    int16 = 51
+	KeyDescribeCluster              int16 = 60
 )
 
 // APIs lists every API of the protocol window, ordered by key.
@@ -117,6 +119,12 @@ var APIs = []API{
 	{Key: 47, Name: "OffsetDelete", MinVersion: 0, MaxVersion: 0, FlexibleFrom: -1, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(OffsetDeleteRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(OffsetDeleteResponse); m.Default(); return m }},
+	{Key: 50, Name: "DescribeUserScramCredentials", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(DescribeUserScramCredentialsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(DescribeUserScramCredentialsResponse); m.Default(); return m }},
+	{Key: 51, Name: "AlterUserScramCredentials", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(AlterUserScramCredentialsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(AlterUserScramCredentialsResponse); m.Default(); return m }},
 	{Key: 60, Name: "DescribeCluster", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DescribeClusterRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DescribeClusterResponse); m.Default(); return m }},

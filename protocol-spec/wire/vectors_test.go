@@ -410,6 +410,7 @@ var designWindow = []struct {
 	{29, "DescribeAcls", 0, 3, 2}, {30, "CreateAcls", 0, 3, 2}, {31, "DeleteAcls", 0, 3, 2}, {32, "DescribeConfigs", 1, 4, 4},
 	{36, "SaslAuthenticate", 0, 2, 2}, {37, "CreatePartitions", 0, 3, 2}, {42, "DeleteGroups", 0, 2, 2},
 	{44, "IncrementalAlterConfigs", 0, 1, 1}, {47, "OffsetDelete", 0, 0, -1},
+	{50, "DescribeUserScramCredentials", 0, 0, 0}, {51, "AlterUserScramCredentials", 0, 0, 0},
 	{60, "DescribeCluster", 0, 1, 0},
 }
 

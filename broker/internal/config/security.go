@@ -66,7 +66,7 @@ func listenerPrefix(listener string) string {
 }
 
 // Mechanisms Spool serves.
-var saslMechanisms = map[string]bool{"PLAIN": true}
+var saslMechanisms = map[string]bool{"PLAIN": true, "SCRAM-SHA-256": true, "SCRAM-SHA-512": true}
 
 // SASL is a SASL listener's setup.
 type SASL struct {
@@ -95,12 +95,12 @@ func (c *Config) resolveSASL() error {
 		mechs := SplitList(c.ListenerValue(l.Name, "sasl.enabled.mechanisms"))
 		for _, m := range mechs {
 			if !saslMechanisms[m] {
-				errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms=%s: %s is not supported; Spool serves PLAIN (set sasl.enabled.mechanisms=PLAIN)",
+				errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms=%s: %s is not supported; Spool serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512",
 					l.Name, strings.Join(mechs, ","), m))
 			}
 		}
 		if len(mechs) == 0 {
-			errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms is empty; set it to PLAIN", l.Name))
+			errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms is empty; set it to PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", l.Name))
 		}
 		if !slices.Contains(mechs, "PLAIN") {
 			continue

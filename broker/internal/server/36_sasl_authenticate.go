@@ -4,7 +4,10 @@ package server
 //
 // Carries the mechanism's tokens after SaslHandshake v1. PLAIN takes one message (authzid,
 // user, password) and answers with empty AuthBytes; the connection's principal becomes
-// User:<name>. A failure gets SASL_AUTHENTICATION_FAILED with one message whatever went wrong
+// User:<name>. SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802/7677) take two: client-first (answered
+// with the salt, the iteration count and the nonce) and client-final (answered with the server
+// signature), checked against the salted credentials of AlterUserScramCredentials; the
+// principal is User:<name>. A failure gets SASL_AUTHENTICATION_FAILED with one message whatever went wrong
 // (no hint whether the user exists), after connection.failed.authentication.delay.ms, and the
 // connection is closed. Without a handshake first, or once authenticated (re-authentication,
 // KIP-368, is not served): ILLEGAL_SASL_STATE, then closed. SessionLifetimeMs is 0.
@@ -30,8 +33,24 @@ func handleSaslAuthenticate(s *Server, _ context.Context, req *request) *pending
 		}
 		return ready(reply{msg: resp})
 	}
-	principal, err := security.Plain(sess.cfg.plain, req.msg.(*wire.SaslAuthenticateRequest).AuthBytes)
+	auth := req.msg.(*wire.SaslAuthenticateRequest).AuthBytes
+	var principal string
+	var err error
+	if m, ok := security.ScramMechanisms[sess.mechanism]; ok {
+		if sess.scram == nil {
+			sess.scram = security.NewScramServer(m, s.scramCredential)
+		}
+		var done bool
+		resp.AuthBytes, done, err = sess.scram.Next(auth)
+		if err == nil && !done {
+			return ready(reply{msg: resp}) // server-first-message; the client answers
+		}
+		principal = sess.scram.Principal()
+	} else {
+		principal, err = security.Plain(sess.cfg.plain, auth)
+	}
 	if err != nil {
+		resp.AuthBytes = nil
 		sess.failed = true
 		s.log.Info("SASL authentication failed", "remote", req.remote, "listener", req.listener, "mechanism", sess.mechanism)
 		resp.ErrorCode = wire.ErrSaslAuthenticationFailed.Code

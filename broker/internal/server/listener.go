@@ -40,6 +40,7 @@ type saslSession struct {
 	authenticated bool
 	failed        bool // the exchange failed: the connection closes after the reply
 	principal     string
+	scram         *security.ScramServer // the SCRAM exchange under way
 }
 
 // beforeAuth are the requests a SASL connection may send before it authenticates.

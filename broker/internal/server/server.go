@@ -72,6 +72,7 @@ type Server struct {
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions, broker-wide as in Kafka
 	authz         *authz             // nil without authorizer.class.name (authorize.go)
+	scram         *scramUsers        // SCRAM credentials (scram.go)
 
 	// Operations: metrics is nil unless spool.metrics.listener is set; ready is set once the
 	// broker serves (and, in cluster mode, is registered in ZooKeeper).
@@ -116,6 +117,11 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		s.logs.Close()
 		s.md.Close()
 		return nil, fmt.Errorf("starting the authorizer: %w", err)
+	}
+	if err := s.openScram(); err != nil {
+		s.logs.Close()
+		s.md.Close()
+		return nil, err
 	}
 	s.producers = &producerIDs{md: s.md}
 	s.repl = &replication.Settings{

@@ -37,24 +37,26 @@ func (e *Embedded) readACLs() ([]security.Binding, error) {
 	return bs, nil
 }
 
-// UpdateACLs replaces the entries of pattern p by update's result (security.ACLStore).
-func (e *Embedded) UpdateACLs(p security.Pattern, update func([]security.Entry) []security.Entry) error {
+// UpdateACLs applies updates with one write of the file (security.ACLStore).
+func (e *Embedded) UpdateACLs(updates []security.ACLUpdate) error {
 	e.aclMu.Lock()
 	defer e.aclMu.Unlock()
 	all, err := e.readACLs()
 	if err != nil {
 		return err
 	}
-	var cur []security.Entry
-	all = slices.DeleteFunc(all, func(b security.Binding) bool {
-		if b.Pattern == p {
-			cur = append(cur, b.Entry)
-			return true
+	for _, u := range updates {
+		var cur []security.Entry
+		all = slices.DeleteFunc(all, func(b security.Binding) bool {
+			if b.Pattern == u.Pattern {
+				cur = append(cur, b.Entry)
+				return true
+			}
+			return false
+		})
+		for _, en := range u.Update(cur) {
+			all = append(all, security.Binding{Pattern: u.Pattern, Entry: en})
 		}
-		return false
-	})
-	for _, en := range update(cur) {
-		all = append(all, security.Binding{Pattern: p, Entry: en})
 	}
 	if err := fsutil.WriteFileAtomic(filepath.Join(e.dir, ACLFile), security.EncodeBindings(all), 0o600); err != nil {
 		return fmt.Errorf("writing ACLs: %w", err)

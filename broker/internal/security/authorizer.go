@@ -218,7 +218,13 @@ func compareBindings(x, y Binding) int {
 type ACLStore interface {
 	// ACLs reads every stored ACL.
 	ACLs() ([]Binding, error)
-	// UpdateACLs replaces the entries of one pattern by what update returns from the current
-	// ones, atomically with respect to other updates of that pattern (on any broker).
-	UpdateACLs(p Pattern, update func(cur []Entry) []Entry) error
+	// UpdateACLs applies updates, each atomically with respect to other updates of its
+	// pattern (on any broker); the embedded store writes them all at once.
+	UpdateACLs(updates []ACLUpdate) error
+}
+
+// ACLUpdate replaces the entries of one pattern by what Update returns from the current ones.
+type ACLUpdate struct {
+	Pattern Pattern
+	Update  func(cur []Entry) []Entry
 }

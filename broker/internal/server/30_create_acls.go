@@ -42,7 +42,10 @@ func handleCreateAcls(s *Server, _ context.Context, req *request) *pending {
 		}
 		return ready(reply{msg: resp})
 	}
-	changed := false
+	// The valid creations, grouped by pattern: one store update per pattern.
+	var valid []int
+	var updates []security.ACLUpdate
+	adding := map[security.Pattern][]security.Entry{}
 	for i, c := range r.Creations {
 		b := security.Binding{
 			Pattern: security.Pattern{Type: security.ResourceType(c.ResourceType), Name: c.ResourceName, PatternType: security.PatternType(c.ResourcePatternType)},
@@ -52,24 +55,33 @@ func handleCreateAcls(s *Server, _ context.Context, req *request) *pending {
 			fail(i, wire.ErrInvalidRequest, err.Error())
 			continue
 		}
-		err := s.authz.store.UpdateACLs(b.Pattern, func(cur []security.Entry) []security.Entry {
-			if slices.Contains(cur, b.Entry) {
+		valid = append(valid, i)
+		if _, ok := adding[b.Pattern]; !ok {
+			p := b.Pattern
+			updates = append(updates, security.ACLUpdate{Pattern: p, Update: func(cur []security.Entry) []security.Entry {
+				for _, e := range adding[p] {
+					if !slices.Contains(cur, e) {
+						cur = append(cur, e)
+					}
+				}
 				return cur
-			}
-			return append(cur, b.Entry)
-		})
-		if err != nil {
-			s.log.Warn("CreateAcls", "acl", b, "err", err)
-			fail(i, wire.ErrUnknownServerError, err.Error())
-			continue
+			}})
 		}
-		changed = true
-		s.log.Info("ACL created", "acl", b, "by", req.principal)
+		adding[b.Pattern] = append(adding[b.Pattern], b.Entry)
 	}
-	if changed {
-		if err := s.reloadACLs(); err != nil {
-			s.log.Warn("reloading ACLs after CreateAcls", "err", err)
+	if len(updates) == 0 {
+		return ready(reply{msg: resp})
+	}
+	if err := s.authz.store.UpdateACLs(updates); err != nil {
+		s.log.Warn("CreateAcls", "err", err)
+		for _, i := range valid {
+			fail(i, wire.ErrUnknownServerError, err.Error())
 		}
+	} else {
+		s.log.Info("ACLs created", "count", len(valid), "patterns", len(updates), "by", req.principal)
+	}
+	if err := s.reloadACLs(); err != nil {
+		s.log.Warn("reloading ACLs after CreateAcls", "err", err)
 	}
 	return ready(reply{msg: resp})
 }

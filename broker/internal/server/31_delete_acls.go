@@ -63,26 +63,29 @@ func handleDeleteAcls(s *Server, _ context.Context, req *request) *pending {
 				patterns = append(patterns, b.Pattern)
 			}
 		}
-		for _, p := range patterns {
-			var removed []security.Entry
-			err := s.authz.store.UpdateACLs(p, func(cur []security.Entry) []security.Entry {
-				removed = removed[:0]
+		removed := make([][]security.Entry, len(patterns))
+		updates := make([]security.ACLUpdate, len(patterns))
+		for j, p := range patterns {
+			updates[j] = security.ACLUpdate{Pattern: p, Update: func(cur []security.Entry) []security.Entry {
+				removed[j] = removed[j][:0]
 				var keep []security.Entry
 				for _, e := range cur {
 					if f.Matches(security.Binding{Pattern: p, Entry: e}) {
-						removed = append(removed, e)
+						removed[j] = append(removed[j], e)
 					} else {
 						keep = append(keep, e)
 					}
 				}
 				return keep
-			})
-			if err != nil {
-				s.log.Warn("DeleteAcls", "pattern", p, "err", err)
-				fail(i, wire.ErrUnknownServerError, err.Error())
-				break
-			}
-			for _, e := range removed {
+			}}
+		}
+		if err := s.authz.store.UpdateACLs(updates); err != nil {
+			s.log.Warn("DeleteAcls", "err", err)
+			fail(i, wire.ErrUnknownServerError, err.Error())
+			continue
+		}
+		for j, p := range patterns {
+			for _, e := range removed[j] {
 				changed = true
 				s.log.Info("ACL deleted", "acl", security.Binding{Pattern: p, Entry: e}, "by", req.principal)
 				resp.FilterResults[i].MatchingAcls = append(resp.FilterResults[i].MatchingAcls, wire.DeleteAclsResponseMatchingAcl{

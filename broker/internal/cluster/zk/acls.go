@@ -102,10 +102,19 @@ func (s *Store) ACLs() ([]security.Binding, error) {
 	return out, nil
 }
 
-// UpdateACLs replaces the ACLs of pattern p by update's result with a conditional write on
-// the znode's version (retried when another broker wrote in between), then announces the
-// change (security.ACLStore).
-func (s *Store) UpdateACLs(p security.Pattern, update func([]security.Entry) []security.Entry) error {
+// UpdateACLs applies each update with a conditional write on its znode's version (retried
+// when another broker wrote in between), then announces the change, as Kafka does per
+// resource pattern (security.ACLStore).
+func (s *Store) UpdateACLs(updates []security.ACLUpdate) error {
+	for _, u := range updates {
+		if err := s.updateACL(u.Pattern, u.Update); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) updateACL(p security.Pattern, update func([]security.Entry) []security.Entry) error {
 	path := aclPath(p)
 	for {
 		data, st, err := s.conn.Get(s.p(path))

@@ -10,31 +10,51 @@ import (
 	"github.com/spoolmq/spool/broker/brokertest"
 )
 
-// TestReadmeACLs runs the README's ACL example as pasted, on a port and directories of its
-// own, with Kafka's kafka-acls.sh (AclCommand from Kafka's jars) where the example calls it.
-func TestReadmeACLs(t *testing.T) {
+// runKafkaToolsReadme runs the README block under heading as pasted, on a port and directory
+// of its own (replacing addr and tmp), with Kafka's kafka-acls.sh and kafka-configs.sh (from
+// Kafka's jars) where the block calls them, and returns its output.
+func runKafkaToolsReadme(t *testing.T, heading, addr, tmp string) string {
+	t.Helper()
 	brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	java := brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
 	cp := brokertest.KafkaJars(t)
-	block := readmeBlock(t, "#### Authorization (ACLs)")
+	block := readmeBlock(t, heading)
 	dir := readmeDir(t)
-	tool := filepath.Join(dir, "bin", "kafka-acls.sh")
-	wrapper := fmt.Sprintf("#!/bin/sh\nexec %s -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp '%s' kafka.admin.AclCommand \"$@\"\n", java, cp)
-	if err := os.WriteFile(tool, []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
+	replace := []string{addr, fmt.Sprintf("127.0.0.1:%d", freePortT(t)), tmp, filepath.Join(dir, "work")}
+	for tool, class := range map[string]string{"kafka-acls.sh": "kafka.admin.AclCommand", "kafka-configs.sh": "kafka.admin.ConfigCommand"} {
+		path := filepath.Join(dir, "bin", tool)
+		wrapper := fmt.Sprintf("#!/bin/sh\nexec %s -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp '%s' %s \"$@\"\n", java, cp, class)
+		if err := os.WriteFile(path, []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		replace = append(replace, tool+" ", path+" ")
 	}
-	script := strings.NewReplacer(
-		"127.0.0.1:9095", fmt.Sprintf("127.0.0.1:%d", freePortT(t)),
-		"/tmp/spool-acl", filepath.Join(dir, "acl"),
-		"kafka-acls.sh ", tool+" ",
-	).Replace(block)
+	script := strings.NewReplacer(replace...).Replace(block)
 	text, err := runReadmeScript(t, dir, script)
 	if err != nil {
-		t.Fatalf("ACL example failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
+		t.Fatalf("%s example failed: %v\n--- script\n%s\n--- output\n%s", heading, err, script, text)
 	}
+	return text
+}
+
+// TestReadmeACLs runs the README's ACL example: kafka-acls.sh, then kcat as allowed and refused
+// users.
+func TestReadmeACLs(t *testing.T) {
+	text := runKafkaToolsReadme(t, "#### Authorization (ACLs)", "127.0.0.1:9095", "/tmp/spool-acl")
 	for _, want := range []string{"name=orders-, patternType=PREFIXED", "first-order\n", "Topic authorization failed", "bob refused"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the ACL example's output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestReadmeSCRAM runs the README's SCRAM example: kafka-configs.sh creates a user, kcat
+// authenticates with SCRAM-SHA-512, and a wrong password is refused.
+func TestReadmeSCRAM(t *testing.T) {
+	text := runKafkaToolsReadme(t, "#### SCRAM users", "127.0.0.1:9096", "/tmp/spool-scram")
+	for _, want := range []string{"hello-scram\n", "Authentication failed", "wrong password refused"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the SCRAM example's output lacks %q:\n%s", want, text)
 		}
 	}
 }

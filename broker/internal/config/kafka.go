@@ -331,6 +331,7 @@ var kafkaInterpreted = map[string]string{
 	"sasl.server.max.receive.size":              "The largest request a SASL listener reads before the connection authenticated.",
 	"connection.failed.authentication.delay.ms": "A failed SASL authentication is answered after this delay, then the connection is closed.",
 	"ssl.client.auth":                           "none, requested or required: whether SSL listeners ask clients for a certificate.",
+	"ssl.principal.mapping.rules":               "Maps a client certificate's subject (RFC 2253) to the principal's name: RULE:pattern/replacement/[LU] (Go regular expressions) and DEFAULT, the first rule that matches wins; no match refuses the client.",
 	"ssl.enabled.protocols":                     "TLS versions SSL listeners accept: TLSv1.2, TLSv1.3.",
 	"ssl.cipher.suites":                         "TLS 1.2 cipher suites (Go's names, or IANA names) SSL listeners accept; empty: Go's defaults.",
 	"ssl.keystore.type":                         "Must be PEM for SSL listeners (Spool reads no Java keystores).",

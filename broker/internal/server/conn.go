@@ -104,7 +104,7 @@ func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
 		c.sasl = &saslSession{cfg: l.sasl}
 	}
 	if l.tls != nil {
-		if err := c.handshake(ctx, l.tls); err != nil {
+		if err := c.handshake(ctx, l); err != nil {
 			c.log.Info("TLS handshake failed; connection closed", "err", err)
 			cancel()
 			nc.Close()

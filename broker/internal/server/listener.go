@@ -21,7 +21,9 @@ type listener struct {
 	conf config.Listener
 	ln   net.Listener
 	tls  *tls.Config // nil without TLS (PLAINTEXT, SASL_PLAINTEXT)
-	sasl *saslConfig // nil without SASL (PLAINTEXT, SSL)
+	// principals map client certificate subjects to principal names (ssl.principal.mapping.rules).
+	principals security.PrincipalRules
+	sasl       *saslConfig // nil without SASL (PLAINTEXT, SSL)
 }
 
 // saslConfig is a SASL listener's setup.
@@ -51,8 +53,8 @@ func beforeAuth(key int16) bool {
 // handshake runs the TLS handshake on the connection and takes the principal from the client
 // certificate, when one was given. A plaintext client on a TLS port fails here: its request
 // is no TLS record.
-func (c *conn) handshake(ctx context.Context, cfg *tls.Config) error {
-	tc := tls.Server(c.nc, cfg)
+func (c *conn) handshake(ctx context.Context, l *listener) error {
+	tc := tls.Server(c.nc, l.tls)
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
@@ -60,7 +62,11 @@ func (c *conn) handshake(ctx context.Context, cfg *tls.Config) error {
 	}
 	c.nc = tc
 	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
-		c.principal = security.CertificatePrincipal(certs[0])
+		name, err := l.principals.Name(certs[0].Subject.String())
+		if err != nil {
+			return err
+		}
+		c.principal = "User:" + name
 		c.log = c.log.With("principal", c.principal)
 	}
 	return nil

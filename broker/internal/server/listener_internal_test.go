@@ -36,7 +36,8 @@ func TestTLSPrincipalFromClientCertificate(t *testing.T) {
 			tc := tls.Client(cc, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: certs})
 			done <- tc.Handshake()
 		}()
-		if err := c.handshake(context.Background(), tl.Config()); err != nil {
+		rules, _ := security.ParsePrincipalRules("DEFAULT")
+		if err := c.handshake(context.Background(), &listener{tls: tl.Config(), principals: rules}); err != nil {
 			t.Fatalf("%s: server handshake: %v", want, err)
 		}
 		if err := <-done; err != nil {

@@ -258,6 +258,10 @@ func (s *Server) Listen() error {
 				return &config.UsageError{Err: fmt.Errorf("listener %s: %w", lc.Name, err)}
 			}
 			l.tls = t.Config()
+			if l.principals, err = security.ParsePrincipalRules(s.conf.ListenerValue(lc.Name, "ssl.principal.mapping.rules")); err != nil {
+				s.closeListeners()
+				return &config.UsageError{Err: fmt.Errorf("listener %s: %w", lc.Name, err)}
+			}
 		}
 		ln, err := net.Listen("tcp", lc.Addr)
 		if err != nil {

@@ -330,6 +330,7 @@ var kafkaInterpreted = map[string]string{
 	"sasl.enabled.mechanisms":                   "SASL mechanisms of SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); per listener as listener.name.<l>.sasl.enabled.mechanisms.",
 	"sasl.server.max.receive.size":              "The largest request a SASL listener reads before the connection authenticated.",
 	"connection.failed.authentication.delay.ms": "A failed SASL authentication is answered after this delay, then the connection is closed.",
+	"connections.max.reauth.ms":                 "SASL session lifetime (KIP-368): clients re-authenticate on the same connection before it ends; one that does not is closed at its next request. 0: sessions never end.",
 	"ssl.client.auth":                           "none, requested or required: whether SSL listeners ask clients for a certificate.",
 	"ssl.principal.mapping.rules":               "Maps a client certificate's subject (RFC 2253) to the principal's name: RULE:pattern/replacement/[LU] (Go regular expressions) and DEFAULT, the first rule that matches wins; no match refuses the client.",
 	"ssl.enabled.protocols":                     "TLS versions SSL listeners accept: TLSv1.2, TLSv1.3.",

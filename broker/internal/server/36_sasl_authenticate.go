@@ -9,8 +9,12 @@ package server
 // signature), checked against the salted credentials of AlterUserScramCredentials; the
 // principal is User:<name>. A failure gets SASL_AUTHENTICATION_FAILED with one message whatever went wrong
 // (no hint whether the user exists), after connection.failed.authentication.delay.ms, and the
-// connection is closed. Without a handshake first, or once authenticated (re-authentication,
-// KIP-368, is not served): ILLEGAL_SASL_STATE, then closed. SessionLifetimeMs is 0.
+// connection is closed. Without a handshake first, or once authenticated without a new
+// handshake: ILLEGAL_SASL_STATE, then closed. With connections.max.reauth.ms set (KIP-368),
+// v1+ answers carry it as SessionLifetimeMs: the client re-authenticates (SaslHandshake with
+// the same mechanism, then SaslAuthenticate) before it ends, as the same principal (else
+// SASL_AUTHENTICATION_FAILED and closed); a connection that lets it end is closed at its next
+// request. 0 (the default): sessions never end.
 
 import (
 	"context"
@@ -24,7 +28,7 @@ func handleSaslAuthenticate(s *Server, _ context.Context, req *request) *pending
 	resp := &wire.SaslAuthenticateResponse{}
 	resp.Default()
 	sess := req.sasl
-	if sess == nil || sess.mechanism == "" || sess.authenticated {
+	if sess == nil || sess.mechanism == "" || (sess.authenticated && !sess.reauthing) {
 		resp.ErrorCode = wire.ErrIllegalSaslState.Code
 		msg := "SaslAuthenticate without a SaslHandshake first, or after authentication"
 		resp.ErrorMessage = &msg
@@ -61,6 +65,20 @@ func handleSaslAuthenticate(s *Server, _ context.Context, req *request) *pending
 		time.AfterFunc(sess.cfg.failDelay, func() { p.complete(reply{msg: resp}) })
 		return p
 	}
-	sess.authenticated, sess.principal = true, principal
+	if sess.reauthing && principal != sess.principal {
+		// KIP-368: a re-authentication may not change who the connection is.
+		sess.failed = true
+		s.log.Info("SASL re-authentication as another principal refused", "remote", req.remote, "principal", sess.principal, "new", principal)
+		resp.ErrorCode = wire.ErrSaslAuthenticationFailed.Code
+		msg := "re-authentication must keep the principal " + sess.principal
+		resp.ErrorMessage, resp.AuthBytes = &msg, nil
+		return ready(reply{msg: resp})
+	}
+	sess.authenticated, sess.principal, sess.reauthing, sess.scram = true, principal, false, nil
+	if sess.cfg.reauth > 0 && req.version >= 1 {
+		// KIP-368: the client re-authenticates before this lifetime ends.
+		sess.expires = time.Now().Add(sess.cfg.reauth)
+		resp.SessionLifetimeMs = sess.cfg.reauth.Milliseconds()
+	}
 	return ready(reply{msg: resp})
 }

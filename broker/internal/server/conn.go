@@ -236,6 +236,10 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		// As Kafka: anything but ApiVersions and the SASL exchange closes the connection.
 		return nil, fmt.Errorf("%s before SASL authentication", api.Name)
 	}
+	if c.sasl != nil && !beforeAuth(key) && c.sasl.expired(time.Now()) {
+		// KIP-368: the client let its session end without re-authenticating.
+		return nil, fmt.Errorf("%s after the SASL session expired (connections.max.reauth.ms)", api.Name)
+	}
 	req := &request{api: api, version: version, listener: c.listener, host: c.host, principal: c.principal, sasl: c.sasl}
 	if c.s.metrics != nil {
 		req.start = time.Now()

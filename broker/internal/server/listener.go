@@ -32,6 +32,9 @@ type saslConfig struct {
 	plain      map[string]string // PLAIN's users and passwords
 	maxReceive int64             // sasl.server.max.receive.size: the largest frame before authentication
 	failDelay  time.Duration     // connection.failed.authentication.delay.ms
+	// reauth is connections.max.reauth.ms (KIP-368): the session lifetime given to clients,
+	// which re-authenticate on the same connection before it ends; 0: sessions never end.
+	reauth time.Duration
 }
 
 // saslSession is a connection's SASL state. Only the connection's reader goroutine touches
@@ -43,6 +46,13 @@ type saslSession struct {
 	failed        bool // the exchange failed: the connection closes after the reply
 	principal     string
 	scram         *security.ScramServer // the SCRAM exchange under way
+	reauthing     bool                  // a re-authentication (KIP-368) is under way
+	expires       time.Time             // the session's end (zero: never); past it only re-authentication is served
+}
+
+// expired tells whether the session has ended: the client did not re-authenticate in time.
+func (s *saslSession) expired(now time.Time) bool {
+	return s.authenticated && !s.expires.IsZero() && now.After(s.expires)
 }
 
 // beforeAuth are the requests a SASL connection may send before it authenticates.

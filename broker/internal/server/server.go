@@ -249,7 +249,8 @@ func (s *Server) Listen() error {
 			sc := s.conf.SASL(lc.Name)
 			l.sasl = &saslConfig{mechanisms: sc.Mechanisms, plain: sc.PlainUsers,
 				maxReceive: s.conf.Int64("sasl.server.max.receive.size"),
-				failDelay:  time.Duration(s.conf.Int64("connection.failed.authentication.delay.ms")) * time.Millisecond}
+				failDelay:  time.Duration(s.conf.Int64("connection.failed.authentication.delay.ms")) * time.Millisecond,
+				reauth:     time.Duration(s.conf.Int64("connections.max.reauth.ms")) * time.Millisecond}
 		}
 		if lc.TLS() {
 			t, err := security.NewTLS(s.conf.SSL(lc.Name), s.log.With("listener", lc.Name))

@@ -4,36 +4,41 @@ package wire
 
 // API keys of the protocol window.
 const (
-	KeyProduce                     int16 = 0
-	KeyFetch                       int16 = 1
-	KeyListOffsets                 int16 = 2
-	KeyMetadata                    int16 = 3
-	KeyOffsetCommit                int16 = 8
-	KeyOffsetFetch                 int16 = 9
-	KeyFindCoordinator             int16 = 10
-	KeyJoinGroup                   int16 = 11
-	KeyHeartbeat                   int16 = 12
-	KeyLeaveGroup                  int16 = 13
-	KeySyncGroup                   int16 = 14
-	KeyDescribeGroups              int16 = 15
-	KeyListGroups                  int16 = 16
-	KeySaslHandshake               int16 = 17
-	KeyApiVersions                 int16 = 18
-	KeyCreateTopics                int16 = 19
-	KeyDeleteTopics                int16 = 20
-	KeyInitProducerId              int16 = 22
-	KeyDescribeConfigs             int16 = 32
-	KeyAlterConfigs                int16 = 33
-	KeyDescribeLogDirs             int16 = 35
-	KeySaslAuthenticate            int16 = 36
-	KeyCreatePartitions            int16 = 37
-	KeyDeleteGroups                int16 = 42
-	KeyElectLeaders                int16 = 43
-	KeyIncrementalAlterConfigs     int16 = 44
-	KeyAlterPartitionReassignments int16 = 45
-	KeyListPartitionReassignments  int16 = 46
-	KeyOffsetDelete                int16 = 47
-	KeyDescribeCluster             int16 = 60
+	KeyProduce                      int16 = 0
+	KeyFetch                        int16 = 1
+	KeyListOffsets                  int16 = 2
+	KeyMetadata                     int16 = 3
+	KeyOffsetCommit                 int16 = 8
+	KeyOffsetFetch                  int16 = 9
+	KeyFindCoordinator              int16 = 10
+	KeyJoinGroup                    int16 = 11
+	KeyHeartbeat                    int16 = 12
+	KeyLeaveGroup                   int16 = 13
+	KeySyncGroup                    int16 = 14
+	KeyDescribeGroups               int16 = 15
+	KeyListGroups                   int16 = 16
+	KeySaslHandshake                int16 = 17
+	KeyApiVersions                  int16 = 18
+	KeyCreateTopics                 int16 = 19
+	KeyDeleteTopics                 int16 = 20
+	KeyInitProducerId               int16 = 22
+	KeyDescribeAcls                 int16 = 29
+	KeyCreateAcls                   int16 = 30
+	KeyDeleteAcls                   int16 = 31
+	KeyDescribeConfigs              int16 = 32
+	KeyAlterConfigs                 int16 = 33
+	KeyDescribeLogDirs              int16 = 35
+	KeySaslAuthenticate             int16 = 36
+	KeyCreatePartitions             int16 = 37
+	KeyDeleteGroups                 int16 = 42
+	KeyElectLeaders                 int16 = 43
+	KeyIncrementalAlterConfigs      int16 = 44
+	KeyAlterPartitionReassignments  int16 = 45
+	KeyListPartitionReassignments   int16 = 46
+	KeyOffsetDelete                 int16 = 47
+	KeyDescribeUserScramCredentials int16 = 50
+	KeyAlterUserScramCredentials    int16 = 51
+	KeyDescribeCluster              int16 = 60
 )
 
 // APIs lists every API of the protocol window, ordered by key.
@@ -92,6 +97,15 @@ var APIs = []API{
 	{Key: 22, Name: "InitProducerId", MinVersion: 0, MaxVersion: 4, FlexibleFrom: 2, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(InitProducerIdRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(InitProducerIdResponse); m.Default(); return m }},
+	{Key: 29, Name: "DescribeAcls", MinVersion: 0, MaxVersion: 3, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(DescribeAclsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(DescribeAclsResponse); m.Default(); return m }},
+	{Key: 30, Name: "CreateAcls", MinVersion: 0, MaxVersion: 3, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(CreateAclsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(CreateAclsResponse); m.Default(); return m }},
+	{Key: 31, Name: "DeleteAcls", MinVersion: 0, MaxVersion: 3, FlexibleFrom: 2, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(DeleteAclsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(DeleteAclsResponse); m.Default(); return m }},
 	{Key: 32, Name: "DescribeConfigs", MinVersion: 1, MaxVersion: 4, FlexibleFrom: 4, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DescribeConfigsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DescribeConfigsResponse); m.Default(); return m }},
@@ -125,6 +139,12 @@ var APIs = []API{
 	{Key: 47, Name: "OffsetDelete", MinVersion: 0, MaxVersion: 0, FlexibleFrom: -1, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(OffsetDeleteRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(OffsetDeleteResponse); m.Default(); return m }},
+	{Key: 50, Name: "DescribeUserScramCredentials", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(DescribeUserScramCredentialsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(DescribeUserScramCredentialsResponse); m.Default(); return m }},
+	{Key: 51, Name: "AlterUserScramCredentials", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(AlterUserScramCredentialsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(AlterUserScramCredentialsResponse); m.Default(); return m }},
 	{Key: 60, Name: "DescribeCluster", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DescribeClusterRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DescribeClusterResponse); m.Default(); return m }},

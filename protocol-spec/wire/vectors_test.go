@@ -406,12 +406,14 @@ var designWindow = []struct {
 	{10, "FindCoordinator", 0, 3, 3}, {11, "JoinGroup", 0, 7, 6}, {12, "Heartbeat", 0, 4, 4},
 	{13, "LeaveGroup", 0, 4, 4}, {14, "SyncGroup", 0, 5, 4}, {15, "DescribeGroups", 0, 5, 5},
 	{16, "ListGroups", 0, 4, 3}, {17, "SaslHandshake", 0, 1, -1}, {18, "ApiVersions", 0, 4, 3}, {19, "CreateTopics", 2, 7, 5},
-	{20, "DeleteTopics", 1, 6, 4}, {22, "InitProducerId", 0, 4, 2}, {32, "DescribeConfigs", 1, 4, 4},
+	{20, "DeleteTopics", 1, 6, 4}, {22, "InitProducerId", 0, 4, 2},
+	{29, "DescribeAcls", 0, 3, 2}, {30, "CreateAcls", 0, 3, 2}, {31, "DeleteAcls", 0, 3, 2}, {32, "DescribeConfigs", 1, 4, 4},
 	{33, "AlterConfigs", 0, 2, 2}, {35, "DescribeLogDirs", 0, 4, 2},
 	{36, "SaslAuthenticate", 0, 2, 2}, {37, "CreatePartitions", 0, 3, 2}, {42, "DeleteGroups", 0, 2, 2},
 	{43, "ElectLeaders", 0, 2, 2}, {44, "IncrementalAlterConfigs", 0, 1, 1},
 	{45, "AlterPartitionReassignments", 0, 0, 0}, {46, "ListPartitionReassignments", 0, 0, 0},
 	{47, "OffsetDelete", 0, 0, -1},
+	{50, "DescribeUserScramCredentials", 0, 0, 0}, {51, "AlterUserScramCredentials", 0, 0, 0},
 	{60, "DescribeCluster", 0, 1, 0},
 }
 

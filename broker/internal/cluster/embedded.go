@@ -38,6 +38,7 @@ type Embedded struct {
 	changed   chan struct{}
 
 	pidMu sync.Mutex // serialises producer id blocks
+	aclMu sync.Mutex // serialises ACL and SCRAM updates (embedded_acls.go, embedded_scram.go)
 }
 
 type embeddedState struct {

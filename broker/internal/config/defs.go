@@ -252,6 +252,11 @@ const (
 	AutoLeaderRebalanceEnable     = "auto.leader.rebalance.enable"
 	LeaderImbalanceCheckInterval  = "leader.imbalance.check.interval.seconds"
 	LeaderImbalancePerBroker      = "leader.imbalance.per.broker.percentage"
+
+	// Authorization.
+	AuthorizerClassName       = "authorizer.class.name"
+	SuperUsers                = "super.users"
+	AllowEveryoneIfNoACLFound = "allow.everyone.if.no.acl.found"
 )
 
 // BrokerDefs are every broker property, with Kafka's defaults unless the doc says why not.
@@ -320,6 +325,10 @@ var BrokerDefs = []Def{
 	{Name: AutoLeaderRebalanceEnable, Type: Boolean, Default: "true", Doc: "The controller puts preferred leaders back in the lead when a broker's share of misplaced leaderships passes leader.imbalance.per.broker.percentage."},
 	{Name: LeaderImbalanceCheckInterval, Type: Long, Default: "300", Check: atLeast(1), Doc: "Seconds between the controller's leader imbalance checks."},
 	{Name: LeaderImbalancePerBroker, Type: Int, Default: "10", Check: atLeast(0), Doc: "Percentage of a broker's preferred leaderships held elsewhere above which they are moved back."},
+
+	// Authorization (authorizer.class.name is among Kafka's properties, kafka.go).
+	{Name: SuperUsers, Type: String, Nullable: true, Doc: "Principals allowed everything whatever the ACLs, separated by ';' (User:admin;User:broker)."},
+	{Name: AllowEveryoneIfNoACLFound, Type: Boolean, Default: "false", Doc: "With the authorizer on, allow every principal on a resource no ACL applies to."},
 }
 
 // TopicDef is a topic-level property and the broker property that supplies its default.

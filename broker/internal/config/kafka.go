@@ -317,6 +317,7 @@ var kafkaDefs = []Def{
 
 // Kafka properties Load reads to set Spool's own (see resolve), with what they do.
 var kafkaInterpreted = map[string]string{
+	"authorizer.class.name":                     "Set to Kafka's kafka.security.authorizer.AclAuthorizer, kafka.security.auth.SimpleAclAuthorizer or org.apache.kafka.metadata.authorizer.StandardAuthorizer (or Spool's spool.acl): turns on Spool's ACL authorizer. Empty: no authorization.",
 	"broker.id":                                 "Same as node.id.",
 	"compression.type":                          "Default of the topic config compression.type.",
 	"compression.gzip.level":                    "Default of the topic config compression.gzip.level.",
@@ -326,10 +327,12 @@ var kafkaInterpreted = map[string]string{
 	"listener.security.protocol.map":            "Maps listener names to security protocols (PLAINTEXT, SSL).",
 	"inter.broker.listener.name":                "The listener other brokers connect to (replication, liveness); it must be PLAINTEXT.",
 	"security.inter.broker.protocol":            "Names the inter-broker listener when inter.broker.listener.name is not set.",
-	"sasl.enabled.mechanisms":                   "SASL mechanisms of SASL listeners (PLAIN); per listener as listener.name.<l>.sasl.enabled.mechanisms.",
+	"sasl.enabled.mechanisms":                   "SASL mechanisms of SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); per listener as listener.name.<l>.sasl.enabled.mechanisms.",
 	"sasl.server.max.receive.size":              "The largest request a SASL listener reads before the connection authenticated.",
 	"connection.failed.authentication.delay.ms": "A failed SASL authentication is answered after this delay, then the connection is closed.",
+	"connections.max.reauth.ms":                 "SASL session lifetime (KIP-368): clients re-authenticate on the same connection before it ends; one that does not is closed at its next request. 0: sessions never end.",
 	"ssl.client.auth":                           "none, requested or required: whether SSL listeners ask clients for a certificate.",
+	"ssl.principal.mapping.rules":               "Maps a client certificate's subject (RFC 2253) to the principal's name: RULE:pattern/replacement/[LU] (Go regular expressions) and DEFAULT, the first rule that matches wins; no match refuses the client.",
 	"ssl.enabled.protocols":                     "TLS versions SSL listeners accept: TLSv1.2, TLSv1.3.",
 	"ssl.cipher.suites":                         "TLS 1.2 cipher suites (Go's names, or IANA names) SSL listeners accept; empty: Go's defaults.",
 	"ssl.keystore.type":                         "Must be PEM for SSL listeners (Spool reads no Java keystores).",
@@ -373,7 +376,7 @@ var noEffectReasons = []struct {
 		[]string{"metric", "kafka.metrics.", "auto.include.jmx.reporter", "telemetry."}},
 	{"Spool reads PEM keystores with crypto/tls; Java's TLS and keystore settings do not apply",
 		[]string{"ssl."}},
-	{"Spool serves SASL PLAIN, with users from the listener's JAAS config; this setting does not apply",
+	{"Spool serves SASL PLAIN (users from the listener's JAAS config) and SCRAM (credentials through AlterUserScramCredentials); this setting does not apply",
 		[]string{"sasl.", "security.", "principal.builder.class", "connections.max.reauth.ms", "connection.failed.authentication.delay.ms", "delegation.token.", "password.encoder."}},
 	{"Spool has no tiered storage",
 		[]string{"remote.", "log.local.retention."}},

@@ -134,7 +134,7 @@ func TestContradictionsRefused(t *testing.T) {
 		"same name twice":   {"listeners=PLAINTEXT://:9092,PLAINTEXT://:9094", "given twice"},
 		"two dirs":          {"log.dirs=/a,/b", "one directory"},
 		"controller only":   {"process.roles=controller", "no controller-only role"},
-		"authorizer":        {"authorizer.class.name=kafka.security.authorizer.AclAuthorizer", "no ACLs"},
+		"authorizer":        {"authorizer.class.name=com.example.MyAuthorizer", "enabled by one of kafka.security.authorizer.AclAuthorizer"},
 		"no topic deletion": {"delete.topic.enable=false", "always allows DeleteTopics"},
 		"tiered storage":    {"remote.log.storage.system.enable=true", "no tiered storage"},
 		"bad kafka type":    {"num.io.threads=many", "want an integer"},
@@ -335,7 +335,7 @@ func TestSASLListeners(t *testing.T) {
 		says string
 	}{
 		"no users":           {[]string{"sasl.enabled.mechanisms=PLAIN"}, "PLAIN needs its users: set listener.name.sasl_plaintext.plain.sasl.jaas.config"},
-		"scram":              {[]string{"sasl.enabled.mechanisms=SCRAM-SHA-512"}, "SCRAM-SHA-512 is not supported"},
+		"gssapi":             {[]string{"sasl.enabled.mechanisms=GSSAPI"}, "GSSAPI is not supported"},
 		"bad jaas":           {[]string{"sasl.enabled.mechanisms=PLAIN", `listener.name.sasl_plaintext.plain.sasl.jaas.config=PlainLoginModule required user_a="x"`}, "missing the closing ';'"},
 		"other module":       {[]string{"sasl.enabled.mechanisms=PLAIN", `listener.name.sasl_plaintext.plain.sasl.jaas.config=com.example.Login required user_a="x";`}, "PLAIN's is org.apache.kafka.common.security.plain.PlainLoginModule"},
 		"nobody":             {[]string{"sasl.enabled.mechanisms=PLAIN", `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="a";`}, "nobody could log in"},

@@ -73,8 +73,8 @@ func (c *Config) resolve() error {
 	if roles := c.values["process.roles"]; roles != "" && !strings.Contains(roles, "broker") {
 		errs = append(errs, fmt.Errorf("process.roles=%s: Spool has no controller-only role; every node is a broker (leave it unset or include broker)", roles))
 	}
-	if a := c.values["authorizer.class.name"]; a != "" {
-		errs = append(errs, fmt.Errorf("authorizer.class.name=%s: Spool has no ACLs, so it cannot enforce an authorizer; leave it unset", a))
+	if a := c.values[AuthorizerClassName]; a != "" && !slices.Contains(AuthorizerClassNames, a) {
+		errs = append(errs, fmt.Errorf("%s=%s: Spool's ACL authorizer is enabled by one of %s; leave it unset for no authorization", AuthorizerClassName, a, strings.Join(AuthorizerClassNames, ", ")))
 	}
 	if c.values["delete.topic.enable"] == "false" {
 		errs = append(errs, errors.New("delete.topic.enable=false: Spool always allows DeleteTopics; leave it unset"))

@@ -66,7 +66,7 @@ func listenerPrefix(listener string) string {
 }
 
 // Mechanisms Spool serves.
-var saslMechanisms = map[string]bool{"PLAIN": true}
+var saslMechanisms = map[string]bool{"PLAIN": true, "SCRAM-SHA-256": true, "SCRAM-SHA-512": true}
 
 // SASL is a SASL listener's setup.
 type SASL struct {
@@ -95,12 +95,12 @@ func (c *Config) resolveSASL() error {
 		mechs := SplitList(c.ListenerValue(l.Name, "sasl.enabled.mechanisms"))
 		for _, m := range mechs {
 			if !saslMechanisms[m] {
-				errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms=%s: %s is not supported; Spool serves PLAIN (set sasl.enabled.mechanisms=PLAIN)",
+				errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms=%s: %s is not supported; Spool serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512",
 					l.Name, strings.Join(mechs, ","), m))
 			}
 		}
 		if len(mechs) == 0 {
-			errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms is empty; set it to PLAIN", l.Name))
+			errs = append(errs, fmt.Errorf("listener %s: sasl.enabled.mechanisms is empty; set it to PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", l.Name))
 		}
 		if !slices.Contains(mechs, "PLAIN") {
 			continue
@@ -198,4 +198,32 @@ func (c *Config) resolveListenerSSL(listener string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// AuthorizerClassNames are the authorizer.class.name values that turn Spool's ACL authorizer
+// on: Kafka's ZooKeeper-era AclAuthorizer, its predecessor SimpleAclAuthorizer, KRaft's
+// StandardAuthorizer (all ACLs with the same semantics), and Spool's own name.
+var AuthorizerClassNames = []string{
+	"kafka.security.authorizer.AclAuthorizer",
+	"kafka.security.auth.SimpleAclAuthorizer",
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"spool.acl",
+}
+
+// Authorization is the authorizer's setup.
+type Authorization struct {
+	Enabled      bool     // authorizer.class.name names an authorizer
+	SuperUsers   []string // super.users, split on ';'
+	AllowIfNoACL bool     // allow.everyone.if.no.acl.found
+}
+
+// Authorization returns the authorizer's setup.
+func (c *Config) Authorization() Authorization {
+	a := Authorization{Enabled: c.values[AuthorizerClassName] != "", AllowIfNoACL: c.Bool(AllowEveryoneIfNoACLFound)}
+	for _, u := range strings.Split(c.values[SuperUsers], ";") {
+		if u = strings.TrimSpace(u); u != "" {
+			a.SuperUsers = append(a.SuperUsers, u)
+		}
+	}
+	return a
 }

@@ -23,10 +23,6 @@ import (
 // Anonymous is the principal of a connection that did not authenticate, as in Kafka.
 const Anonymous = "User:ANONYMOUS"
 
-// CertificatePrincipal is the principal of a client certificate: User: and its subject's
-// distinguished name (RFC 2253, most specific first, as Kafka's default principal builder).
-func CertificatePrincipal(c *x509.Certificate) string { return "User:" + c.Subject.String() }
-
 // TLS serves the TLS setup of SSL listeners. Keystore and truststore files are checked at
 // every handshake (a stat each) and reloaded when they change; a file that no longer loads
 // is reported and the last good setup kept, so a half-written file never takes the

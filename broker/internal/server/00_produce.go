@@ -26,6 +26,9 @@ package server
 // the minimum meanwhile, NOT_LEADER_OR_FOLLOWER if leadership moves, REQUEST_TIMED_OUT past
 // the deadline). acks=0 sends no response at all; if a partition failed, the connection is
 // closed instead, as Kafka does.
+//
+// Authorization (with authorizer.class.name set): Write on the topic, else
+// TOPIC_AUTHORIZATION_FAILED for each of its partitions.
 
 import (
 	"context"
@@ -35,6 +38,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/replication"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
@@ -63,13 +67,20 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	for _, rt := range r.TopicData {
 		tr := wire.ProduceResponseTopicProduceResponse{Name: rt.Name}
 		tr.PartitionResponses = make([]wire.ProduceResponsePartitionProduceResponse, len(rt.PartitionData))
+		var denied error
+		if !s.allowed(req, security.OpWrite, security.ResourceTopic, rt.Name) {
+			denied = wire.ErrTopicAuthorizationFailed
+		}
 		for i, rp := range rt.PartitionData {
 			slot := &tr.PartitionResponses[i]
 			slot.Default()
 			slot.Index = rp.Index
 			var part *partition
 			var res storage.AppendResult
-			err := zstdNeedsV7(req.version, rp.Records)
+			err := denied
+			if err == nil {
+				err = zstdNeedsV7(req.version, rp.Records)
+			}
 			if err == nil {
 				part, res, err = s.produceOne(ctx, r, rt.Name, rp)
 			}

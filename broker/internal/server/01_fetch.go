@@ -25,6 +25,10 @@ package server
 // it truncates by leader epoch (KIP-320). Partitions that leader.replication.throttled.replicas
 // names for this broker send followers nothing while the leader's replication budget
 // (leader.replication.throttled.rate) is spent (replication/throttle.go).
+//
+// Authorization (with authorizer.class.name set): a consumer needs Read on each topic, a follower
+// ClusterAction on the cluster; other partitions get TOPIC_AUTHORIZATION_FAILED, decided once per
+// request.
 
 import (
 	"context"
@@ -32,6 +36,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/replication"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
@@ -90,13 +95,14 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 		f.assemble()
 		return reply{fetch: f}
 	}
+	denied := s.fetchDenied(req, r, plan.targets)
 	var follower map[topicPartition]followerCheck
 	if r.ReplicaId >= 0 {
 		follower = s.checkFollowerFetch(r)
 	} else {
 		follower = consumerEpochs(r)
 	}
-	f, size, failed := s.readFetch(r, plan.targets, follower)
+	f, size, failed := s.readFetch(r, plan.targets, follower, denied)
 	if size >= int64(r.MinBytes) || r.MaxWaitMs <= 0 || failed || len(plan.targets) == 0 {
 		return ready(answer(f))
 	}
@@ -111,7 +117,7 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 			if !waitAny(ctx, deadline.C, waitOn) {
 				break
 			}
-			f, size, failed = s.readFetch(r, plan.targets, follower)
+			f, size, failed = s.readFetch(r, plan.targets, follower, denied)
 			if size >= int64(r.MinBytes) || failed {
 				p.complete(answer(f))
 				return
@@ -119,7 +125,7 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 			f.release()
 			waitOn = s.fetchWatches(plan.targets)
 		}
-		f, _, _ = s.readFetch(r, plan.targets, follower)
+		f, _, _ = s.readFetch(r, plan.targets, follower, denied)
 		p.complete(answer(f))
 	}()
 	return p
@@ -159,7 +165,7 @@ func waitAny(ctx context.Context, deadline <-chan time.Time, chans []<-chan stru
 
 // readFetch reads what is available now for targets, in order. size is the record bytes
 // found; failed reports a partition error, which answers at once.
-func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower map[topicPartition]followerCheck) (f *splicedFetch, size int64, failed bool) {
+func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower map[topicPartition]followerCheck, denied map[string]bool) (f *splicedFetch, size int64, failed bool) {
 	resp := &wire.FetchResponse{}
 	resp.Default()
 	f = &splicedFetch{resp: resp, targets: targets, partitions: make([]wire.FetchResponsePartitionData, len(targets)),
@@ -183,6 +189,9 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 			pd.AbortedTransactions = []wire.FetchResponseAbortedTransaction{}
 		}
 		part, err := s.leaderPart(t.topic, t.partition)
+		if denied[t.topic] {
+			err = wire.ErrTopicAuthorizationFailed
+		}
 		var limit int64
 		if err == nil && !isFollower {
 			if fc, ok := follower[t.topicPartition]; ok {
@@ -294,4 +303,27 @@ func (s *Server) checkFollowerFetch(r *wire.FetchRequest) map[topicPartition]fol
 		}
 	}
 	return out
+}
+
+// fetchDenied is the topics of targets the request may not read (nil without an authorizer):
+// a consumer needs Read on each topic, a follower ClusterAction on the cluster, as in Kafka.
+func (s *Server) fetchDenied(req *request, r *wire.FetchRequest, targets []fetchTarget) map[string]bool {
+	if s.authz == nil {
+		return nil
+	}
+	var denied map[string]bool
+	cluster := r.ReplicaId < 0 || s.allowedCluster(req, security.OpClusterAction)
+	for _, t := range targets {
+		if _, seen := denied[t.topic]; seen {
+			continue
+		}
+		ok := cluster && (r.ReplicaId >= 0 || s.allowed(req, security.OpRead, security.ResourceTopic, t.topic))
+		if !ok {
+			if denied == nil {
+				denied = map[string]bool{}
+			}
+			denied[t.topic] = true
+		}
+	}
+	return denied
 }

@@ -9,10 +9,14 @@ package server
 // epoch. Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION; other negative timestamps (-3 max
 // timestamp and beyond) need versions above the window, UNSUPPORTED_VERSION; a partition
 // listed twice gets INVALID_REQUEST (SPEC.md §8.3).
+//
+// Authorization (with authorizer.class.name set): Describe on the topic, else
+// TOPIC_AUTHORIZATION_FAILED for each of its partitions.
 
 import (
 	"context"
 
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -38,10 +42,16 @@ func handleListOffsets(s *Server, _ context.Context, req *request) *pending {
 	}
 	for _, rt := range r.Topics {
 		tr := wire.ListOffsetsResponseTopicResponse{Name: rt.Name}
+		describe := s.allowed(req, security.OpDescribe, security.ResourceTopic, rt.Name)
 		for _, rp := range rt.Partitions {
 			var pr wire.ListOffsetsResponsePartitionResponse
 			pr.Default()
 			pr.PartitionIndex = rp.PartitionIndex
+			if !describe {
+				pr.ErrorCode = wire.ErrTopicAuthorizationFailed.Code
+				tr.Partitions = append(tr.Partitions, pr)
+				continue
+			}
 			if listed[topicPartition{rt.Name, rp.PartitionIndex}] > 1 {
 				pr.ErrorCode = wire.ErrInvalidRequest.Code
 				tr.Partitions = append(tr.Partitions, pr)

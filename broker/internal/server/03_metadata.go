@@ -10,13 +10,19 @@ package server
 // topic looked up by id alone is found by id. Leaders, leader epochs, replicas, ISR and
 // offline replicas come from the metadata image; a partition without a leader (all its ISR
 // down) gets LEADER_NOT_AVAILABLE. Any broker answers for the whole cluster.
-// Authorized operations are not computed (no ACLs): they keep Kafka's "not requested" value.
+// Authorized operations are not computed: they keep Kafka's "not requested" value.
+//
+// Authorization (with authorizer.class.name set): the list of all topics holds only those the
+// principal may Describe; a topic asked for by name or id without Describe gets
+// TOPIC_AUTHORIZATION_FAILED whether or not it exists; auto-creation needs Create on the cluster
+// or the topic, else TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"errors"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -38,7 +44,9 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 	all := r.Topics == nil || (req.version == 0 && len(r.Topics) == 0)
 	if all {
 		for _, t := range s.md.Topics() {
-			resp.Topics = append(resp.Topics, metadataTopic(t, 0))
+			if s.allowed(req, security.OpDescribe, security.ResourceTopic, t.Name) {
+				resp.Topics = append(resp.Topics, metadataTopic(t, 0))
+			}
 		}
 		return ready(reply{msg: resp})
 	}
@@ -56,17 +64,25 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 				continue
 			}
 		}
+		name := t.Name
+		if rt.Name != nil {
+			name = *rt.Name
+		}
+		if !s.allowed(req, security.OpDescribe, security.ResourceTopic, name) {
+			// Refused whether or not the topic exists, so its existence does not leak.
+			resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{ErrorCode: wire.ErrTopicAuthorizationFailed.Code, Name: rt.Name, TopicId: rt.TopicId, TopicAuthorizedOperations: -1 << 31})
+			continue
+		}
 		if ok {
 			resp.Topics = append(resp.Topics, metadataTopic(t, 0))
 			continue
 		}
-		name := ""
-		if rt.Name != nil {
-			name = *rt.Name
-		}
 		var err error = wire.ErrUnknownTopicOrPartition
 		if !cluster.ValidTopicName(name) {
 			err = wire.ErrInvalidTopicException
+		} else if autoCreate && !s.allowed(req, security.OpCreate, security.ResourceCluster, security.ClusterName) &&
+			!s.allowed(req, security.OpCreate, security.ResourceTopic, name) {
+			err = wire.ErrTopicAuthorizationFailed
 		} else if autoCreate {
 			if t, err = s.autoCreateTopic(ctx, name); err == nil {
 				resp.Topics = append(resp.Topics, metadataTopic(t, 0))

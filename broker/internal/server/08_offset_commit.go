@@ -10,6 +10,10 @@ package server
 // RetentionTimeMs (v2-4) other than -1 sets an explicit expiry; otherwise
 // offsets.retention.minutes applies. A partition of an unknown topic is
 // UNKNOWN_TOPIC_OR_PARTITION; a metadata string over 4096 bytes OFFSET_METADATA_TOO_LARGE.
+//
+// Authorization (with authorizer.class.name set): Read on the group, else
+// GROUP_AUTHORIZATION_FAILED for every partition and nothing committed; Read on each topic, else
+// TOPIC_AUTHORIZATION_FAILED for its partitions.
 
 import (
 	"context"
@@ -17,6 +21,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -40,19 +45,30 @@ func handleOffsetCommit(s *Server, ctx context.Context, req *request) *pending {
 	for ti, t := range r.Topics {
 		rt := wire.OffsetCommitResponseTopic{Name: strings.Clone(t.Name)}
 		topic, known := s.md.Topic(t.Name)
+		read := s.allowed(req, security.OpRead, security.ResourceTopic, t.Name)
 		for pi, p := range t.Partitions {
 			rt.Partitions = append(rt.Partitions, wire.OffsetCommitResponsePartition{PartitionIndex: p.PartitionIndex})
 			c := group.Commit{Topic: rt.Name, Partition: p.PartitionIndex, Offset: p.CommittedOffset, LeaderEpoch: p.CommittedLeaderEpoch, Metadata: clonePtr(p.CommittedMetadata)}
 			if req.version < 6 {
 				c.LeaderEpoch = -1
 			}
-			if !known || p.PartitionIndex < 0 || int(p.PartitionIndex) >= len(topic.Partitions) {
+			if !read {
+				c.Err = wire.ErrTopicAuthorizationFailed.Code
+			} else if !known || p.PartitionIndex < 0 || int(p.PartitionIndex) >= len(topic.Partitions) {
 				c.Err = wire.ErrUnknownTopicOrPartition.Code
 			}
 			cr.Commits = append(cr.Commits, c)
 			slots = append(slots, slot{ti, pi})
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if !s.allowed(req, security.OpRead, security.ResourceGroup, r.GroupId) {
+		for ti := range resp.Topics {
+			for pi := range resp.Topics[ti].Partitions {
+				resp.Topics[ti].Partitions[pi].ErrorCode = wire.ErrGroupAuthorizationFailed.Code
+			}
+		}
+		return ready(reply{msg: resp})
 	}
 	p := later()
 	s.groups.Commit(cr, func(codes []int16) {

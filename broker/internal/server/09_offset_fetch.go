@@ -6,11 +6,16 @@ package server
 // an unknown group), with the leader epoch from v5 and the committed metadata string. Topics
 // null (v2+) asks for every committed partition. RequireStable (v7) would wait out pending
 // transactional commits; there are no transactions, so committed offsets are always stable.
+//
+// Authorization (with authorizer.class.name set): Describe on the group, else
+// GROUP_AUTHORIZATION_FAILED; Describe on each topic, else its partitions get
+// TOPIC_AUTHORIZATION_FAILED (and, when every topic is asked for, it is left out).
 
 import (
 	"context"
 
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -21,6 +26,18 @@ func handleOffsetFetch(s *Server, ctx context.Context, req *request) *pending {
 	resp.Default()
 	if r.GroupId == "" {
 		resp.ErrorCode = wire.ErrInvalidGroupId.Code
+		return ready(reply{msg: resp})
+	}
+	if !s.allowed(req, security.OpDescribe, security.ResourceGroup, r.GroupId) {
+		resp.ErrorCode = wire.ErrGroupAuthorizationFailed.Code
+		// v1 has no top-level error: every partition asked for carries it.
+		for _, t := range r.Topics {
+			rt := wire.OffsetFetchResponseTopic{Name: t.Name}
+			for _, p := range t.PartitionIndexes {
+				rt.Partitions = append(rt.Partitions, wire.OffsetFetchResponsePartition{PartitionIndex: p, CommittedOffset: -1, CommittedLeaderEpoch: -1, ErrorCode: resp.ErrorCode})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 		return ready(reply{msg: resp})
 	}
 	all := r.Topics == nil && req.version >= 2
@@ -34,7 +51,16 @@ func handleOffsetFetch(s *Server, ctx context.Context, req *request) *pending {
 		return ready(reply{msg: resp})
 	}
 	byTopic := map[string]int{}
+	describe := map[string]bool{}
 	for _, f := range got {
+		ok, seen := describe[f.Topic]
+		if !seen {
+			ok = s.allowed(req, security.OpDescribe, security.ResourceTopic, f.Topic)
+			describe[f.Topic] = ok
+		}
+		if !ok && all {
+			continue // hidden, as Kafka hides topics the principal may not describe
+		}
 		i, ok := byTopic[f.Topic]
 		if !ok {
 			i = len(resp.Topics)
@@ -43,6 +69,9 @@ func handleOffsetFetch(s *Server, ctx context.Context, req *request) *pending {
 		}
 		md := f.Metadata
 		p := wire.OffsetFetchResponsePartition{PartitionIndex: f.Partition, CommittedOffset: f.Offset, CommittedLeaderEpoch: f.LeaderEpoch, Metadata: &md}
+		if !describe[f.Topic] {
+			p = wire.OffsetFetchResponsePartition{PartitionIndex: f.Partition, CommittedOffset: -1, CommittedLeaderEpoch: -1, ErrorCode: wire.ErrTopicAuthorizationFailed.Code}
+		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, p)
 	}
 	if !all {

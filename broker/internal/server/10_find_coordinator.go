@@ -11,6 +11,9 @@ package server
 // group consumer only when FindCoordinator v0 is advertised. Key type 1 (transactions) gets
 // INVALID_REQUEST until transactions exist. The lookup runs on the connection's goroutine
 // (creating the topic waits for its leaders).
+//
+// Authorization (with authorizer.class.name set): Describe on the group, else
+// GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -18,6 +21,7 @@ import (
 	"fmt"
 
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -35,6 +39,9 @@ func handleFindCoordinator(s *Server, ctx context.Context, req *request) *pendin
 	}
 	if r.KeyType != 0 {
 		return fail(wire.ErrInvalidRequest, errors.New("transactions are not supported"))
+	}
+	if !s.allowed(req, security.OpDescribe, security.ResourceGroup, r.Key) {
+		return fail(wire.ErrGroupAuthorizationFailed, errors.New("FindCoordinator needs Describe on the group"))
 	}
 	if err := s.ensureOffsetsTopic(ctx); err != nil {
 		return fail(wire.ErrCoordinatorNotAvailable, err)

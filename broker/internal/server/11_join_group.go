@@ -10,6 +10,9 @@ package server
 // group) and the leader gets every member's metadata verbatim. v0 has no rebalance timeout:
 // it is the session timeout. v5 adds group.instance.id (static membership); v7 echoes the
 // protocol type.
+//
+// Authorization (with authorizer.class.name set): Read on the group, else
+// GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -17,12 +20,22 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 func handleJoinGroup(s *Server, ctx context.Context, req *request) *pending {
 	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.JoinGroupRequest)
+	if !s.allowed(req, security.OpRead, security.ResourceGroup, r.GroupId) {
+		resp := &wire.JoinGroupResponse{}
+		resp.Default()
+		resp.ErrorCode, resp.GenerationId = wire.ErrGroupAuthorizationFailed.Code, -1
+		if req.version < 7 {
+			resp.ProtocolName = strPtr("")
+		}
+		return ready(reply{msg: resp})
+	}
 	jr := group.JoinRequest{
 		GroupID:              strings.Clone(r.GroupId),
 		MemberID:             strings.Clone(r.MemberId),

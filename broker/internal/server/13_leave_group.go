@@ -6,12 +6,16 @@ package server
 // members by member id or group.instance.id, each with its own error (UNKNOWN_MEMBER_ID,
 // FENCED_INSTANCE_ID when the instance is held by another member id). Leaving members'
 // partitions move at once: the group starts a rebalance.
+//
+// Authorization (with authorizer.class.name set): Read on the group, else
+// GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"strings"
 
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -20,6 +24,10 @@ func handleLeaveGroup(s *Server, ctx context.Context, req *request) *pending {
 	r := req.msg.(*wire.LeaveGroupRequest)
 	resp := &wire.LeaveGroupResponse{}
 	resp.Default()
+	if !s.allowed(req, security.OpRead, security.ResourceGroup, r.GroupId) {
+		resp.ErrorCode = wire.ErrGroupAuthorizationFailed.Code
+		return ready(reply{msg: resp})
+	}
 	var leaving []group.Leaving
 	if req.version < 3 {
 		leaving = []group.Leaving{{MemberID: strings.Clone(r.MemberId)}}

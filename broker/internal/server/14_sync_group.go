@@ -7,6 +7,9 @@ package server
 // the group prepares a rebalance, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID for stale members,
 // FENCED_INSTANCE_ID (v3+) for a replaced static member. v5 checks and echoes the protocol
 // type and name (INCONSISTENT_GROUP_PROTOCOL when they differ).
+//
+// Authorization (with authorizer.class.name set): Read on the group, else
+// GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -14,12 +17,19 @@ import (
 	"strings"
 
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 func handleSyncGroup(s *Server, ctx context.Context, req *request) *pending {
 	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
 	r := req.msg.(*wire.SyncGroupRequest)
+	if !s.allowed(req, security.OpRead, security.ResourceGroup, r.GroupId) {
+		resp := &wire.SyncGroupResponse{}
+		resp.Default()
+		resp.ErrorCode, resp.Assignment = wire.ErrGroupAuthorizationFailed.Code, []byte{}
+		return ready(reply{msg: resp})
+	}
 	sr := group.SyncRequest{
 		GroupID:      strings.Clone(r.GroupId),
 		MemberID:     strings.Clone(r.MemberId),

@@ -6,10 +6,14 @@ package server
 // shows its protocol and each member's metadata and assignment; other states show them empty,
 // as Kafka does. An unknown group is described as Dead with no error (as Kafka before
 // DescribeGroups v6). Authorized operations are not computed (INT32_MIN).
+//
+// Authorization (with authorizer.class.name set): Describe on each group, else
+// GROUP_AUTHORIZATION_FAILED for it.
 
 import (
 	"context"
 
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -19,6 +23,11 @@ func handleDescribeGroups(s *Server, ctx context.Context, req *request) *pending
 	resp := &wire.DescribeGroupsResponse{}
 	resp.Default()
 	for _, id := range r.Groups {
+		if !s.allowed(req, security.OpDescribe, security.ResourceGroup, id) {
+			resp.Groups = append(resp.Groups, wire.DescribeGroupsResponseDescribedGroup{GroupId: id, ErrorCode: wire.ErrGroupAuthorizationFailed.Code,
+				Members: []wire.DescribeGroupsResponseDescribedGroupMember{}, AuthorizedOperations: -1 << 31})
+			continue
+		}
 		d := s.groups.Describe(id)
 		dg := wire.DescribeGroupsResponseDescribedGroup{GroupId: d.GroupID, GroupState: d.State, ProtocolType: d.ProtocolType, ProtocolData: d.Protocol, AuthorizedOperations: -1 << 31}
 		if id == "" {

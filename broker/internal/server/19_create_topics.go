@@ -8,6 +8,9 @@ package server
 // name only this broker. ValidateOnly checks without creating. v5+ returns the resolved
 // configs, partition count and replication factor; v7 the topic id. A topic that exists gets
 // TOPIC_ALREADY_EXISTS; each topic succeeds or fails on its own.
+//
+// Authorization (with authorizer.class.name set): Create on the cluster or on the topic, else
+// TOPIC_AUTHORIZATION_FAILED for it.
 
 import (
 	"context"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -31,7 +35,12 @@ func handleCreateTopics(s *Server, ctx context.Context, req *request) *pending {
 		var res wire.CreateTopicsResponseCreatableTopicResult
 		res.Default()
 		res.Name = rt.Name
-		err := s.createOne(ctx, rt, r.ValidateOnly, seen[rt.Name] > 1, &res, req.version)
+		var err error
+		if !s.allowedCluster(req, security.OpCreate) && !s.allowed(req, security.OpCreate, security.ResourceTopic, rt.Name) {
+			err = fmt.Errorf("%w: creating topic %s needs Create on the cluster or the topic", wire.ErrTopicAuthorizationFailed, rt.Name)
+		} else {
+			err = s.createOne(ctx, rt, r.ValidateOnly, seen[rt.Name] > 1, &res, req.version)
+		}
 		if err != nil {
 			res.ErrorCode = errCode(err)
 			res.ErrorMessage = errMessage(err)

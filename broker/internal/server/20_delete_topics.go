@@ -5,11 +5,15 @@ package server
 // Deletes topics by name (v1-5: TopicNames; v6: Topics with a name or a topic id) together
 // with their data. Unknown names get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID;
 // each topic succeeds or fails on its own. Deletion is immediate on a single node.
+//
+// Authorization (with authorizer.class.name set): Delete on each topic, else
+// TOPIC_AUTHORIZATION_FAILED for it.
 
 import (
 	"context"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -43,6 +47,9 @@ func handleDeleteTopics(s *Server, ctx context.Context, req *request) *pending {
 			} else {
 				err = wire.ErrUnknownTopicId
 			}
+		}
+		if err == nil && !s.allowed(req, security.OpDelete, security.ResourceTopic, name) {
+			err = wire.ErrTopicAuthorizationFailed
 		}
 		if err == nil {
 			var deleted cluster.Topic

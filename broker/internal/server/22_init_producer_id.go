@@ -8,10 +8,14 @@ package server
 // the ProducerId/ProducerEpoch of v3+ (KIP-360) and allocates a new id; so do we, and the old
 // id's sequence state simply ages out. Transactions are not supported yet: a non-null
 // TransactionalId gets INVALID_REQUEST.
+//
+// Authorization (with authorizer.class.name set): IdempotentWrite on the cluster, or Write on at
+// least one topic (Kafka's rule since 2.8), else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -21,6 +25,11 @@ func handleInitProducerID(s *Server, ctx context.Context, req *request) *pending
 	resp.Default()
 	if r.TransactionalId != nil {
 		resp.ErrorCode = wire.ErrInvalidRequest.Code
+		return ready(reply{msg: resp})
+	}
+	// Kafka's rule for idempotent producers: IdempotentWrite on the cluster, or Write on any topic.
+	if !s.allowedCluster(req, security.OpIdempotentWrite) && !s.allowedAny(req, security.OpWrite, security.ResourceTopic) {
+		resp.ErrorCode = wire.ErrClusterAuthorizationFailed.Code
 		return ready(reply{msg: resp})
 	}
 	id, err := s.producers.allocate(ctx)

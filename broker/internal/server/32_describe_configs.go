@@ -9,6 +9,10 @@ package server
 // a topic config lists the override and the broker property behind it, most specific first.
 // v3+ adds the config type and, when asked, documentation. Unknown topics get
 // UNKNOWN_TOPIC_OR_PARTITION; other resource types INVALID_REQUEST.
+//
+// Authorization (with authorizer.class.name set): DescribeConfigs on the topic (else
+// TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster (else
+// CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -18,6 +22,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -35,7 +40,11 @@ func handleDescribeConfigs(s *Server, _ context.Context, req *request) *pending 
 		var out wire.DescribeConfigsResponseResult
 		out.Default()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
-		configs, err := s.describeResource(res, r.IncludeSynonyms, r.IncludeDocumentation && req.version >= 3)
+		var configs []wire.DescribeConfigsResponseResourceResult
+		err := s.configAllowed(req, security.OpDescribeConfigs, res.ResourceType, res.ResourceName)
+		if err == nil {
+			configs, err = s.describeResource(res, r.IncludeSynonyms, r.IncludeDocumentation && req.version >= 3)
+		}
 		out.ErrorCode = errCode(err)
 		out.ErrorMessage = errMessage(err)
 		if err == nil {

@@ -6,11 +6,15 @@ package server
 // INVALID_PARTITIONS, unknown topics UNKNOWN_TOPIC_OR_PARTITION. Manual assignments may only
 // name this broker on a single node. ValidateOnly checks without changing anything. New
 // partitions' logs are opened before the response, so they can be produced to at once.
+//
+// Authorization (with authorizer.class.name set): Alter on each topic, else
+// TOPIC_AUTHORIZATION_FAILED for it.
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -22,7 +26,10 @@ func handleCreatePartitions(s *Server, ctx context.Context, req *request) *pendi
 		var res wire.CreatePartitionsResponseTopicResult
 		res.Default()
 		res.Name = rt.Name
-		err := s.createPartitions(ctx, rt, r.ValidateOnly)
+		var err error = wire.ErrTopicAuthorizationFailed
+		if s.allowed(req, security.OpAlter, security.ResourceTopic, rt.Name) {
+			err = s.createPartitions(ctx, rt, r.ValidateOnly)
+		}
 		res.ErrorCode = errCode(err)
 		res.ErrorMessage = errMessage(err)
 		resp.Results = append(resp.Results, res)

@@ -8,6 +8,10 @@ package server
 // on open logs at once. ValidateOnly checks without changing anything. Broker configs are
 // static (set by file and flags), altering them gets INVALID_REQUEST, except the replication
 // throttles (broker_dynamic_configs.go).
+//
+// Authorization (with authorizer.class.name set): AlterConfigs on the topic (else
+// TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster (else
+// CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -17,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -36,7 +41,10 @@ func handleIncrementalAlterConfigs(s *Server, ctx context.Context, req *request)
 		var out wire.IncrementalAlterConfigsResponseAlterConfigsResourceResponse
 		out.Default()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
-		err := s.alterResource(ctx, res, r.ValidateOnly)
+		err := s.configAllowed(req, security.OpAlterConfigs, res.ResourceType, res.ResourceName)
+		if err == nil {
+			err = s.alterResource(ctx, res, r.ValidateOnly)
+		}
 		out.ErrorCode = errCode(err)
 		out.ErrorMessage = errMessage(err)
 		resp.Responses = append(resp.Responses, out)

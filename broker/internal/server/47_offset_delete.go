@@ -10,12 +10,17 @@ package server
 // while a member of the active group subscribes to the topic, else NONE once the tombstones
 // are durable in __consumer_offsets. A single node coordinates every group, so NOT_COORDINATOR
 // does not arise here.
+//
+// Authorization (with authorizer.class.name set): Delete on the group, else
+// GROUP_AUTHORIZATION_FAILED; Read on each topic, else TOPIC_AUTHORIZATION_FAILED for its
+// partitions.
 
 import (
 	"context"
 	"strings"
 
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -25,14 +30,21 @@ func handleOffsetDelete(s *Server, ctx context.Context, req *request) *pending {
 	resp := &wire.OffsetDeleteResponse{}
 	resp.Default()
 	groupID := strings.Clone(r.GroupId)
+	if !s.allowed(req, security.OpDelete, security.ResourceGroup, groupID) {
+		resp.ErrorCode = wire.ErrGroupAuthorizationFailed.Code
+		return ready(reply{msg: resp})
+	}
 	var dels []group.OffsetDeletion
 	for _, t := range r.Topics {
 		name := strings.Clone(t.Name)
 		topic, known := s.md.Topic(name)
 		rt := wire.OffsetDeleteResponseTopic{Name: name}
+		read := s.allowed(req, security.OpRead, security.ResourceTopic, name)
 		for _, p := range t.Partitions {
 			d := group.OffsetDeletion{Topic: name, Partition: p.PartitionIndex}
-			if !known || p.PartitionIndex < 0 || int(p.PartitionIndex) >= len(topic.Partitions) {
+			if !read {
+				d.Err = wire.ErrTopicAuthorizationFailed.Code
+			} else if !known || p.PartitionIndex < 0 || int(p.PartitionIndex) >= len(topic.Partitions) {
 				d.Err = wire.ErrUnknownTopicOrPartition.Code
 			}
 			dels = append(dels, d)

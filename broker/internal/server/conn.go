@@ -27,6 +27,7 @@ const maxInFlight = 64
 // its synchronous part must copy it, because the frame buffer is reused for the next request.
 type request struct {
 	remote net.Addr // the client's address; nil when not from a network connection
+	host   string   // the client's IP address, for ACL hosts ("" when not from a network connection)
 	// listener is the name of the listener the request came through ("" when not from a
 	// network connection): Metadata answers with that listener's endpoints.
 	listener string
@@ -84,6 +85,7 @@ type conn struct {
 	s         *Server
 	nc        net.Conn
 	listener  string       // the listener's name
+	host      string       // the client's IP address (ACL hosts)
 	principal string       // who the connection authenticated as
 	sasl      *saslSession // nil unless the listener uses SASL
 	log       *slog.Logger
@@ -93,7 +95,7 @@ type conn struct {
 }
 
 func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
-	c := &conn{s: s, nc: nc, listener: l.conf.Name, principal: security.Anonymous,
+	c := &conn{s: s, nc: nc, listener: l.conf.Name, host: hostOf(nc.RemoteAddr()), principal: security.Anonymous,
 		log: s.log.With("remote", nc.RemoteAddr().String(), "listener", l.conf.Name), queue: make(chan *pending, maxInFlight)}
 	s.metrics.Connection(1)
 	defer s.metrics.Connection(-1)
@@ -105,7 +107,7 @@ func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
 		c.sasl = &saslSession{cfg: l.sasl}
 	}
 	if l.tls != nil {
-		if err := c.handshake(ctx, l.tls); err != nil {
+		if err := c.handshake(ctx, l); err != nil {
 			c.log.Info("TLS handshake failed; connection closed", "err", err)
 			cancel()
 			nc.Close()
@@ -237,7 +239,11 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		// As Kafka: anything but ApiVersions and the SASL exchange closes the connection.
 		return nil, fmt.Errorf("%s before SASL authentication", api.Name)
 	}
-	req := &request{api: api, version: version, listener: c.listener, principal: c.principal, sasl: c.sasl}
+	if c.sasl != nil && !beforeAuth(key) && c.sasl.expired(time.Now()) {
+		// KIP-368: the client let its session end without re-authenticating.
+		return nil, fmt.Errorf("%s after the SASL session expired (connections.max.reauth.ms)", api.Name)
+	}
+	req := &request{api: api, version: version, listener: c.listener, host: c.host, principal: c.principal, sasl: c.sasl}
 	if c.s.metrics != nil || c.s.tracer != nil {
 		req.start = time.Now()
 		req.size = len(frame)

@@ -21,7 +21,9 @@ type listener struct {
 	conf config.Listener
 	ln   net.Listener
 	tls  *tls.Config // nil without TLS (PLAINTEXT, SASL_PLAINTEXT)
-	sasl *saslConfig // nil without SASL (PLAINTEXT, SSL)
+	// principals map client certificate subjects to principal names (ssl.principal.mapping.rules).
+	principals security.PrincipalRules
+	sasl       *saslConfig // nil without SASL (PLAINTEXT, SSL)
 }
 
 // saslConfig is a SASL listener's setup.
@@ -30,6 +32,9 @@ type saslConfig struct {
 	plain      map[string]string // PLAIN's users and passwords
 	maxReceive int64             // sasl.server.max.receive.size: the largest frame before authentication
 	failDelay  time.Duration     // connection.failed.authentication.delay.ms
+	// reauth is connections.max.reauth.ms (KIP-368): the session lifetime given to clients,
+	// which re-authenticate on the same connection before it ends; 0: sessions never end.
+	reauth time.Duration
 }
 
 // saslSession is a connection's SASL state. Only the connection's reader goroutine touches
@@ -40,6 +45,14 @@ type saslSession struct {
 	authenticated bool
 	failed        bool // the exchange failed: the connection closes after the reply
 	principal     string
+	scram         *security.ScramServer // the SCRAM exchange under way
+	reauthing     bool                  // a re-authentication (KIP-368) is under way
+	expires       time.Time             // the session's end (zero: never); past it only re-authentication is served
+}
+
+// expired tells whether the session has ended: the client did not re-authenticate in time.
+func (s *saslSession) expired(now time.Time) bool {
+	return s.authenticated && !s.expires.IsZero() && now.After(s.expires)
 }
 
 // beforeAuth are the requests a SASL connection may send before it authenticates.
@@ -50,8 +63,8 @@ func beforeAuth(key int16) bool {
 // handshake runs the TLS handshake on the connection and takes the principal from the client
 // certificate, when one was given. A plaintext client on a TLS port fails here: its request
 // is no TLS record.
-func (c *conn) handshake(ctx context.Context, cfg *tls.Config) error {
-	tc := tls.Server(c.nc, cfg)
+func (c *conn) handshake(ctx context.Context, l *listener) error {
+	tc := tls.Server(c.nc, l.tls)
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
@@ -59,7 +72,11 @@ func (c *conn) handshake(ctx context.Context, cfg *tls.Config) error {
 	}
 	c.nc = tc
 	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
-		c.principal = security.CertificatePrincipal(certs[0])
+		name, err := l.principals.Name(certs[0].Subject.String())
+		if err != nil {
+			return err
+		}
+		c.principal = "User:" + name
 		c.log = c.log.With("principal", c.principal)
 	}
 	return nil

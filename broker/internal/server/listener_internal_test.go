@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest/testca"
 	"github.com/spoolmq/spool/broker/internal/config"
@@ -36,7 +37,8 @@ func TestTLSPrincipalFromClientCertificate(t *testing.T) {
 			tc := tls.Client(cc, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: certs})
 			done <- tc.Handshake()
 		}()
-		if err := c.handshake(context.Background(), tl.Config()); err != nil {
+		rules, _ := security.ParsePrincipalRules("DEFAULT")
+		if err := c.handshake(context.Background(), &listener{tls: tl.Config(), principals: rules}); err != nil {
 			t.Fatalf("%s: server handshake: %v", want, err)
 		}
 		if err := <-done; err != nil {
@@ -90,5 +92,62 @@ func TestSASLPrincipalOnRequests(t *testing.T) {
 	p, _ = c.dispatch(ctx, requestFrame(wire.KeySaslHandshake, 1, &wire.SaslHandshakeRequest{Mechanism: "PLAIN"}))
 	if p.reply.msg.(*wire.SaslHandshakeResponse).ErrorCode != wire.ErrIllegalSaslState.Code || !c.sasl.failed {
 		t.Errorf("second handshake: %+v failed=%v", p.reply.msg, c.sasl.failed)
+	}
+}
+
+// KIP-368: with connections.max.reauth.ms the answer carries the session lifetime; the client
+// re-authenticates on the same connection with the same mechanism and principal; another
+// principal is refused; a connection whose session ended is closed at its next request.
+func TestSASLReauthentication(t *testing.T) {
+	sc, cc := net.Pipe()
+	defer sc.Close()
+	defer cc.Close()
+	newConn := func() *conn {
+		return &conn{s: &Server{log: slog.New(slog.DiscardHandler)}, nc: sc, listener: "SASL_PLAINTEXT", principal: security.Anonymous,
+			log: slog.New(slog.DiscardHandler), sasl: &saslSession{cfg: &saslConfig{mechanisms: []string{"PLAIN"},
+				plain: map[string]string{"alice": "pw", "bob": "pw"}, reauth: time.Hour}}}
+	}
+	ctx := context.Background()
+	auth := func(c *conn, user string) *wire.SaslAuthenticateResponse {
+		t.Helper()
+		p, err := c.dispatch(ctx, requestFrame(wire.KeySaslHandshake, 1, &wire.SaslHandshakeRequest{Mechanism: "PLAIN"}))
+		if err != nil || p.reply.msg.(*wire.SaslHandshakeResponse).ErrorCode != 0 {
+			t.Fatalf("handshake: %v %+v", err, p.reply.msg)
+		}
+		p, err = c.dispatch(ctx, requestFrame(wire.KeySaslAuthenticate, 1, &wire.SaslAuthenticateRequest{AuthBytes: []byte("\x00" + user + "\x00pw")}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.reply.msg.(*wire.SaslAuthenticateResponse)
+	}
+	c := newConn()
+	if r := auth(c, "alice"); r.ErrorCode != 0 || r.SessionLifetimeMs != time.Hour.Milliseconds() {
+		t.Fatalf("first authentication: %+v, want session lifetime %d", r, time.Hour.Milliseconds())
+	}
+	if r := auth(c, "alice"); r.ErrorCode != 0 || c.sasl.failed || c.principal != "User:alice" {
+		t.Fatalf("re-authentication: %+v failed=%v principal=%s", r, c.sasl.failed, c.principal)
+	}
+	// DescribeAcls: a request served without anything behind it (no authorizer here).
+	acls := func() []byte {
+		return requestFrame(wire.KeyDescribeAcls, 1, &wire.DescribeAclsRequest{ResourceTypeFilter: 1, PatternTypeFilter: 1, Operation: 1, PermissionType: 1})
+	}
+	if _, err := c.dispatch(ctx, acls()); err != nil {
+		t.Errorf("a request after re-authentication: %v", err)
+	}
+	if r := auth(c, "bob"); r.ErrorCode != wire.ErrSaslAuthenticationFailed.Code || !c.sasl.failed {
+		t.Errorf("re-authentication as another principal: %+v failed=%v", r, c.sasl.failed)
+	}
+	// A session that has ended: only re-authentication is served.
+	c = newConn()
+	auth(c, "alice")
+	c.sasl.expires = time.Now().Add(-time.Second)
+	if _, err := c.dispatch(ctx, acls()); err == nil {
+		t.Error("a request after the session ended was served")
+	}
+	if r := auth(c, "alice"); r.ErrorCode != 0 || c.sasl.expired(time.Now()) {
+		t.Errorf("re-authentication after the session ended: %+v", r)
+	}
+	if _, err := c.dispatch(ctx, acls()); err != nil {
+		t.Errorf("a request after re-authenticating an ended session: %v", err)
 	}
 }

@@ -74,6 +74,8 @@ type Server struct {
 	closeError   error
 
 	fetchSessions *fetchSessionCache // KIP-227 sessions, broker-wide as in Kafka
+	authz         *authz             // nil without authorizer.class.name (authorize.go)
+	scram         *scramUsers        // SCRAM credentials (scram.go)
 
 	// Operations: metrics is nil unless spool.metrics.listener is set; ready is set once the
 	// broker serves (and, in cluster mode, is registered in ZooKeeper).
@@ -114,6 +116,16 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 	if err := s.openMetadata(dataDir); err != nil {
 		s.logs.Close()
 		return nil, fmt.Errorf("opening metadata: %w", err)
+	}
+	if err := s.openAuthorizer(); err != nil {
+		s.logs.Close()
+		s.md.Close()
+		return nil, fmt.Errorf("starting the authorizer: %w", err)
+	}
+	if err := s.openScram(); err != nil {
+		s.logs.Close()
+		s.md.Close()
+		return nil, err
 	}
 	s.producers = &producerIDs{md: s.md}
 	s.repl = &replication.Settings{
@@ -246,7 +258,8 @@ func (s *Server) Listen() error {
 			sc := s.conf.SASL(lc.Name)
 			l.sasl = &saslConfig{mechanisms: sc.Mechanisms, plain: sc.PlainUsers,
 				maxReceive: s.conf.Int64("sasl.server.max.receive.size"),
-				failDelay:  time.Duration(s.conf.Int64("connection.failed.authentication.delay.ms")) * time.Millisecond}
+				failDelay:  time.Duration(s.conf.Int64("connection.failed.authentication.delay.ms")) * time.Millisecond,
+				reauth:     time.Duration(s.conf.Int64("connections.max.reauth.ms")) * time.Millisecond}
 		}
 		if lc.TLS() {
 			t, err := security.NewTLS(s.conf.SSL(lc.Name), s.log.With("listener", lc.Name))
@@ -255,6 +268,10 @@ func (s *Server) Listen() error {
 				return &config.UsageError{Err: fmt.Errorf("listener %s: %w", lc.Name, err)}
 			}
 			l.tls = t.Config()
+			if l.principals, err = security.ParsePrincipalRules(s.conf.ListenerValue(lc.Name, "ssl.principal.mapping.rules")); err != nil {
+				s.closeListeners()
+				return &config.UsageError{Err: fmt.Errorf("listener %s: %w", lc.Name, err)}
+			}
 		}
 		ln, err := net.Listen("tcp", lc.Addr)
 		if err != nil {

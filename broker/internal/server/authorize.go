@@ -1,0 +1,127 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// authz is the broker's authorization: the authorizer deciding requests and the store its
+// ACLs come from. It is nil when authorizer.class.name is unset, and then every request is
+// allowed, as in Kafka without an authorizer.
+type authz struct {
+	*security.Authorizer
+	store security.ACLStore
+	mu    sync.Mutex // serialises reloads, so an older read never replaces a newer one
+}
+
+// openAuthorizer turns the authorizer on when configured and loads the ACLs; in cluster mode
+// it also follows ZooKeeper's change notifications, so an ACL created through any broker is
+// enforced here as soon as ZooKeeper delivers the event.
+func (s *Server) openAuthorizer() error {
+	conf := s.conf.Authorization()
+	if !conf.Enabled {
+		return nil
+	}
+	a := &authz{Authorizer: security.NewAuthorizer(conf.SuperUsers, conf.AllowIfNoACL)}
+	switch {
+	case s.zk != nil:
+		a.store = s.zk
+	default:
+		store, ok := s.md.(security.ACLStore)
+		if !ok {
+			return fmt.Errorf("the metadata store %T keeps no ACLs", s.md)
+		}
+		a.store = store
+	}
+	s.authz = a
+	if err := s.reloadACLs(); err != nil {
+		return err
+	}
+	if s.zk != nil {
+		if err := s.zk.WatchACLs(func() {
+			if err := s.reloadACLs(); err != nil {
+				s.log.Warn("reloading ACLs after a change notification", "err", err)
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	s.log.Info("authorizer on", "acls", len(a.ACLs()), "super_users", conf.SuperUsers, config.AllowEveryoneIfNoACLFound, conf.AllowIfNoACL)
+	return nil
+}
+
+// reloadACLs reads the stored ACLs into the authorizer.
+func (s *Server) reloadACLs() error {
+	a := s.authz
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	bs, err := a.store.ACLs()
+	if err != nil {
+		return fmt.Errorf("loading ACLs: %w", err)
+	}
+	a.SetACLs(bs)
+	return nil
+}
+
+// allowed is the one authorization check every handler calls: may the request's principal,
+// from its host, do op on the resource typ/name? Always true without an authorizer.
+func (s *Server) allowed(req *request, op security.Operation, typ security.ResourceType, name string) bool {
+	if s.authz == nil {
+		return true
+	}
+	ok := s.authz.Authorize(req.principal, req.host, op, typ, name)
+	if !ok {
+		s.log.Debug("request denied", "principal", req.principal, "host", req.host, "api", req.api.Name,
+			"operation", op, "resource", typ, "name", name)
+	}
+	return ok
+}
+
+// allowedCluster checks op on the cluster resource.
+func (s *Server) allowedCluster(req *request, op security.Operation) bool {
+	return s.allowed(req, op, security.ResourceCluster, security.ClusterName)
+}
+
+// allowedAny checks op on at least one resource of the type (Kafka's authorizeByResourceType).
+func (s *Server) allowedAny(req *request, op security.Operation, typ security.ResourceType) bool {
+	if s.authz == nil {
+		return true
+	}
+	return s.authz.AuthorizeAny(req.principal, req.host, op, typ)
+}
+
+// hostOf is the IP address ACL hosts are compared with (Kafka's InetAddress.getHostAddress).
+func hostOf(a net.Addr) string {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.String()
+	}
+	if a == nil {
+		return ""
+	}
+	h, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return h
+}
+
+// configAllowed is the check of DescribeConfigs (op DescribeConfigs) and the config-altering
+// APIs (AlterConfigs): a topic needs op on the topic (else TOPIC_AUTHORIZATION_FAILED), a
+// broker or broker logger op on the cluster (else CLUSTER_AUTHORIZATION_FAILED), as in Kafka.
+func (s *Server) configAllowed(req *request, op security.Operation, resourceType int8, name string) error {
+	if resourceType == resourceTopic {
+		if !s.allowed(req, op, security.ResourceTopic, name) {
+			return fmt.Errorf("%w: %s on topic %s", wire.ErrTopicAuthorizationFailed, op, name)
+		}
+		return nil
+	}
+	if !s.allowedCluster(req, op) {
+		return fmt.Errorf("%w: %s on the cluster", wire.ErrClusterAuthorizationFailed, op)
+	}
+	return nil
+}

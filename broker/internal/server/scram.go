@@ -1,0 +1,67 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spoolmq/spool/broker/internal/security"
+)
+
+// scramUsers is the broker's SCRAM credentials: an immutable snapshot read by SASL
+// exchanges, reloaded from the store (the embedded metadata, or ZooKeeper's /config/users,
+// followed through /config/changes) whenever they change.
+type scramUsers struct {
+	store security.ScramStore
+	mu    sync.Mutex // serialises reloads
+	creds atomic.Pointer[map[string]map[security.ScramMechanism]security.ScramCredential]
+}
+
+// openScram loads the SCRAM credentials and, in cluster mode, follows their changes.
+func (s *Server) openScram() error {
+	u := &scramUsers{}
+	switch {
+	case s.zk != nil:
+		u.store = s.zk
+	default:
+		store, ok := s.md.(security.ScramStore)
+		if !ok {
+			return fmt.Errorf("the metadata store %T keeps no SCRAM credentials", s.md)
+		}
+		u.store = store
+	}
+	s.scram = u
+	if err := s.reloadScram(); err != nil {
+		return err
+	}
+	if s.zk != nil {
+		return s.zk.WatchConfigChanges(func() {
+			if err := s.reloadScram(); err != nil {
+				s.log.Warn("reloading SCRAM credentials after a config change", "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+func (s *Server) reloadScram() error {
+	u := s.scram
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	creds, err := u.store.ScramCredentials()
+	if err != nil {
+		return fmt.Errorf("loading SCRAM credentials: %w", err)
+	}
+	u.creds.Store(&creds)
+	return nil
+}
+
+// scramCredential is a user's credential for a mechanism (security.ScramLookup).
+func (s *Server) scramCredential(user string, m security.ScramMechanism) (security.ScramCredential, bool) {
+	creds := s.scram.creds.Load()
+	if creds == nil {
+		return security.ScramCredential{}, false
+	}
+	c, ok := (*creds)[user][m]
+	return c, ok
+}

@@ -232,11 +232,13 @@ type T struct {
 	driver    Driver
 	id        string
 
-	mu       sync.Mutex
-	failed   bool
-	skipped  string
-	msgs     []string
-	cleanups []func()
+	mu      sync.Mutex
+	failed  bool
+	skipped string
+	msgs    []string
+	// partitions of the topics the case created (Topic), for drivers' consume requests
+	partitions map[string]int32
+	cleanups   []func()
 }
 
 // Errorf records a failure and lets the case go on.

@@ -91,6 +91,12 @@ func (t *T) Topic(n int32, configs ...string) string {
 	}
 	t.Cleanup(func() { t.deleteTopics(name) })
 	t.waitTopic(c, name, n)
+	t.mu.Lock()
+	if t.partitions == nil {
+		t.partitions = map[string]int32{}
+	}
+	t.partitions[name] = n
+	t.mu.Unlock()
 	return name
 }
 

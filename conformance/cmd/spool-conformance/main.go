@@ -106,6 +106,9 @@ func runErr(args []string, stdout, stderr io.Writer) error {
 		driverName = fields[0]
 		d = &conformance.ProcessDriver{DriverName: fields[0], Path: fields[0], Args: fields[1:]}
 	} else if slices.Contains(drivers.ExternalNames, *driver) {
+		if *driver == "java" && *javaCP == "" {
+			return usageError{"--driver java needs --java-classpath (kafka-clients and its dependencies)"}
+		}
 		dir, err := os.MkdirTemp("", "spool-conformance-driver-")
 		if err != nil {
 			return err

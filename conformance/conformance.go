@@ -37,7 +37,10 @@ type Case struct {
 	// KnownIssue, when set, names a known Spool deviation from the spec: the case still runs
 	// and still fails on Spool, and the report carries this note after the failure.
 	KnownIssue string
-	Run        func(t *T)
+	// Brokers, when above 1, is how many brokers the target needs: with fewer, the case is
+	// skipped, saying so (cluster cases).
+	Brokers int
+	Run     func(t *T)
 }
 
 var (
@@ -63,7 +66,7 @@ func register(c *Case) {
 }
 
 // Areas are the case areas in the order the suite runs and reports them.
-var Areas = []string{"versions", "metadata", "produce", "fetch", "listoffsets", "idempotence", "groups", "admin", "client"}
+var Areas = []string{"versions", "metadata", "produce", "fetch", "listoffsets", "idempotence", "groups", "admin", "client", "cluster"}
 
 // Cases returns every case, grouped by area (in the order of Areas), in registration order
 // within an area.
@@ -185,6 +188,9 @@ func Run(ctx context.Context, cfg Config, cases []*Case) []Result {
 	return results
 }
 
+// NeedsCluster starts the reason of a case skipped for want of brokers.
+const NeedsCluster = "cluster case"
+
 // errFailNow and errSkipNow end a case early (T.Fatalf, T.Skipf).
 var (
 	errFailNow = errors.New("case failed")
@@ -208,6 +214,11 @@ func runOne(ctx context.Context, cfg Config, c *Case) (r Result) {
 			}
 		}()
 		defer t.runCleanups()
+		if c.Brokers > 1 {
+			if n := t.brokerCount(); n < c.Brokers {
+				t.Skipf("%s: needs %d brokers, the target has %d", NeedsCluster, c.Brokers, n)
+			}
+		}
 		c.Run(t)
 	}()
 	r.Elapsed = time.Since(start)

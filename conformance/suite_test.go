@@ -60,6 +60,13 @@ func TestSuite(t *testing.T) {
 				results := conformance.Run(context.Background(), conformance.Config{Bootstrap: addr, Driver: d, Parallel: 6}, cases)
 				passed, known, skipped := 0, 0, 0
 				for _, r := range results {
+					// Cluster cases need more brokers than a single node has: TestSuiteCluster runs them.
+					if r.Case.Brokers > 1 {
+						if r.Outcome != conformance.Skip || !strings.HasPrefix(r.Message, conformance.NeedsCluster) {
+							t.Errorf("%s on a single node: %s (%s), want skipped as a cluster case", r.Case.ID, r.Outcome, r.Message)
+						}
+						continue
+					}
 					if why, ok := unsupported[name][r.Case.ID]; ok {
 						if r.Outcome != conformance.Skip || !strings.Contains(r.Message, why) {
 							t.Errorf("%s with driver %s: %s (%s), want skipped as unsupported: %s", r.Case.ID, name, r.Outcome, r.Message, why)

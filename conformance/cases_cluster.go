@@ -169,17 +169,4 @@ func init() {
 				}
 			}
 		}})
-	// Runs on any target: a single replica is below min.insync.replicas=2.
-	register(&Case{ID: "produce/not-enough-replicas", Spec: "§7, §8.1",
-		Desc: "acks=all to a partition whose ISR (1 replica) is below min.insync.replicas (2) gets NOT_ENOUGH_REPLICAS and appends nothing; acks=1 is accepted",
-		Run: func(t *T) {
-			topic := t.Topic(1, "min.insync.replicas", "2")
-			c := t.Conn()
-			r := t.produce(c, topic, 0, -1, t.makeBatch(plain, values("all", 2)...), maxV(wire.KeyProduce))
-			t.wantCode("acks=all below min.insync.replicas", r.ErrorCode, wire.ErrNotEnoughReplicas)
-			t.wantLogEnd(c, topic, 0, 0, "a refused acks=all produce")
-			if off := t.produceOK(c, topic, 0, plain, values("one", 2)...); off != 0 {
-				t.Errorf("acks=1 appended at %d, want 0", off)
-			}
-		}})
 }

@@ -236,7 +236,7 @@ public final class Driver {
         }
         String topic = str(req, "topic", "");
         List<TopicPartition> parts = new ArrayList<>();
-        for (PartitionInfo pi : consumer.partitionsFor(topic, Duration.ofSeconds(10))) {
+        for (PartitionInfo pi : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
             parts.add(new TopicPartition(topic, pi.partition()));
         }
         consumer.assign(parts);

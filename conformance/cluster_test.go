@@ -50,6 +50,7 @@ func TestSuiteCluster(t *testing.T) {
 					t.Errorf("%s: %s: %s", r.Case.ID, r.Outcome, r.Message)
 				}
 			}
+			recordRun(tg.name, "go", results)
 			t.Logf("%s: %d cluster cases run", tg.name, len(results))
 		})
 	}

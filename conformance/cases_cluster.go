@@ -170,3 +170,87 @@ func init() {
 			}
 		}})
 }
+
+// crash kills broker id through Config.Faults and restarts it when the case ends.
+func (t *T) crash(id int32) {
+	if err := t.faults.Kill(id); err != nil {
+		t.Fatalf("killing broker %d: %v", id, err)
+	}
+	t.Cleanup(func() {
+		if err := t.faults.Restart(id); err != nil {
+			t.Errorf("restarting broker %d: %v", id, err)
+		}
+	})
+}
+
+// produceWithin is produce with the broker's wait for acks=all bounded by timeoutMs.
+func (t *T) produceWithin(c *Conn, topic string, p int32, acks int16, records []byte, timeoutMs int32) int16 {
+	req := produceReq(topic, p, acks, records)
+	req.TimeoutMs = timeoutMs
+	var resp wire.ProduceResponse
+	t.Do(c, req, &resp, maxV(wire.KeyProduce))
+	if len(resp.Responses) != 1 || len(resp.Responses[0].PartitionResponses) != 1 {
+		t.Fatalf("Produce: want one partition in the response, got %+v", resp.Responses)
+	}
+	return resp.Responses[0].PartitionResponses[0].ErrorCode
+}
+
+func init() {
+	register(&Case{ID: "cluster/leader-failover", Brokers: 3, Faults: true, Spec: "§7, §8.1, §8.4",
+		Desc: "when the leader crashes, Metadata names a new leader among the other replicas, which holds every record acknowledged with acks=all and takes new ones; with min.insync.replicas=2 and a second replica down, acks=all gets NOT_ENOUGH_REPLICAS once the ISR shrinks, while acks=1 is still taken",
+		Run: func(t *T) {
+			name, md := t.replicatedTopic(1, 3, "min.insync.replicas", "2")
+			p := findTopic(md, name).Partitions[0]
+			old := p.LeaderId
+			c := t.brokerConn(md, old)
+			var acked []rec
+			for i := range 3 {
+				batch := values(fmt.Sprintf("acked%d-", i), 5)
+				r := t.produce(c, name, 0, -1, t.makeBatch(plain, batch...), maxV(wire.KeyProduce))
+				if r.ErrorCode != 0 || r.BaseOffset != int64(len(acked)) {
+					t.Fatalf("acks=all batch %d before the crash: %s at %d", i, codeName(r.ErrorCode), r.BaseOffset)
+				}
+				acked = append(acked, batch...)
+			}
+			var survivors []int32
+			for _, r := range p.ReplicaNodes {
+				if r != old {
+					survivors = append(survivors, r)
+				}
+			}
+			t.crash(old)
+			sc := t.brokerConn(md, survivors[0])
+			var leader int32
+			t.waitFor(fmt.Sprintf("a new leader of %s after broker %d crashed", name, old), func() (bool, string) {
+				tp := findTopic(t.metadata(sc, false, name), name)
+				if tp == nil || len(tp.Partitions) != 1 {
+					return false, fmt.Sprintf("topic %+v", tp)
+				}
+				leader = tp.Partitions[0].LeaderId
+				return leader >= 0 && leader != old, fmt.Sprintf("leader %d, ISR %v", leader, tp.Partitions[0].IsrNodes)
+			})
+			if leader != survivors[0] && leader != survivors[1] {
+				t.Fatalf("new leader %d is not one of the other replicas %v", leader, survivors)
+			}
+			lc := t.brokerConn(md, leader)
+			t.waitFor("acks=all taken by the new leader", func() (bool, string) {
+				code := t.produceWithin(lc, name, 0, -1, t.makeBatch(plain, rec{value: []byte("after-failover")}), 5000)
+				return code == 0, codeName(code)
+			})
+			got := t.fetchAll(lc, name, 0, 0, len(acked)+1)
+			t.sameRecords(got[:len(acked)], acked)
+
+			follower := survivors[0]
+			if follower == leader {
+				follower = survivors[1]
+			}
+			t.crash(follower)
+			t.waitFor("acks=all refused with NOT_ENOUGH_REPLICAS once the ISR is the leader alone", func() (bool, string) {
+				code := t.produceWithin(lc, name, 0, -1, t.makeBatch(plain, rec{value: []byte("below-min-isr")}), 2000)
+				return code == wire.ErrNotEnoughReplicas.Code, codeName(code)
+			})
+			if code := t.produceWithin(lc, name, 0, 1, t.makeBatch(plain, rec{value: []byte("acks-1")}), 5000); code != 0 {
+				t.Errorf("acks=1 with the ISR below min.insync.replicas: %s, want it taken", codeName(code))
+			}
+		}})
+}

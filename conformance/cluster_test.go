@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,21 +31,26 @@ func TestSuiteCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tg := range []target{
-		{"spool-cluster", func(t *testing.T) string {
+	// Followers out of the ISR after 3 s without fetching, so the fault case does not wait 30 s.
+	for _, tg := range []struct {
+		name  string
+		start func(t *testing.T) (string, conformance.Faults)
+	}{
+		{"spool-cluster", func(t *testing.T) (string, conformance.Faults) {
 			zk := brokertest.StartZooKeeper(t)
-			c := brokertest.StartCluster(t, 3, zk.Connect(""), map[string]string{"group.initial.rebalance.delay.ms": "0"})
-			return c.Addrs()[0]
+			c := brokertest.StartCluster(t, 3, zk.Connect(""), map[string]string{"group.initial.rebalance.delay.ms": "0", "replica.lag.time.max.ms": "3000"})
+			return c.Addrs()[0], spoolFaults{t, c}
 		}},
-		{"kafka-cluster", func(t *testing.T) string {
+		{"kafka-cluster", func(t *testing.T) (string, conformance.Faults) {
 			zk := brokertest.StartZooKeeper(t)
-			return startKafkaZK(t, 3, zk.Connect("/kafka"))
+			k := startKafkaZK(t, 3, zk.Connect("/kafka"))
+			return k.addrs[1], k
 		}},
 	} {
 		t.Run(tg.name, func(t *testing.T) {
 			t.Parallel()
-			addr := tg.start(t)
-			results := conformance.Run(context.Background(), conformance.Config{Bootstrap: addr, Driver: d, Parallel: 4}, cases)
+			addr, faults := tg.start(t)
+			results := conformance.Run(context.Background(), conformance.Config{Bootstrap: addr, Driver: d, Parallel: 4, Faults: faults, CaseTimeout: 3 * time.Minute}, cases)
 			for _, r := range results {
 				if r.Outcome != conformance.Pass {
 					t.Errorf("%s: %s: %s", r.Case.ID, r.Outcome, r.Message)
@@ -56,18 +62,44 @@ func TestSuiteCluster(t *testing.T) {
 	}
 }
 
+// spoolFaults crashes and restarts brokers of a brokertest cluster.
+type spoolFaults struct {
+	t *testing.T
+	c *brokertest.Cluster
+}
+
+func (f spoolFaults) Kill(id int32) error    { f.c.Kill(f.t, id); return nil }
+func (f spoolFaults) Restart(id int32) error { f.c.Restart(f.t, id); return nil }
+
+// kafkaZK is Apache Kafka brokers in ZooKeeper mode, each restartable on its data.
+type kafkaZK struct {
+	t         *testing.T
+	classpath string
+	addrs     map[int32]string
+	dirs      map[int32]string
+	mu        sync.Mutex
+	procs     map[int32]*kafkaProc
+}
+
+type kafkaProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
 // startKafkaZK starts n Apache Kafka brokers (ids 1..n) in ZooKeeper mode on zkConnect, on
 // loopback, waits until each lists all n brokers, and kills them at cleanup (their data is
-// the test's temporary directory: nothing to shut down cleanly). It returns broker 1's address.
-func startKafkaZK(t *testing.T, n int, zkConnect string) string {
-	classpath := brokertest.KafkaJars(t)
-	var addrs []string
-	for id := 1; id <= n; id++ {
+// the test's temporary directory: nothing to shut down cleanly).
+func startKafkaZK(t *testing.T, n int, zkConnect string) *kafkaZK {
+	k := &kafkaZK{t: t, classpath: brokertest.KafkaJars(t), addrs: map[int32]string{}, dirs: map[int32]string{}, procs: map[int32]*kafkaProc{}}
+	for id := int32(1); id <= int32(n); id++ {
 		dir := t.TempDir()
 		addr := freeAddr(t)
+		k.addrs[id], k.dirs[id] = addr, dir
 		props := map[string]string{
 			"broker.id":                                fmt.Sprint(id),
 			"zookeeper.connect":                        zkConnect,
+			"zookeeper.session.timeout.ms":             "6000",
+			"replica.lag.time.max.ms":                  "3000",
 			"listeners":                                "PLAINTEXT://" + addr,
 			"log.dirs":                                 filepath.Join(dir, "data"),
 			"offsets.topic.replication.factor":         fmt.Sprint(n),
@@ -76,8 +108,8 @@ func startKafkaZK(t *testing.T, n int, zkConnect string) string {
 			"group.initial.rebalance.delay.ms":         "0",
 		}
 		var sb strings.Builder
-		for k, v := range props {
-			fmt.Fprintf(&sb, "%s=%s\n", k, v)
+		for key, v := range props {
+			fmt.Fprintf(&sb, "%s=%s\n", key, v)
 		}
 		logPath := filepath.Join(dir, "server.log")
 		log4j := fmt.Sprintf("log4j.rootLogger=INFO, f\nlog4j.appender.f=org.apache.log4j.FileAppender\nlog4j.appender.f.File=%s\nlog4j.appender.f.layout=org.apache.log4j.PatternLayout\nlog4j.appender.f.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n\n", logPath)
@@ -86,38 +118,83 @@ func startKafkaZK(t *testing.T, n int, zkConnect string) string {
 				t.Fatal(err)
 			}
 		}
-		out, err := os.Create(filepath.Join(dir, "stdout.log"))
-		if err != nil {
+		if err := k.launch(id); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("java", "-Xmx384M", "-Xms128M", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-			"-Dlog4j.configuration=file:"+filepath.Join(dir, "log4j.properties"), "-cp", classpath, "kafka.Kafka", filepath.Join(dir, "server.properties"))
-		cmd.Stdout, cmd.Stderr = out, out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting Kafka broker %d: %v", id, err)
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); out.Close(); close(done) }()
 		t.Cleanup(func() {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		})
-		addrs = append(addrs, addr)
-		t.Cleanup(func() {
+			k.Kill(id)
 			if t.Failed() {
 				b, _ := os.ReadFile(logPath)
 				t.Logf("Kafka broker %d log tail:\n%s", id, tail(string(b), 3000))
 			}
 		})
 	}
-	for _, addr := range addrs {
-		brokertest.WaitForState(t, 3*time.Minute, "Kafka broker "+addr+" lists every broker", func() (bool, string) {
+	for id, addr := range k.addrs {
+		brokertest.WaitForState(t, 3*time.Minute, fmt.Sprintf("Kafka broker %d lists every broker", id), func() (bool, string) {
 			got, err := conformance.BrokerCount(addr)
 			return err == nil && got == n, fmt.Sprintf("%d brokers, %v", got, err)
 		})
 	}
-	return addrs[0]
+	return k
+}
+
+// launch starts broker id's JVM on its directory.
+func (k *kafkaZK) launch(id int32) error {
+	dir := k.dirs[id]
+	out, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("java", "-Xmx384M", "-Xms128M", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+		"-Dlog4j.configuration=file:"+filepath.Join(dir, "log4j.properties"), "-cp", k.classpath, "kafka.Kafka", filepath.Join(dir, "server.properties"))
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("starting Kafka broker %d: %w", id, err)
+	}
+	p := &kafkaProc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); out.Close(); close(p.done) }()
+	k.mu.Lock()
+	k.procs[id] = p
+	k.mu.Unlock()
+	return nil
+}
+
+// Kill crashes broker id with SIGKILL (a no-op when it is not running).
+func (k *kafkaZK) Kill(id int32) error {
+	k.mu.Lock()
+	p := k.procs[id]
+	delete(k.procs, id)
+	k.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+	return nil
+}
+
+// Restart starts broker id again on its data and waits until it answers Metadata.
+func (k *kafkaZK) Restart(id int32) error {
+	if err := k.launch(id); err != nil {
+		return err
+	}
+	// Polled here rather than with brokertest.WaitForState: this runs on a case's goroutine,
+	// where failing the test is not allowed; the case reports the error.
+	deadline := time.Now().Add(3 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := conformance.BrokerCount(k.addrs[id])
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Kafka broker %d does not answer 3 minutes after its restart: %w", id, err)
+		}
+		<-tick.C
+	}
 }
 
 func freeAddr(t *testing.T) string {

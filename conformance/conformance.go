@@ -40,7 +40,10 @@ type Case struct {
 	// Brokers, when above 1, is how many brokers the target needs: with fewer, the case is
 	// skipped, saying so (cluster cases).
 	Brokers int
-	Run     func(t *T)
+	// Faults says the case crashes and restarts brokers (Config.Faults): it runs alone, after
+	// the other cases, and is skipped without Config.Faults.
+	Faults bool
+	Run    func(t *T)
 }
 
 var (
@@ -155,7 +158,21 @@ type Config struct {
 	CaseTimeout time.Duration
 	// OnResult, when set, is called after each case (from any goroutine, one at a time).
 	OnResult func(Result)
+	// Faults, when set, lets cases that need it (Case.Faults) crash and restart the target's
+	// brokers; a test harness that started them provides it. Without it they are skipped.
+	Faults Faults
 }
+
+// Faults stops and restarts brokers of a target, by node id.
+type Faults interface {
+	// Kill crashes broker id (SIGKILL): its connections break, its port refuses.
+	Kill(id int32) error
+	// Restart starts broker id again on its data and returns once it listens.
+	Restart(id int32) error
+}
+
+// NeedsFaults is the reason of a case skipped for want of Config.Faults.
+const NeedsFaults = "fault case: needs a target whose brokers the suite may crash and restart (Config.Faults, given by a test harness)"
 
 // Run runs cases against cfg's target and returns their results in the order of cases.
 func Run(ctx context.Context, cfg Config, cases []*Case) []Result {
@@ -169,7 +186,20 @@ func Run(ctx context.Context, cfg Config, cases []*Case) []Result {
 	sem := make(chan struct{}, cfg.Parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for i, c := range cases {
+	// Fault cases crash brokers: they run after the others, one at a time, alone.
+	order := make([]int, 0, len(cases))
+	for _, faults := range []bool{false, true} {
+		for i, c := range cases {
+			if c.Faults == faults {
+				order = append(order, i)
+			}
+		}
+	}
+	for _, i := range order {
+		c := cases[i]
+		if c.Faults {
+			wg.Wait()
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -205,7 +235,7 @@ func runOne(ctx context.Context, cfg Config, c *Case) (r Result) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.CaseTimeout)
 	defer cancel()
-	t := &T{Ctx: ctx, Bootstrap: cfg.Bootstrap, driver: cfg.Driver, id: c.ID}
+	t := &T{Ctx: ctx, Bootstrap: cfg.Bootstrap, driver: cfg.Driver, faults: cfg.Faults, id: c.ID}
 	start := time.Now()
 	func() {
 		defer func() {
@@ -218,6 +248,9 @@ func runOne(ctx context.Context, cfg Config, c *Case) (r Result) {
 			if n := t.brokerCount(); n < c.Brokers {
 				t.Skipf("%s: needs %d brokers, the target has %d", NeedsCluster, c.Brokers, n)
 			}
+		}
+		if c.Faults && cfg.Faults == nil {
+			t.Skipf("%s", NeedsFaults)
 		}
 		c.Run(t)
 	}()
@@ -241,6 +274,7 @@ type T struct {
 	Ctx       context.Context
 	Bootstrap string
 	driver    Driver
+	faults    Faults
 	id        string
 
 	mu      sync.Mutex

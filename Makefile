@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 
 PREFIX ?= /usr/local
 
-.PHONY: all build install run test deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke clean
+.PHONY: all build install run test deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke conformance-matrix clean
 
 all: build
 
@@ -76,6 +76,11 @@ bench-compare: build
 ## bench-smoke: bench-compare QUICK=1 (every workload, the cluster one included), run by make test so the harness keeps working
 bench-smoke:
 	@$(MAKE) --no-print-directory bench-compare QUICK=1
+
+## conformance-matrix: the conformance suite against Spool and Apache Kafka (single nodes with every
+## driver, 3-broker clusters with the cluster cases) into docs/conformance.md
+conformance-matrix:
+	cd conformance && CONFORMANCE_MATRIX=$(CURDIR)/docs/conformance.md $(GO) test -count=1 -timeout 30m -run 'TestSuite$$|TestSuiteCluster$$' .
 
 clean:
 	rm -rf bin sdk-cgo/build

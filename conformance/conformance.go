@@ -37,7 +37,13 @@ type Case struct {
 	// KnownIssue, when set, names a known Spool deviation from the spec: the case still runs
 	// and still fails on Spool, and the report carries this note after the failure.
 	KnownIssue string
-	Run        func(t *T)
+	// Brokers, when above 1, is how many brokers the target needs: with fewer, the case is
+	// skipped, saying so (cluster cases).
+	Brokers int
+	// Faults says the case crashes and restarts brokers (Config.Faults): it runs alone, after
+	// the other cases, and is skipped without Config.Faults.
+	Faults bool
+	Run    func(t *T)
 }
 
 var (
@@ -63,7 +69,7 @@ func register(c *Case) {
 }
 
 // Areas are the case areas in the order the suite runs and reports them.
-var Areas = []string{"versions", "metadata", "produce", "fetch", "listoffsets", "idempotence", "groups", "admin", "client"}
+var Areas = []string{"versions", "metadata", "produce", "fetch", "listoffsets", "idempotence", "groups", "admin", "client", "cluster"}
 
 // Cases returns every case, grouped by area (in the order of Areas), in registration order
 // within an area.
@@ -152,7 +158,21 @@ type Config struct {
 	CaseTimeout time.Duration
 	// OnResult, when set, is called after each case (from any goroutine, one at a time).
 	OnResult func(Result)
+	// Faults, when set, lets cases that need it (Case.Faults) crash and restart the target's
+	// brokers; a test harness that started them provides it. Without it they are skipped.
+	Faults Faults
 }
+
+// Faults stops and restarts brokers of a target, by node id.
+type Faults interface {
+	// Kill crashes broker id (SIGKILL): its connections break, its port refuses.
+	Kill(id int32) error
+	// Restart starts broker id again on its data and returns once it listens.
+	Restart(id int32) error
+}
+
+// NeedsFaults is the reason of a case skipped for want of Config.Faults.
+const NeedsFaults = "fault case: needs a target whose brokers the suite may crash and restart (Config.Faults, given by a test harness)"
 
 // Run runs cases against cfg's target and returns their results in the order of cases.
 func Run(ctx context.Context, cfg Config, cases []*Case) []Result {
@@ -166,7 +186,20 @@ func Run(ctx context.Context, cfg Config, cases []*Case) []Result {
 	sem := make(chan struct{}, cfg.Parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for i, c := range cases {
+	// Fault cases crash brokers: they run after the others, one at a time, alone.
+	order := make([]int, 0, len(cases))
+	for _, faults := range []bool{false, true} {
+		for i, c := range cases {
+			if c.Faults == faults {
+				order = append(order, i)
+			}
+		}
+	}
+	for _, i := range order {
+		c := cases[i]
+		if c.Faults {
+			wg.Wait()
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -185,6 +218,9 @@ func Run(ctx context.Context, cfg Config, cases []*Case) []Result {
 	return results
 }
 
+// NeedsCluster starts the reason of a case skipped for want of brokers.
+const NeedsCluster = "cluster case"
+
 // errFailNow and errSkipNow end a case early (T.Fatalf, T.Skipf).
 var (
 	errFailNow = errors.New("case failed")
@@ -199,7 +235,7 @@ func runOne(ctx context.Context, cfg Config, c *Case) (r Result) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.CaseTimeout)
 	defer cancel()
-	t := &T{Ctx: ctx, Bootstrap: cfg.Bootstrap, driver: cfg.Driver, id: c.ID}
+	t := &T{Ctx: ctx, Bootstrap: cfg.Bootstrap, driver: cfg.Driver, faults: cfg.Faults, id: c.ID}
 	start := time.Now()
 	func() {
 		defer func() {
@@ -208,6 +244,14 @@ func runOne(ctx context.Context, cfg Config, c *Case) (r Result) {
 			}
 		}()
 		defer t.runCleanups()
+		if c.Brokers > 1 {
+			if n := t.brokerCount(); n < c.Brokers {
+				t.Skipf("%s: needs %d brokers, the target has %d", NeedsCluster, c.Brokers, n)
+			}
+		}
+		if c.Faults && cfg.Faults == nil {
+			t.Skipf("%s", NeedsFaults)
+		}
 		c.Run(t)
 	}()
 	r.Elapsed = time.Since(start)
@@ -230,13 +274,16 @@ type T struct {
 	Ctx       context.Context
 	Bootstrap string
 	driver    Driver
+	faults    Faults
 	id        string
 
-	mu       sync.Mutex
-	failed   bool
-	skipped  string
-	msgs     []string
-	cleanups []func()
+	mu      sync.Mutex
+	failed  bool
+	skipped string
+	msgs    []string
+	// partitions of the topics the case created (Topic), for drivers' consume requests
+	partitions map[string]int32
+	cleanups   []func()
 }
 
 // Errorf records a failure and lets the case go on.

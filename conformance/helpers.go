@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
@@ -91,11 +93,17 @@ func (t *T) Topic(n int32, configs ...string) string {
 	}
 	t.Cleanup(func() { t.deleteTopics(name) })
 	t.waitTopic(c, name, n)
+	t.mu.Lock()
+	if t.partitions == nil {
+		t.partitions = map[string]int32{}
+	}
+	t.partitions[name] = n
+	t.mu.Unlock()
 	return name
 }
 
 func (t *T) deleteTopics(names ...string) {
-	c, err := dialWire(t.Bootstrap, 5*time.Second)
+	c, err := dialController(t.Bootstrap)
 	if err != nil {
 		return
 	}
@@ -103,6 +111,49 @@ func (t *T) deleteTopics(names ...string) {
 	req := &wire.DeleteTopicsRequest{TopicNames: names, TimeoutMs: 5000}
 	v := int16(5) // by name; v6 takes Topics with ids
 	_ = c.Do(req, new(wire.DeleteTopicsResponse), v)
+}
+
+// dialController connects to the controller Metadata names, which is where a ZooKeeper-mode
+// Kafka cluster takes CreateTopics and DeleteTopics (others answer NOT_CONTROLLER); a single
+// broker, or one that forwards, is its own answer.
+func dialController(bootstrap string) (*Conn, error) {
+	c, err := dialWire(bootstrap, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	req := def[wire.MetadataRequest]()
+	req.Topics = []wire.MetadataRequestTopic{}
+	var md wire.MetadataResponse
+	if err := c.Do(req, &md, maxV(wire.KeyMetadata)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if len(md.Brokers) < 2 {
+		return c, nil
+	}
+	for _, b := range md.Brokers {
+		if b.NodeId == md.ControllerId {
+			cc, err := dialWire(net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), 5*time.Second)
+			if err != nil {
+				c.Close()
+				return nil, fmt.Errorf("controller %d: %w", b.NodeId, err)
+			}
+			c.Close()
+			return cc, nil
+		}
+	}
+	return c, nil
+}
+
+// ControllerConn opens a raw connection to the target's controller (dialController), closed
+// when the case ends.
+func (t *T) ControllerConn() *Conn {
+	c, err := dialController(t.Bootstrap)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // waitTopic waits until name has n partitions whose leaders answer ListOffsets.

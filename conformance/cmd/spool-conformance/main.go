@@ -1,8 +1,9 @@
 // Command spool-conformance runs Spool's conformance suite against a Kafka-compatible broker
 // and, for client-level cases, an SDK through a driver (conformance/README.md).
 //
-//	spool-conformance --bootstrap 127.0.0.1:9092 [--driver go|franz-go] [--driver-cmd CMD]
-//	                  [--cases PATTERN] [--junit FILE] [--json] [--list]
+//	spool-conformance --bootstrap 127.0.0.1:9092 [--driver go|franz-go|c|python|java]
+//	                  [--driver-cmd CMD] [--java-classpath CP] [--cases PATTERN] [--junit FILE]
+//	                  [--json] [--list]
 //
 // Exit status: 0 when every case passed (or was skipped), 1 when any failed, 2 for bad usage.
 package main
@@ -15,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,7 +58,9 @@ var errFailed = errors.New("cases failed")
 func runErr(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("spool-conformance", flag.ContinueOnError)
 	bootstrap := fs.String("bootstrap", "", "HOST:PORT of the broker under test (required unless --list)")
-	driver := fs.String("driver", "go", "built-in driver for client-level cases: "+strings.Join(drivers.Names, ", "))
+	driver := fs.String("driver", "go", "driver for client-level cases: "+strings.Join(append(slices.Clone(drivers.Names), drivers.ExternalNames...), ", ")+
+		" (c: libspool found by pkg-config; python: the binding on PYTHONPATH; java: --java-classpath)")
+	javaCP := fs.String("java-classpath", "", "class path of kafka-clients and its dependencies, for --driver java (e.g. 'kafka_2.13-3.9.2/libs/*')")
 	driverCmd := fs.String("driver-cmd", "", "run client-level cases with this driver program instead (a command line; see DRIVERS.md)")
 	pattern := fs.String("cases", "", "cases to run: comma-separated globs over case ids (produce/*,fetch/long-poll*), an area name (groups), or ~REGEXP; default all")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to `FILE`")
@@ -101,6 +105,18 @@ func runErr(args []string, stdout, stderr io.Writer) error {
 		fields := strings.Fields(*driverCmd)
 		driverName = fields[0]
 		d = &conformance.ProcessDriver{DriverName: fields[0], Path: fields[0], Args: fields[1:]}
+	} else if slices.Contains(drivers.ExternalNames, *driver) {
+		if *driver == "java" && *javaCP == "" {
+			return usageError{"--driver java needs --java-classpath (kafka-clients and its dependencies)"}
+		}
+		dir, err := os.MkdirTemp("", "spool-conformance-driver-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if d, err = drivers.Build(*driver, drivers.BuildOptions{Dir: dir, JavaClasspath: *javaCP}); err != nil {
+			return err
+		}
 	} else {
 		bd, err := drivers.Builtin(*driver)
 		if err != nil {

@@ -32,6 +32,7 @@ func TestBadUsageExits2(t *testing.T) {
 		{"--bootstrap", "127.0.0.1:1", "--cases", "nothing/*"},
 		{"--bootstrap", "127.0.0.1:1", "--parallel", "0"},
 		{"--bootstrap", "127.0.0.1:1", "extra"},
+		{"--bootstrap", "127.0.0.1:1", "--driver", "java"}, // no --java-classpath
 	} {
 		code, _, stderr := runCLI(args...)
 		if code != 2 || !strings.HasPrefix(stderr, "spool-conformance: ") || strings.Count(stderr, "\n") != 2 {
@@ -95,5 +96,16 @@ func TestFailureExits1(t *testing.T) {
 	code, out, _ := runCLI("--bootstrap", addr, "--cases", "metadata/auto-create,metadata/cluster", "--case-timeout", "5s")
 	if code != 1 || !strings.Contains(out, "FAIL") || !strings.HasSuffix(out, "1 passed, 1 failed\n") {
 		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+// An external driver that cannot be built says what is missing, before any case runs.
+func TestExternalDriverMissingLibrary(t *testing.T) {
+	brokertest.NeedTool(t, "/usr/bin/pkg-config", "pkg-config")
+	t.Setenv("PKG_CONFIG_PATH", t.TempDir())
+	t.Setenv("PKG_CONFIG_LIBDIR", t.TempDir()) // not the system's directories either
+	code, out, stderr := runCLI("--bootstrap", "127.0.0.1:1", "--driver", "c", "--cases", "client/acks-1")
+	if code != 1 || out != "" || !strings.Contains(stderr, "libspool not found") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and libspool not found", code, out, stderr)
 	}
 }

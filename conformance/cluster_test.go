@@ -1,0 +1,215 @@
+package conformance_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+	"github.com/spoolmq/spool/conformance"
+	"github.com/spoolmq/spool/conformance/drivers"
+)
+
+// TestSuiteCluster runs the cluster cases (and the produce and fetch areas, which must hold
+// on any broker of a cluster too) against a 3-broker Spool cluster and a 3-broker Apache
+// Kafka 3.9 cluster in ZooKeeper mode, each on its own ZooKeeper (Debian's zookeeper package).
+func TestSuiteCluster(t *testing.T) {
+	t.Parallel()
+	d, err := drivers.Builtin("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := conformance.Select("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Followers out of the ISR after 10 s behind (Kafka's default is 30 s), so the fault case
+	// waits less, yet not so short that a starved follower drops out on a loaded machine.
+	for _, tg := range []struct {
+		name  string
+		start func(t *testing.T) (string, conformance.Faults)
+	}{
+		{"spool-cluster", func(t *testing.T) (string, conformance.Faults) {
+			zk := brokertest.StartZooKeeper(t)
+			c := brokertest.StartCluster(t, 3, zk.Connect(""), map[string]string{"group.initial.rebalance.delay.ms": "0", "replica.lag.time.max.ms": "10000"})
+			return c.Addrs()[0], spoolFaults{t, c}
+		}},
+		{"kafka-cluster", func(t *testing.T) (string, conformance.Faults) {
+			zk := brokertest.StartZooKeeper(t)
+			k := startKafkaZK(t, 3, zk.Connect("/kafka"))
+			return k.addrs[1], k
+		}},
+	} {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			addr, faults := tg.start(t)
+			results := conformance.Run(context.Background(), conformance.Config{Bootstrap: addr, Driver: d, Parallel: 4, Faults: faults, CaseTimeout: 3 * time.Minute}, cases)
+			for _, r := range results {
+				if r.Outcome != conformance.Pass {
+					t.Errorf("%s: %s: %s", r.Case.ID, r.Outcome, r.Message)
+				}
+			}
+			recordRun(tg.name, "go", results)
+			t.Logf("%s: %d cluster cases run", tg.name, len(results))
+		})
+	}
+}
+
+// spoolFaults crashes and restarts brokers of a brokertest cluster.
+type spoolFaults struct {
+	t *testing.T
+	c *brokertest.Cluster
+}
+
+func (f spoolFaults) Kill(id int32) error    { f.c.Kill(f.t, id); return nil }
+func (f spoolFaults) Restart(id int32) error { f.c.Restart(f.t, id); return nil }
+
+// kafkaZK is Apache Kafka brokers in ZooKeeper mode, each restartable on its data.
+type kafkaZK struct {
+	t         *testing.T
+	classpath string
+	addrs     map[int32]string
+	dirs      map[int32]string
+	mu        sync.Mutex
+	procs     map[int32]*kafkaProc
+}
+
+type kafkaProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startKafkaZK starts n Apache Kafka brokers (ids 1..n) in ZooKeeper mode on zkConnect, on
+// loopback, waits until each lists all n brokers, and kills them at cleanup (their data is
+// the test's temporary directory: nothing to shut down cleanly).
+func startKafkaZK(t *testing.T, n int, zkConnect string) *kafkaZK {
+	k := &kafkaZK{t: t, classpath: brokertest.KafkaJars(t), addrs: map[int32]string{}, dirs: map[int32]string{}, procs: map[int32]*kafkaProc{}}
+	for id := int32(1); id <= int32(n); id++ {
+		dir := t.TempDir()
+		addr := freeAddr(t)
+		k.addrs[id], k.dirs[id] = addr, dir
+		props := map[string]string{
+			"broker.id":                                fmt.Sprint(id),
+			"zookeeper.connect":                        zkConnect,
+			"zookeeper.session.timeout.ms":             "6000",
+			"replica.lag.time.max.ms":                  "10000",
+			"listeners":                                "PLAINTEXT://" + addr,
+			"log.dirs":                                 filepath.Join(dir, "data"),
+			"offsets.topic.replication.factor":         fmt.Sprint(n),
+			"offsets.topic.num.partitions":             "1",
+			"transaction.state.log.replication.factor": fmt.Sprint(n),
+			"group.initial.rebalance.delay.ms":         "0",
+		}
+		var sb strings.Builder
+		for key, v := range props {
+			fmt.Fprintf(&sb, "%s=%s\n", key, v)
+		}
+		logPath := filepath.Join(dir, "server.log")
+		log4j := fmt.Sprintf("log4j.rootLogger=INFO, f\nlog4j.appender.f=org.apache.log4j.FileAppender\nlog4j.appender.f.File=%s\nlog4j.appender.f.layout=org.apache.log4j.PatternLayout\nlog4j.appender.f.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n\n", logPath)
+		for path, data := range map[string]string{filepath.Join(dir, "server.properties"): sb.String(), filepath.Join(dir, "log4j.properties"): log4j} {
+			if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := k.launch(id); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			k.Kill(id)
+			if t.Failed() {
+				b, _ := os.ReadFile(logPath)
+				t.Logf("Kafka broker %d log tail:\n%s", id, tail(string(b), 3000))
+			}
+		})
+	}
+	for id, addr := range k.addrs {
+		brokertest.WaitForState(t, 3*time.Minute, fmt.Sprintf("Kafka broker %d lists every broker", id), func() (bool, string) {
+			got, err := conformance.BrokerCount(addr)
+			return err == nil && got == n, fmt.Sprintf("%d brokers, %v", got, err)
+		})
+	}
+	return k
+}
+
+// launch starts broker id's JVM on its directory.
+func (k *kafkaZK) launch(id int32) error {
+	dir := k.dirs[id]
+	out, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("java", "-Xmx384M", "-Xms128M", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+		"-Dlog4j.configuration=file:"+filepath.Join(dir, "log4j.properties"), "-cp", k.classpath, "kafka.Kafka", filepath.Join(dir, "server.properties"))
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("starting Kafka broker %d: %w", id, err)
+	}
+	p := &kafkaProc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); out.Close(); close(p.done) }()
+	k.mu.Lock()
+	k.procs[id] = p
+	k.mu.Unlock()
+	return nil
+}
+
+// Kill crashes broker id with SIGKILL (a no-op when it is not running).
+func (k *kafkaZK) Kill(id int32) error {
+	k.mu.Lock()
+	p := k.procs[id]
+	delete(k.procs, id)
+	k.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+	return nil
+}
+
+// Restart starts broker id again on its data and waits until it answers Metadata.
+func (k *kafkaZK) Restart(id int32) error {
+	if err := k.launch(id); err != nil {
+		return err
+	}
+	// Polled here rather than with brokertest.WaitForState: this runs on a case's goroutine,
+	// where failing the test is not allowed; the case reports the error.
+	deadline := time.Now().Add(3 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := conformance.BrokerCount(k.addrs[id])
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Kafka broker %d does not answer 3 minutes after its restart: %w", id, err)
+		}
+		<-tick.C
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}

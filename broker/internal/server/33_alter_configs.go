@@ -17,6 +17,9 @@ package server
 // INVALID_REQUEST, a bad value INVALID_CONFIG. Any other resource type (BROKER_LOGGER included,
 // which Kafka refuses here too) is INVALID_REQUEST. The work runs on the connection's reader
 // goroutine; in cluster mode it waits for ZooKeeper's write to come back through the watch.
+// With authorizer.class.name set: AlterConfigs on the topic (else TOPIC_AUTHORIZATION_FAILED)
+// or, for a broker, on the cluster (else CLUSTER_AUTHORIZATION_FAILED), as
+// IncrementalAlterConfigs.
 
 import (
 	"context"
@@ -28,6 +31,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/config"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -39,7 +43,10 @@ func handleAlterConfigs(s *Server, ctx context.Context, req *request) *pending {
 		var out wire.AlterConfigsResponseResourceResponse
 		out.Default()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
-		err := s.replaceResourceConfigs(ctx, res, r.ValidateOnly)
+		err := s.configAllowed(req, security.OpAlterConfigs, res.ResourceType, res.ResourceName)
+		if err == nil {
+			err = s.replaceResourceConfigs(ctx, res, r.ValidateOnly)
+		}
 		out.ErrorCode = errCode(err)
 		out.ErrorMessage = errMessage(err)
 		resp.Responses = append(resp.Responses, out)

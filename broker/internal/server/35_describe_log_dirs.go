@@ -7,8 +7,9 @@ package server
 // topic or partition not held here is left out, as in Kafka, never an error. Per partition:
 // PartitionSize is the bytes of its segment files (indexes excluded, Kafka's Log.size);
 // OffsetLag is Kafka's max(high watermark - log end offset, 0), 0 for every healthy replica;
-// IsFutureKey is always false (no AlterReplicaLogDirs). v3+ carries a top-level ErrorCode,
-// always NONE (no authorizer yet: CLUSTER_AUTHORIZATION_FAILED once one exists); v4 adds the
+// IsFutureKey is always false (no AlterReplicaLogDirs). v3+ carries a top-level ErrorCode:
+// CLUSTER_AUTHORIZATION_FAILED (and no results, in every version) without Describe on the
+// cluster when authorizer.class.name is set, else NONE; v4 adds the
 // volume's total and usable bytes (statfs), -1 when they cannot be read. Runs on the
 // connection's reader goroutine; every value is an atomic snapshot, so no lock is held across
 // the reply.
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -26,6 +28,12 @@ func handleDescribeLogDirs(s *Server, _ context.Context, req *request) *pending 
 	r := req.msg.(*wire.DescribeLogDirsRequest)
 	resp := &wire.DescribeLogDirsResponse{}
 	resp.Default()
+	if !s.allowedCluster(req, security.OpDescribe) {
+		// Kafka: no results, and from v3 the top-level error.
+		resp.ErrorCode = wire.ErrClusterAuthorizationFailed.Code
+		resp.Results = []wire.DescribeLogDirsResponseResult{}
+		return ready(reply{msg: resp})
+	}
 	dir := s.logs.Dir()
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs

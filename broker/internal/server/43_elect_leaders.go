@@ -10,7 +10,8 @@ package server
 // asked for; PREFERRED_LEADER_NOT_AVAILABLE when the preferred replica is dead or out of the
 // ISR; ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is alive; UNKNOWN_TOPIC_OR_PARTITION;
 // REQUEST_TIMED_OUT past TimeoutMs. The controller runs the elections (zk/reassign.go); the
-// reply waits for their outcome on its own goroutine.
+// reply waits for their outcome on its own goroutine. With authorizer.class.name set it needs
+// Alter on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top level and per partition.
 
 import (
 	"context"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -30,6 +32,19 @@ func handleElectLeaders(s *Server, ctx context.Context, req *request) *pending {
 		defer cancel()
 		resp := &wire.ElectLeadersResponse{}
 		resp.Default()
+		if !s.allowedCluster(req, security.OpAlter) {
+			// Kafka: the top-level error (v1+) and each partition asked for refused.
+			resp.ErrorCode = wire.ErrClusterAuthorizationFailed.Code
+			for _, tp := range r.TopicPartitions {
+				out := wire.ElectLeadersResponseReplicaElectionResult{Topic: tp.Topic}
+				for _, idx := range tp.Partitions {
+					out.PartitionResult = append(out.PartitionResult, wire.ElectLeadersResponsePartitionResult{PartitionId: idx, ErrorCode: wire.ErrClusterAuthorizationFailed.Code})
+				}
+				resp.ReplicaElectionResults = append(resp.ReplicaElectionResults, out)
+			}
+			p.complete(reply{msg: resp})
+			return
+		}
 		if typ != cluster.ElectPreferred && typ != cluster.ElectUnclean {
 			resp.ErrorCode = wire.ErrInvalidRequest.Code
 			p.complete(reply{msg: resp})

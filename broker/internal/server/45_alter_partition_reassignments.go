@@ -11,16 +11,26 @@ package server
 // NO_REASSIGNMENT_IN_PROGRESS. A single node can only "move" a partition onto itself.
 // The work runs on its own goroutine, bounded by TimeoutMs (REQUEST_TIMED_OUT), so the
 // connection's other requests are not held up.
+//
+// Authorization (with authorizer.class.name set): Alter on the cluster, else the top-level
+// CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"time"
 
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 func handleAlterPartitionReassignments(s *Server, ctx context.Context, req *request) *pending {
 	r := req.msg.(*wire.AlterPartitionReassignmentsRequest)
+	if !s.allowedCluster(req, security.OpAlter) {
+		resp := &wire.AlterPartitionReassignmentsResponse{}
+		resp.Default()
+		resp.ErrorCode = wire.ErrClusterAuthorizationFailed.Code
+		return ready(reply{msg: resp})
+	}
 	p := later()
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMs, 1))*time.Millisecond)

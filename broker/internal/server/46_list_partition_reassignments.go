@@ -5,13 +5,15 @@ package server
 // Lists the partitions being moved, from this broker's metadata image: each with its whole
 // replica list during the move (the target followed by the replicas leaving) and the replicas
 // being added and removed. Null topics list every move; named partitions that are unknown or
-// not moving are left out, as Kafka does. No error codes besides the top level's 0.
+// not moving are left out, as Kafka does. With authorizer.class.name set it needs Describe on
+// the cluster, else the top-level CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"slices"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -19,6 +21,10 @@ func handleListPartitionReassignments(s *Server, _ context.Context, req *request
 	r := req.msg.(*wire.ListPartitionReassignmentsRequest)
 	resp := &wire.ListPartitionReassignmentsResponse{}
 	resp.Default()
+	if !s.allowedCluster(req, security.OpDescribe) {
+		resp.ErrorCode = wire.ErrClusterAuthorizationFailed.Code
+		return ready(reply{msg: resp})
+	}
 	wanted := func(topic string, p int32) bool {
 		if r.Topics == nil {
 			return true

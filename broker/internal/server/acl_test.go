@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -112,6 +113,68 @@ func TestACLMatrix(t *testing.T) {
 	}
 	if _, err := describeACLs(aliceAdm); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Errorf("DescribeAcls without ACL: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	// The cluster administration APIs need the cluster: refused without an ACL, allowed to
+	// the super user.
+	for _, c := range []struct {
+		name string
+		send func(cl *kgo.Client) (int16, error)
+	}{
+		{"ElectLeaders", func(cl *kgo.Client) (int16, error) {
+			r := kmsg.NewPtrElectLeadersRequest()
+			r.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "other", Partitions: []int32{0}}}
+			resp, err := r.RequestWith(ctx, cl)
+			if err != nil {
+				return 0, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{"AlterPartitionReassignments", func(cl *kgo.Client) (int16, error) {
+			r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+			r.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "other", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0, Replicas: []int32{0}}}}}
+			resp, err := r.RequestWith(ctx, cl)
+			if err != nil {
+				return 0, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{"ListPartitionReassignments", func(cl *kgo.Client) (int16, error) {
+			resp, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, cl)
+			if err != nil {
+				return 0, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{"DescribeLogDirs", func(cl *kgo.Client) (int16, error) {
+			// To the broker itself: a client merging every broker's answer drops the top level.
+			resp, err := cl.Broker(0).Request(ctx, kmsg.NewPtrDescribeLogDirsRequest())
+			if err != nil {
+				return 0, err
+			}
+			return resp.(*kmsg.DescribeLogDirsResponse).ErrorCode, nil
+		}},
+		{"AlterConfigs", func(cl *kgo.Client) (int16, error) {
+			r := kmsg.NewPtrAlterConfigsRequest()
+			v := "1000"
+			r.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "other",
+				Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: &v}}}}
+			resp, err := r.RequestWith(ctx, cl)
+			if err != nil || len(resp.Resources) != 1 {
+				return 0, fmt.Errorf("%v (%d resources)", err, len(resp.Resources))
+			}
+			return resp.Resources[0].ErrorCode, nil
+		}},
+	} {
+		want := kerr.ClusterAuthorizationFailed.Code
+		if c.name == "AlterConfigs" {
+			want = kerr.TopicAuthorizationFailed.Code
+		}
+		if code, err := c.send(alice); err != nil || code != want {
+			t.Errorf("%s without ACL: code %d, err %v; want %d", c.name, code, err, want)
+		}
+		if code, err := c.send(aclClient(t, b, "admin")); err != nil || code == want {
+			t.Errorf("%s by the super user: code %d, err %v", c.name, code, err)
+		}
 	}
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g-1", "consumer", 10000, 10000

@@ -48,11 +48,11 @@ import (
 // version and retried on a concurrent change.
 func (s *Store) Reassign(ctx context.Context, topic string, targets map[int32][]int32) (map[int32]error, error) {
 	for attempt := 0; ; attempt++ {
-		results, ta, want, err := s.planMove(topic, targets)
-		if err != nil || len(want) == 0 {
-			return results, err
+		m, err := s.planMove(topic, targets)
+		if err != nil || len(m.lists) == 0 {
+			return m.results, err
 		}
-		_, err = s.conn.Set(s.p(topicPath(topic)), encodeTopic(ta), want[-1][0])
+		_, err = s.conn.Set(s.p(topicPath(topic)), encodeTopic(m.next), m.version)
 		if errors.Is(err, zk.ErrBadVersion) && attempt < 10 {
 			continue
 		}
@@ -62,62 +62,74 @@ func (s *Store) Reassign(ctx context.Context, topic string, targets map[int32][]
 		if err != nil {
 			return nil, fmt.Errorf("recording the reassignment of %s: %w", topic, err)
 		}
-		delete(want, -1)
-		s.log.Info("partition reassignment recorded", "topic", topic, "partitions", slices.Sorted(maps.Keys(want)))
+		s.log.Info("partition reassignment recorded", "topic", topic, "partitions", slices.Sorted(maps.Keys(m.lists)))
+		// Recorded once the image no longer shows a changed partition on its original list (it
+		// shows the new list, or the move already completed).
 		err = s.waitFor(ctx, "the reassignment of "+topic, func() bool {
 			t, ok := s.Topic(topic)
 			if !ok {
 				return true
 			}
-			for p, replicas := range want {
-				if int(p) >= len(t.Partitions) || !slices.Equal(t.Partitions[p].Replicas, replicas) && slices.Equal(t.Partitions[p].Replicas, ta.original(p)) {
+			for p, list := range m.lists {
+				if int(p) >= len(t.Partitions) {
+					return false
+				}
+				if got := t.Partitions[p].Replicas; !slices.Equal(got, list) && slices.Equal(got, m.before[p]) {
 					return false
 				}
 			}
 			return true
 		})
-		return results, err
+		return m.results, err
 	}
 }
 
-// planMove reads the topic znode and applies targets to it: the results per partition, the
-// new assignment and, for the partitions it changes, their new replica lists (want[-1][0] is
-// the znode version read).
-func (s *Store) planMove(topic string, targets map[int32][]int32) (map[int32]error, topicAssignment, map[int32][]int32, error) {
+// move is a reassignment applied to a topic znode read at version: the result per partition
+// asked for, the new assignment, and the changed partitions' replica lists before and after.
+type move struct {
+	results map[int32]error
+	next    topicAssignment
+	version int32
+	before  map[int32][]int32
+	lists   map[int32][]int32
+}
+
+// planMove reads the topic znode and applies targets to it.
+func (s *Store) planMove(topic string, targets map[int32][]int32) (move, error) {
 	data, stat, err := s.conn.Get(s.p(topicPath(topic)))
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, topicAssignment{}, nil, fmt.Errorf("%w: %s", cluster.ErrUnknownTopic, topic)
+		return move{}, fmt.Errorf("%w: %s", cluster.ErrUnknownTopic, topic)
 	}
 	if err != nil {
-		return nil, topicAssignment{}, nil, fmt.Errorf("reading topic %s: %w", topic, err)
+		return move{}, fmt.Errorf("reading topic %s: %w", topic, err)
 	}
 	ta, err := decodeTopic(topic, data)
 	if err != nil {
-		return nil, topicAssignment{}, nil, err
+		return move{}, err
 	}
 	t, ok := s.Topic(topic)
 	if !ok {
-		return nil, topicAssignment{}, nil, fmt.Errorf("%w: %s", cluster.ErrUnknownTopic, topic)
+		return move{}, fmt.Errorf("%w: %s", cluster.ErrUnknownTopic, topic)
 	}
 	live := s.Brokers()
-	results := map[int32]error{}
-	want := map[int32][]int32{}
+	m := move{results: map[int32]error{}, next: ta, version: stat.Version, before: map[int32][]int32{}, lists: map[int32][]int32{}}
 	for p, target := range targets {
 		if p < 0 || int(p) >= len(ta.Replicas) {
-			results[p] = fmt.Errorf("%w: %s has no partition %d", cluster.ErrUnknownTopic, topic, p)
+			m.results[p] = fmt.Errorf("%w: %s has no partition %d", cluster.ErrUnknownTopic, topic, p)
 			continue
 		}
 		orig := ta.original(p)
 		if target == nil {
 			if !ta.moving(p) {
-				results[p] = fmt.Errorf("%w: %s-%d", cluster.ErrNoReassignment, topic, p)
+				m.results[p] = fmt.Errorf("%w: %s-%d", cluster.ErrNoReassignment, topic, p)
 				continue
 			}
 			target = orig
 		} else if err := cluster.CheckTarget(t, p, target, live); err != nil {
-			results[p] = err
+			m.results[p] = err
 			continue
 		}
+		// The whole list during the move: the target, then the original replicas leaving.
 		full := slices.Clone(target)
 		var adding, removing []int32
 		for _, r := range target {
@@ -131,6 +143,7 @@ func (s *Store) planMove(topic string, targets map[int32][]int32) (map[int32]err
 				removing = append(removing, r)
 			}
 		}
+		m.before[p] = ta.Replicas[p]
 		ta.Replicas[p] = full
 		ta.Adding[p], ta.Removing[p] = adding, removing
 		if len(adding) == 0 {
@@ -139,13 +152,11 @@ func (s *Store) planMove(topic string, targets map[int32][]int32) (map[int32]err
 		if len(removing) == 0 {
 			delete(ta.Removing, p)
 		}
-		results[p] = nil
-		want[p] = full
+		m.results[p] = nil
+		m.lists[p] = full
 	}
-	if len(want) > 0 {
-		want[-1] = []int32{stat.Version}
-	}
-	return results, ta, want, nil
+	m.next = ta
+	return m, nil
 }
 
 // ElectLeaders implements cluster.Metadata.

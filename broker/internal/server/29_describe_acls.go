@@ -25,11 +25,9 @@ func handleDescribeAcls(s *Server, _ context.Context, req *request) *pending {
 		resp.ErrorCode, resp.ErrorMessage = e.Code, &msg
 		return ready(reply{msg: resp})
 	}
-	switch {
-	case s.authz == nil:
-		return fail(wire.ErrSecurityDisabled, "no authorizer is configured (authorizer.class.name)")
-	case !s.allowedCluster(req, security.OpDescribe):
-		return fail(wire.ErrClusterAuthorizationFailed, "DescribeAcls needs Describe on the cluster")
+	if err := s.aclAPIRefused(req, security.OpDescribe); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errCode(err), errMessage(err)
+		return ready(reply{msg: resp})
 	}
 	f := security.Filter{Type: security.ResourceType(r.ResourceTypeFilter), Name: r.ResourceNameFilter,
 		PatternType: security.PatternType(r.PatternTypeFilter), Principal: r.PrincipalFilter, Host: r.HostFilter,

@@ -25,17 +25,9 @@ func handleDeleteAcls(s *Server, _ context.Context, req *request) *pending {
 	fail := func(i int, e *wire.Error, msg string) {
 		resp.FilterResults[i].ErrorCode, resp.FilterResults[i].ErrorMessage = e.Code, &msg
 	}
-	var denied *wire.Error
-	var why string
-	switch {
-	case s.authz == nil:
-		denied, why = wire.ErrSecurityDisabled, "no authorizer is configured (authorizer.class.name)"
-	case !s.allowedCluster(req, security.OpAlter):
-		denied, why = wire.ErrClusterAuthorizationFailed, "DeleteAcls needs Alter on the cluster"
-	}
-	if denied != nil {
+	if err := s.aclAPIRefused(req, security.OpAlter); err != nil {
 		for i := range resp.FilterResults {
-			fail(i, denied, why)
+			resp.FilterResults[i].ErrorCode, resp.FilterResults[i].ErrorMessage = errCode(err), errMessage(err)
 		}
 		return ready(reply{msg: resp})
 	}

@@ -125,3 +125,15 @@ func (s *Server) configAllowed(req *request, op security.Operation, resourceType
 	}
 	return nil
 }
+
+// aclAPIRefused is the check every ACL API starts with: SECURITY_DISABLED without an
+// authorizer, CLUSTER_AUTHORIZATION_FAILED without op on the cluster; nil when it may go on.
+func (s *Server) aclAPIRefused(req *request, op security.Operation) error {
+	switch {
+	case s.authz == nil:
+		return fmt.Errorf("%w: no authorizer is configured (authorizer.class.name)", wire.ErrSecurityDisabled)
+	case !s.allowedCluster(req, op):
+		return fmt.Errorf("%w: %s needs %s on the cluster", wire.ErrClusterAuthorizationFailed, req.api.Name, op)
+	}
+	return nil
+}

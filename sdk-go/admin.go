@@ -67,6 +67,21 @@ func (a *Admin) controller(ctx context.Context) (*conn, error) {
 	return a.cl.anyConn(ctx)
 }
 
+// controllerRequest sends req to the controller (any broker if it cannot be reached), with
+// retries, and hands the response to check, whose error decides whether to retry.
+func (a *Admin) controllerRequest(ctx context.Context, req, resp wire.Message, check func() error) error {
+	return a.cl.withRetries(ctx, func(ctx context.Context) error {
+		c, err := a.controller(ctx)
+		if err != nil {
+			return err
+		}
+		if err := roundTrip(ctx, c, req, resp); err != nil {
+			return err
+		}
+		return check()
+	})
+}
+
 func strp(s string) *string { return &s }
 
 // CreateTopic creates a topic with partitions and replication factor (-1 for the broker
@@ -86,14 +101,7 @@ func (a *Admin) CreateTopic(ctx context.Context, name string, partitions int32, 
 	}
 	req.Topics = []wire.CreateTopicsRequestCreatableTopic{t}
 	resp := &wire.CreateTopicsResponse{}
-	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
-		c, err := a.controller(ctx)
-		if err != nil {
-			return err
-		}
-		if err := roundTrip(ctx, c, req, resp); err != nil {
-			return err
-		}
+	err := a.controllerRequest(ctx, req, resp, func() error {
 		for _, r := range resp.Topics {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
 				return withMessage(err, r.ErrorMessage)
@@ -159,14 +167,7 @@ func (a *Admin) DeleteTopics(ctx context.Context, names ...string) error {
 		req.Topics = append(req.Topics, wire.DeleteTopicsRequestDeleteTopicState{Name: &names[i]})
 	}
 	resp := &wire.DeleteTopicsResponse{}
-	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
-		c, err := a.controller(ctx)
-		if err != nil {
-			return err
-		}
-		if err := roundTrip(ctx, c, req, resp); err != nil {
-			return err
-		}
+	err := a.controllerRequest(ctx, req, resp, func() error {
 		var errs []error
 		for _, r := range resp.Responses {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
@@ -273,14 +274,7 @@ func (a *Admin) CreatePartitions(ctx context.Context, topic string, total int32)
 	req.TimeoutMs = int32(a.cl.cfg.requestTimeout / time.Millisecond)
 	req.Topics = []wire.CreatePartitionsRequestTopic{{Name: topic, Count: total}}
 	resp := &wire.CreatePartitionsResponse{}
-	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
-		c, err := a.controller(ctx)
-		if err != nil {
-			return err
-		}
-		if err := roundTrip(ctx, c, req, resp); err != nil {
-			return err
-		}
+	err := a.controllerRequest(ctx, req, resp, func() error {
 		for _, r := range resp.Results {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
 				if errors.Is(err, wire.ErrUnknownTopicOrPartition) {

@@ -68,14 +68,7 @@ func (a *Admin) AlterReassignments(ctx context.Context, targets map[string]map[i
 	}
 	resp := &wire.AlterPartitionReassignmentsResponse{}
 	out := PartitionErrors{}
-	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
-		c, err := a.controller(ctx)
-		if err != nil {
-			return err
-		}
-		if err := roundTrip(ctx, c, req, resp); err != nil {
-			return err
-		}
+	err := a.controllerRequest(ctx, req, resp, func() error {
 		if err := wire.ErrorForCode(resp.ErrorCode); err != nil {
 			return withMessage(err, resp.ErrorMessage)
 		}
@@ -99,14 +92,7 @@ func (a *Admin) ListReassignments(ctx context.Context) ([]Reassignment, error) {
 	req.Default()
 	req.TimeoutMs = int32(a.cl.cfg.requestTimeout / time.Millisecond)
 	resp := &wire.ListPartitionReassignmentsResponse{}
-	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
-		c, err := a.controller(ctx)
-		if err != nil {
-			return err
-		}
-		if err := roundTrip(ctx, c, req, resp); err != nil {
-			return err
-		}
+	err := a.controllerRequest(ctx, req, resp, func() error {
 		return withMessage(wire.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
 	})
 	if err != nil {
@@ -147,14 +133,7 @@ func (a *Admin) ElectLeaders(ctx context.Context, unclean bool, parts map[string
 	}
 	resp := &wire.ElectLeadersResponse{}
 	out := PartitionErrors{}
-	err := a.cl.withRetries(ctx, func(ctx context.Context) error {
-		c, err := a.controller(ctx)
-		if err != nil {
-			return err
-		}
-		if err := roundTrip(ctx, c, req, resp); err != nil {
-			return err
-		}
+	err := a.controllerRequest(ctx, req, resp, func() error {
 		if err := wire.ErrorForCode(resp.ErrorCode); err != nil {
 			return err
 		}

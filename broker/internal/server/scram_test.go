@@ -118,24 +118,23 @@ func TestSCRAM(t *testing.T) {
 	}
 
 	// kcat (librdkafka's SCRAM) with the same credentials.
-	if kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat"); kcat != "" {
-		as := func(pass string) []string {
-			return []string{"-b", b.Listener(t, "SASL_PLAINTEXT"), "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=SCRAM-SHA-512",
-				"-X", "sasl.username=alice", "-X", "sasl.password=" + pass}
-		}
-		run(t, "one\ntwo\n", kcat, append(as("alice-scram"), "-P", "-t", "kcat-scram")...)
-		if out := run(t, "", kcat, append(as("alice-scram"), "-C", "-t", "kcat-scram", "-o", "beginning", "-e", "-q")...); out != "one\ntwo\n" {
-			t.Errorf("kcat with SCRAM-SHA-512 read %q", out)
-		}
-		kctx, cancel := context.WithTimeout(ctx, time.Minute) // a bound on a hang
-		cmd := exec.CommandContext(kctx, kcat, append(as("guess"), "-P", "-t", "kcat-scram")...)
-		cmd.Stdin = strings.NewReader("refused\n")
-		out, err := cmd.CombinedOutput()
-		hung := kctx.Err() != nil
-		cancel()
-		if err == nil || hung || !strings.Contains(string(out), "Authentication failed") {
-			t.Errorf("kcat with a wrong SCRAM password: %v\n%s", err, out)
-		}
+	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
+	as := func(pass string) []string {
+		return []string{"-b", b.Listener(t, "SASL_PLAINTEXT"), "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+			"-X", "sasl.username=alice", "-X", "sasl.password=" + pass}
+	}
+	run(t, "one\ntwo\n", kcat, append(as("alice-scram"), "-P", "-t", "kcat-scram")...)
+	if out := run(t, "", kcat, append(as("alice-scram"), "-C", "-t", "kcat-scram", "-o", "beginning", "-e", "-q")...); out != "one\ntwo\n" {
+		t.Errorf("kcat with SCRAM-SHA-512 read %q", out)
+	}
+	kctx, cancel := context.WithTimeout(ctx, time.Minute) // a bound on a hang
+	cmd := exec.CommandContext(kctx, kcat, append(as("guess"), "-P", "-t", "kcat-scram")...)
+	cmd.Stdin = strings.NewReader("refused\n")
+	out, err := cmd.CombinedOutput()
+	hung := kctx.Err() != nil
+	cancel()
+	if err == nil || hung || !strings.Contains(string(out), "Authentication failed") {
+		t.Errorf("kcat with a wrong SCRAM password: %v\n%s", err, out)
 	}
 
 	// Deleting the SHA-256 credential: that mechanism stops working, the other does not.

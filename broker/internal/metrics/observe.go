@@ -19,6 +19,8 @@ type PartitionState struct {
 	LogEndOffset   int64
 	HighWatermark  int64
 	Leader         bool
+	Size           int64 // bytes of the log's segments (Kafka's Log Size)
+	Segments       int   // segment count (Kafka's Log NumLogSegments)
 }
 
 // ClusterState is the cluster-mode view of this broker, as Kafka's ReplicaManager and
@@ -58,7 +60,9 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 	end := gauge("spool.partition.log.end_offset", "{offset}", "Offset the next appended record gets in the local log, by topic and partition.")
 	hw := gauge("spool.partition.high_watermark", "{offset}", "High watermark (last offset consumers may read, plus one) of the local replica.")
 	leader := gauge("spool.partition.leader", "", "1 where this broker leads the partition, 0 where it follows.")
-	instruments := []metric.Observable{start, end, hw, leader}
+	size := gauge("spool.partition.log.size", "By", "Bytes of the local log's segments (record batches, without indexes), by topic and partition.")
+	segments := gauge("spool.partition.log.segments", "{segment}", "Segments of the local log, by topic and partition.")
+	instruments := []metric.Observable{start, end, hw, leader, size, segments}
 	var ur, umi, offline, ctrl metric.Int64ObservableGauge
 	var shrinks, expands, elections metric.Int64ObservableCounter
 	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
@@ -93,6 +97,8 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 			o.ObserveInt64(end, p.LogEndOffset, a)
 			o.ObserveInt64(hw, p.HighWatermark, a)
 			o.ObserveInt64(leader, boolInt(p.Leader), a)
+			o.ObserveInt64(size, p.Size, a)
+			o.ObserveInt64(segments, int64(p.Segments), a)
 		}
 		if cluster != nil {
 			c := cluster()
@@ -120,4 +126,32 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// RequestsWaiting are the requests whose reply waits for something (Kafka's purgatory
+// sizes): produce requests for fsync or replication, fetches for data (long polls).
+type RequestsWaiting struct{ Produce, Fetch int64 }
+
+// ObserveWaiting registers the gauge of requests waiting, read from waiting at each collection.
+func (m *Metrics) ObserveWaiting(waiting func() RequestsWaiting) error {
+	if m == nil {
+		return nil
+	}
+	g, err := m.meter.Int64ObservableGauge("spool.requests.waiting", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests whose reply waits (rpc.method Produce: for fsync or replicas; Fetch: for data to arrive)."))
+	if err != nil {
+		return fmt.Errorf("creating the requests-waiting gauge: %w", err)
+	}
+	produce := metric.WithAttributeSet(attribute.NewSet(attrMethod.String("Produce")))
+	fetch := metric.WithAttributeSet(attribute.NewSet(attrMethod.String("Fetch")))
+	_, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		w := waiting()
+		o.ObserveInt64(g, w.Produce, produce)
+		o.ObserveInt64(g, w.Fetch, fetch)
+		return nil
+	}, g)
+	if err != nil {
+		return fmt.Errorf("registering the requests-waiting callback: %w", err)
+	}
+	return nil
 }

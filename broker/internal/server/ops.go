@@ -57,6 +57,11 @@ func (s *Server) initMetrics() error {
 	if err := m.Observe(s.partitionStates, clusterState, storageStats); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := m.ObserveWaiting(func() metrics.RequestsWaiting {
+		return metrics.RequestsWaiting{Produce: s.waitingProduce.Load(), Fetch: s.waitingFetch.Load()}
+	}); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	if err := m.ObserveGroups(s.groupStates); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -137,6 +142,7 @@ func (s *Server) partitionStates() []metrics.PartitionState {
 			Topic: p.topic, Partition: p.index,
 			LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
 			HighWatermark: s.highWatermark(p), Leader: role == replication.RoleLeader,
+			Size: p.log.Size(), Segments: p.log.SegmentCount(),
 		})
 	}
 	return out

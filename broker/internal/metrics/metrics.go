@@ -76,6 +76,9 @@ type Metrics struct {
 	bytesOut  metric.Int64Counter
 	recordsIn metric.Int64Counter
 	conns     metric.Int64UpDownCounter
+	// electionTime and zkLatency are recorded through the process-wide events (events.go).
+	electionTime metric.Float64Histogram
+	zkLatency    metric.Float64Histogram
 
 	// apis[key][version-min] is the request attribute set of that API and version, as the
 	// one-element slice Record takes (a slice made per call would be allocated per call).
@@ -111,6 +114,14 @@ func New() (*Metrics, error) {
 		metric.WithDescription("Kafka requests' time by API (rpc.method) and phase (spool.request.phase): queue (decode), local (the handler), remote (waiting for fsync, replicas or data), send (behind earlier replies, then the write); they add up to rpc.server.call.duration."),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...))
 	errs = append(errs, err)
+	m.electionTime, err = m.meter.Float64Histogram("spool.controller.leader_election.duration", metric.WithUnit("s"),
+		metric.WithDescription("Leader elections this broker ran as the controller: decision to partition state written to ZooKeeper (cluster mode)."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	errs = append(errs, err)
+	m.zkLatency, err = m.meter.Float64Histogram("spool.zookeeper.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("ZooKeeper requests: sent to answered (cluster mode)."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	errs = append(errs, err)
 	m.errors = counter("spool.request.errors", "{error}", "Error codes in responses, by API and Kafka error name (error.type).")
 	m.bytesIn = counter("spool.topic.bytes.in", "By", "Record batch bytes appended by producers, by topic.")
 	m.bytesOut = counter("spool.topic.bytes.out", "By", "Record batch bytes sent to fetchers (consumers and followers), by topic.")
@@ -122,6 +133,7 @@ func New() (*Metrics, error) {
 		return nil, fmt.Errorf("creating instruments: %w", err)
 	}
 	m.precomputeAPIs()
+	addSink(m)
 	return m, nil
 }
 
@@ -256,6 +268,7 @@ func (m *Metrics) Shutdown(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
+	removeSink(m)
 	return m.provider.Shutdown(ctx)
 }
 

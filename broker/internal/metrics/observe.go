@@ -31,7 +31,16 @@ type ClusterState struct {
 	UnderMinISR     int64
 	Offline         int64
 	Controller      bool
+	// ZooKeeperState is the session's state: connected, connecting, disconnected, expired
+	// or auth_failed (ZooKeeperStates).
+	ZooKeeperState string
 }
+
+// ZooKeeperStates are the session states the spool.zookeeper.session gauge always reports
+// (1 for the current one, 0 for the others), Kafka's SessionState.
+var ZooKeeperStates = []string{"connected", "connecting", "disconnected", "expired", "auth_failed"}
+
+var attrZKState = attribute.Key("spool.zookeeper.state")
 
 // StorageStats are the storage's cumulative counters.
 type StorageStats struct {
@@ -64,7 +73,8 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 	segments := gauge("spool.partition.log.segments", "{segment}", "Segments of the local log, by topic and partition.")
 	instruments := []metric.Observable{start, end, hw, leader, size, segments}
 	var ur, umi, offline, ctrl metric.Int64ObservableGauge
-	var shrinks, expands, elections metric.Int64ObservableCounter
+	var shrinks, expands, elections, zkExpired, zkDisconnected metric.Int64ObservableCounter
+	var zkSession metric.Int64ObservableGauge
 	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
 		c, err := m.meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		errs = append(errs, err)
@@ -78,7 +88,10 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 		shrinks = counter("spool.isr.shrinks", "{change}", "ISR changes written here (by a partition leader or the controller) that removed replicas.")
 		expands = counter("spool.isr.expands", "{change}", "ISR changes written here (by a partition leader or the controller) that added replicas.")
 		elections = counter("spool.controller.leader_elections", "{election}", "Partition leaders elected by this broker while it was the controller (new partitions' first leaders included).")
-		instruments = append(instruments, ur, umi, offline, ctrl, shrinks, expands, elections)
+		zkSession = gauge("spool.zookeeper.session", "", "1 for the ZooKeeper session's current state (spool.zookeeper.state), 0 for the others.")
+		zkExpired = counter("spool.zookeeper.session.expirations", "{expiration}", "ZooKeeper sessions of this broker that expired.")
+		zkDisconnected = counter("spool.zookeeper.disconnects", "{disconnect}", "Connections to ZooKeeper this broker lost.")
+		instruments = append(instruments, ur, umi, offline, ctrl, shrinks, expands, elections, zkSession, zkExpired, zkDisconnected)
 	}
 	fsyncs, err := m.meter.Int64ObservableCounter("spool.storage.fsyncs", metric.WithUnit("{fsync}"),
 		metric.WithDescription("fsync rounds of the partition logs (one round may cover many appends: group commit)."))
@@ -109,6 +122,11 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 			o.ObserveInt64(shrinks, isrShrinks.Load())
 			o.ObserveInt64(expands, isrExpands.Load())
 			o.ObserveInt64(elections, leaderElections.Load())
+			for i, state := range ZooKeeperStates {
+				o.ObserveInt64(zkSession, boolInt(c.ZooKeeperState == state), zkStateAttrs[i])
+			}
+			o.ObserveInt64(zkExpired, zkExpirations.Load())
+			o.ObserveInt64(zkDisconnected, zkDisconnects.Load())
 		}
 		st := storage()
 		o.ObserveInt64(fsyncs, st.Fsyncs)
@@ -120,6 +138,15 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 	}
 	return nil
 }
+
+// zkStateAttrs[i] is the attribute set of ZooKeeperStates[i].
+var zkStateAttrs = func() []metric.ObserveOption {
+	out := make([]metric.ObserveOption, len(ZooKeeperStates))
+	for i, st := range ZooKeeperStates {
+		out[i] = metric.WithAttributeSet(attribute.NewSet(attrZKState.String(st)))
+	}
+	return out
+}()
 
 func boolInt(b bool) int64 {
 	if b {

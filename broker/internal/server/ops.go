@@ -265,6 +265,9 @@ func buildVersion() string {
 func (s *Server) clusterState() metrics.ClusterState {
 	var st metrics.ClusterState
 	st.Controller = s.md.ControllerID() == s.self.NodeID
+	if s.zk != nil {
+		st.ZooKeeperState = s.zk.SessionState()
+	}
 	for _, t := range s.md.Topics() {
 		minISR := s.minISR(t)
 		for _, p := range t.Partitions {

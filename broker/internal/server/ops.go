@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/config"
@@ -121,15 +122,37 @@ func (s *Server) closeOps() {
 }
 
 // readiness is /readyz: storage is loaded once New returns; the broker is ready once it
-// serves, in cluster mode after registering in ZooKeeper.
+// serves. In cluster mode it must also be registered in ZooKeeper and caught up: every
+// partition it follows is in the ISR, or has fetched up to its leader's high watermark at
+// least once since the broker started (replication.Replica.CaughtUp). Once caught up it
+// stays ready until shutdown: a follower falling out of the ISR later is the
+// under-replicated gauge's business, not a reason to take the broker out of service.
 func (s *Server) readiness() error {
-	if s.ready.Load() {
+	if !s.ready.Load() {
+		if s.clustered {
+			return errors.New("storage loaded; not yet registered in ZooKeeper")
+		}
+		return errors.New("storage loaded; not yet serving")
+	}
+	if !s.clustered || s.caughtUp.Load() {
 		return nil
 	}
-	if s.clustered {
-		return errors.New("storage loaded; not yet registered in ZooKeeper")
+	var behind []string
+	parts := s.parts.all()
+	for _, p := range parts {
+		if !p.replica.CaughtUp() {
+			behind = append(behind, fmt.Sprintf("%s-%d", p.topic, p.index))
+		}
 	}
-	return errors.New("storage loaded; not yet serving")
+	if len(behind) > 0 {
+		slices.Sort(behind)
+		return fmt.Errorf("registered in ZooKeeper; %d of %d local replicas not caught up with their leaders (%s)",
+			len(behind), len(parts), strings.Join(behind[:min(len(behind), 5)], ", "))
+	}
+	if s.caughtUp.CompareAndSwap(false, true) {
+		s.log.Info("caught up: every local replica is in sync; ready", "local_replicas", len(parts))
+	}
+	return nil
 }
 
 // partitionStates lists the local replicas for the partition gauges.

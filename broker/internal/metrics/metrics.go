@@ -79,6 +79,7 @@ type Metrics struct {
 	// electionTime and zkLatency are recorded through the process-wide events (events.go).
 	electionTime metric.Float64Histogram
 	zkLatency    metric.Float64Histogram
+	fsyncTime    metric.Float64Histogram
 
 	// apis[key][version-min] is the request attribute set of that API and version, as the
 	// one-element slice Record takes (a slice made per call would be allocated per call).
@@ -120,6 +121,10 @@ func New() (*Metrics, error) {
 	errs = append(errs, err)
 	m.zkLatency, err = m.meter.Float64Histogram("spool.zookeeper.request.duration", metric.WithUnit("s"),
 		metric.WithDescription("ZooKeeper requests: sent to answered (cluster mode)."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	errs = append(errs, err)
+	m.fsyncTime, err = m.meter.Float64Histogram("spool.storage.fsync.duration", metric.WithUnit("s"),
+		metric.WithDescription("fsync rounds of the partition logs, each log's flush (Kafka's LogFlushRateAndTimeMs)."),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...))
 	errs = append(errs, err)
 	m.errors = counter("spool.request.errors", "{error}", "Error codes in responses, by API and Kafka error name (error.type).")
@@ -254,6 +259,13 @@ func (m *Metrics) Fetched(topic string, bytes int64) {
 		return
 	}
 	m.bytesOut.Add(context.Background(), bytes, m.topic(topic)...)
+}
+
+// Fsync records one log flush's fsync time.
+func (m *Metrics) Fsync(took time.Duration) {
+	if m != nil {
+		m.fsyncTime.Record(context.Background(), took.Seconds())
+	}
 }
 
 // Connection records a connection opened (+1) or closed (-1).

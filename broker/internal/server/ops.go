@@ -66,6 +66,7 @@ func (s *Server) initMetrics() error {
 	if err := m.ObserveGroups(s.groupStates); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	s.logs.ObserveFsyncs(m.Fsync)
 	s.metrics = m
 	return nil
 }

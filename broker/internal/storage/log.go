@@ -634,7 +634,11 @@ func (l *Log) flushLocked() error {
 	l.unflushedMsg.Store(0)
 	l.flushCount.Add(1)
 	l.syncer.fsyncs.Add(1)
-	l.syncer.fsyncNanos.Add(int64(time.Since(began)))
+	took := time.Since(began)
+	l.syncer.fsyncNanos.Add(int64(took))
+	if f := l.syncer.observe.Load(); f != nil {
+		(*f)(took)
+	}
 	l.advanceDurable(target)
 	return nil
 }

@@ -294,7 +294,13 @@ func (cl *Client) Poll(ctx context.Context) ([]*Record, error) {
 	for {
 		got, err := cl.take(ctx)
 		if len(got) > 0 {
-			return records(got), err
+			recs := records(got)
+			if cl.tel != nil {
+				for _, r := range recs {
+					cl.consumed(ctx, r)
+				}
+			}
+			return recs, err
 		}
 		if err != nil {
 			return nil, err
@@ -319,6 +325,9 @@ func (cl *Client) PollFunc(ctx context.Context, fn func(r *Record)) (int, error)
 		for _, f := range got {
 			for i := range f.entries {
 				f.fill(i, &r)
+				if cl.tel != nil {
+					cl.consumed(ctx, &r)
+				}
 				fn(&r)
 			}
 			n += len(f.entries)
@@ -658,8 +667,12 @@ func (c *consumer) fetch(leader int32, cps []*cpart) {
 		defer close(delivered)
 		ctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.requestTimeout+cl.cfg.fetchMaxWait)
 		resp := &wire.FetchResponse{}
+		began := time.Now()
 		err := cl.RequestNode(ctx, leader, req, resp)
 		cancel()
+		if err == nil {
+			cl.tel.request("receive", began)
+		}
 		if err == nil {
 			err = wire.ErrorForCode(resp.ErrorCode)
 		}

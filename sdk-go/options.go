@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Version is the SDK version sent to brokers in ApiVersions.
@@ -63,6 +65,8 @@ type config struct {
 	logger          *slog.Logger
 	dial            func(ctx context.Context, network, addr string) (net.Conn, error)
 	propagator      propagation.TextMapPropagator
+	tracerProvider  trace.TracerProvider // otel.go
+	meterProvider   metric.MeterProvider
 
 	// producer
 	acks            Acks

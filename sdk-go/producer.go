@@ -209,8 +209,8 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	if r.Timestamp.IsZero() {
 		r.Timestamp = p.clock.now()
 	}
-	if cl.cfg.propagator != nil {
-		cl.injectTrace(ctx, r)
+	if cl.cfg.propagator != nil || cl.tel != nil {
+		cb = cl.traceProduce(ctx, r, cb)
 	}
 	size := 21 + len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
@@ -441,6 +441,9 @@ func (p *producer) close() {
 
 // finish completes a batch's records and recycles it.
 func (p *producer) finish(b *pbatch, base int64, err error) {
+	if p.cl.tel != nil && err == nil && len(b.proms) > 0 {
+		p.cl.tel.batchAcked(b.proms[0].r.Topic, len(b.proms), b.size)
+	}
 	for i, pr := range b.proms {
 		if err == nil {
 			if base >= 0 {

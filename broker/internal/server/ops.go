@@ -323,6 +323,13 @@ func (s *Server) logStartup() {
 	if s.clustered {
 		mode = "cluster (ZooKeeper " + s.conf.Get(config.ZooKeeperConnect) + ")"
 	}
+	segments, bytes := 0, int64(0)
+	local := s.parts.all()
+	for _, p := range local {
+		segments += p.log.SegmentCount()
+		bytes += p.log.Size()
+	}
 	s.log.Info("storage loaded", "mode", mode, "topics", topics, "partitions", partitions,
-		"local_replicas", len(s.parts.all()), "data_dir", s.conf.Get(config.LogDirs), "took", time.Since(s.started).Round(time.Millisecond))
+		"local_replicas", len(local), "segments", segments, "bytes", bytes,
+		"data_dir", s.conf.Get(config.LogDirs), "took", time.Since(s.started).Round(time.Millisecond))
 }

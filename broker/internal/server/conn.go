@@ -150,6 +150,7 @@ func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
 	wg.Wait()
 	cancel()
 	nc.Close()
+	c.log.Debug("client disconnected", "principal", c.principal)
 }
 
 // readLoop reads frames until the connection ends or a request must close it.

@@ -195,6 +195,9 @@ func (m *Metrics) Request(key, version int16, t RequestTimes) {
 	if t.Handled.IsZero() { // answered before a handler ran (an unsupported ApiVersions)
 		t.Handled, t.Returned, t.Ready = t.Read, t.Read, t.Read
 	}
+	if t.Ready.Before(t.Returned) { // completed on another goroutine before the handler returned
+		t.Ready = t.Returned
+	}
 	ctx := context.Background()
 	m.duration.Record(ctx, t.Written.Sub(t.Read).Seconds(), a...)
 	ph := &m.phaseAttrs[key]

@@ -5,6 +5,7 @@ package server_test
 // broker driven by raw requests so that every request is known.
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -122,4 +123,40 @@ func bigBatch(t *testing.T, n int) []byte {
 		t.Fatal(err)
 	}
 	return append([]byte(nil), b...)
+}
+
+// TestMetricsZooKeeperSessionFollowsOutage: a broker's ZooKeeper session gauge reads
+// connected, then, with ZooKeeper stopped, not connected with a disconnect counted, and
+// connected again once ZooKeeper is back.
+func TestMetricsZooKeeperSessionFollowsOutage(t *testing.T) {
+	zk := brokertest.StartZooKeeper(t)
+	c := brokertest.StartCluster(t, 1, zk.Connect(""), map[string]string{"spool.metrics.listener": "127.0.0.1:0"})
+	addr := c.Brokers[1].MetricsAddr
+	state := func() (string, float64) {
+		fams, err := tryScrape(addr)
+		if err != nil {
+			return err.Error(), 0
+		}
+		cur := ""
+		for _, st := range []string{"connected", "connecting", "disconnected", "expired", "auth_failed"} {
+			if value(fams, "spool_zookeeper_session", map[string]string{"spool_zookeeper_state": st}) == 1 {
+				cur += st
+			}
+		}
+		return cur, value(fams, "spool_zookeeper_disconnects_total", nil)
+	}
+	brokertest.WaitForState(t, 30*time.Second, "session connected", func() (bool, string) {
+		st, _ := state()
+		return st == "connected", st
+	})
+	zk.Stop(t)
+	brokertest.WaitForState(t, 30*time.Second, "session lost and a disconnect counted", func() (bool, string) {
+		st, n := state()
+		return (st == "connecting" || st == "disconnected") && n >= 1, fmt.Sprintf("%s, %v disconnects", st, n)
+	})
+	zk.Restart(t)
+	brokertest.WaitForState(t, 60*time.Second, "session connected again", func() (bool, string) {
+		st, _ := state()
+		return st == "connected", st
+	})
 }

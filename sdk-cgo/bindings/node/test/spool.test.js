@@ -136,7 +136,7 @@ test('errors are KafkaJSErrors with libspool codes', async () => {
   const producer = kafka.producer();
   await producer.connect();
   await assert.rejects(producer.send({ topic: t2, messages: [{ value: 'v', partition: 7 }] }),
-    (e) => e.code === ErrorCodes.FAIL && /partition 7 of 1/.test(e.message));
+    (e) => e.code === ErrorCodes.UNKNOWN_TOPIC_OR_PARTITION && /partition 7 of 1/.test(e.message));
   // One bad record fails the whole send (one spool_produce_batch call buffers all or none).
   await assert.rejects(producer.send({ topic: t2, messages: [{ value: 'ok' }, { value: 'bad', partition: -5 }] }),
     (e) => e.code === ErrorCodes.BAD_ARG);

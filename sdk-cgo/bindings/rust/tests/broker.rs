@@ -206,8 +206,8 @@ fn errors_map_to_kafka_errors() {
         let r = block_on(p.send(FutureRecord::to(t2).key("k").payload("v").partition(7), Duration::ZERO));
         match r {
             Err((KafkaError::MessageProduction(code, text), msg)) => {
-                // libspool refuses it locally (partition 7 of 1), with its description.
-                assert_eq!(code, ErrorCode::FAIL, "{text}");
+                // libspool refuses it locally (partition 7 of 1) with the code a broker would answer.
+                assert_eq!(code, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "{text}");
                 assert!(text.contains("partition 7 of 1"), "{text}");
                 assert_eq!((msg.topic(), msg.key(), msg.payload()), (t2.as_str(), Some(&b"k"[..]), Some(&b"v"[..])));
             }

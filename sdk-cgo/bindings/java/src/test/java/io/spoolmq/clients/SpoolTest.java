@@ -223,7 +223,7 @@ class SpoolTest {
             Future<RecordMetadata> f = p.send(new ProducerRecord<>(t2, 7, "k", "v"), (md, e) -> told.set(e));
             ExecutionException ee = assertThrows(ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS));
             KafkaException ke = (KafkaException) ee.getCause();
-            assertEquals(KafkaException.FAIL, ke.code());
+            assertEquals(KafkaException.UNKNOWN_TOPIC_OR_PARTITION, ke.code());
             assertTrue(ke.getMessage().contains("partition 7 of 1"), ke.getMessage());
             assertEquals(ke, told.get());
             p.deleteTopic(t2, TEN_SECONDS);

@@ -165,6 +165,7 @@ int spool_producer_poll(spool_producer_t *p, int timeout_ms) {
     size_t n = spoolgo_producer_take(p->h, timeout_ms, &reports);
     for (size_t i = 0; i < n; i++)
         if (p->dr_cb != NULL) p->dr_cb(p, reports[i], p->opaque);
+    if (n > 0) spoolgo_producer_release(p->h, reports); /* the keys and values were Go's, pinned */
     free(reports);
     return (int)n;
 }

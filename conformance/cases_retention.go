@@ -108,7 +108,7 @@ func init() {
 			t.wantCode("fetch at offset 0 below the log start", r.ErrorCode, wire.ErrOffsetOutOfRange)
 		}})
 	register(&Case{ID: "fetch/compaction-latest-per-key", Spec: "§8.2, §5.6",
-		Desc:       "on a compacted topic with small segments, the cleaner leaves only the latest record of each key below the active segment, at its original offset",
+		Desc: "on a compacted topic with small segments, the cleaner leaves only the latest record of each key below the active segment, at its original offset",
 		Run: func(t *T) {
 			t.needFrequentCleanup()
 			topic := t.Topic(1, "cleanup.policy", "compact", "segment.bytes", "200", "min.cleanable.dirty.ratio", "0.01")

@@ -78,9 +78,11 @@ bench-smoke:
 	@$(MAKE) --no-print-directory bench-compare QUICK=1
 
 ## conformance-matrix: the conformance suite against Spool and Apache Kafka (single nodes with every
-## driver, 3-broker clusters with the cluster cases) into docs/conformance.md
+## driver, 3-broker clusters with the cluster and client cases) into docs/conformance.md; then the README's
+## Conformance commands, make reference-kafka's block included
 conformance-matrix:
 	cd conformance && CONFORMANCE_MATRIX=$(CURDIR)/docs/conformance.md $(GO) test -count=1 -timeout 30m -run 'TestSuite$$|TestSuiteCluster$$' .
+	cd conformance && CONFORMANCE_README_KAFKA=1 $(GO) test -count=1 -timeout 15m -run 'TestReadmeConformance$$' ./cmd/spool-conformance
 
 KAFKA_VERSION := 3.9.2
 KAFKA_LIBS := bench/.cache/kafka-$(KAFKA_VERSION)/libs

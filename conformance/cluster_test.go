@@ -18,8 +18,8 @@ import (
 	"github.com/spoolmq/spool/conformance/drivers"
 )
 
-// TestSuiteCluster runs the cluster cases (and the produce and fetch areas, which must hold
-// on any broker of a cluster too) against a 3-broker Spool cluster and a 3-broker Apache
+// TestSuiteCluster runs the cluster cases and the client-level cases (with the go driver)
+// against a 3-broker Spool cluster and a 3-broker Apache
 // Kafka 3.9 cluster in ZooKeeper mode, each on its own ZooKeeper (Debian's zookeeper package).
 func TestSuiteCluster(t *testing.T) {
 	t.Parallel()
@@ -27,7 +27,8 @@ func TestSuiteCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, err := conformance.Select("cluster")
+	// The cluster cases, and the client-level ones: an SDK must find every partition's leader.
+	cases, err := conformance.Select("cluster,client")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,12 +49,19 @@ func init() {
 		Desc: "when a group's coordinator crashes, FindCoordinator names another broker, which serves the offsets committed before the crash",
 		Run: func(t *T) {
 			topic, md := t.replicatedTopic(1, 3)
-			c, group := t.newGroup()
-			old := t.coordinator(c, group).NodeId
-			oc := t.brokerConn(md, old)
-			t.waitFor("the commit taken by the coordinator", func() (bool, string) {
-				code := t.commit(oc, commitReq(group, -1, "", topic, 0, 42, "before-crash"))
-				return code == 0, codeName(code)
+			group := t.Name("g")
+			c := t.Conn()
+			old := int32(-1)
+			// The coordinator is wherever FindCoordinator says, not the bootstrap broker.
+			t.waitFor("the group's coordinator to take a commit", func() (bool, string) {
+				var fc wire.FindCoordinatorResponse
+				t.Do(c, &wire.FindCoordinatorRequest{Key: group}, &fc, maxV(wire.KeyFindCoordinator))
+				if fc.ErrorCode != 0 {
+					return false, "FindCoordinator: " + codeName(fc.ErrorCode)
+				}
+				code := t.commit(t.brokerConn(md, fc.NodeId), commitReq(group, -1, "", topic, 0, 42, "before-crash"))
+				old = fc.NodeId
+				return code == 0, fmt.Sprintf("commit at coordinator %d: %s", fc.NodeId, codeName(code))
 			})
 			t.crash(old)
 			sc, _ := t.survivorConn(md, old)

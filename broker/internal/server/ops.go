@@ -271,7 +271,7 @@ func (s *Server) clusterState() metrics.ClusterState {
 			if len(p.ISR) < len(p.Replicas) {
 				st.UnderReplicated++
 			}
-			if len(p.ISR) < minISR {
+			if len(p.ISR) < min(minISR, len(p.Replicas)) { // Kafka's effective minimum: at most the replicas
 				st.UnderMinISR++
 			}
 		}

@@ -92,6 +92,9 @@ type Replica struct {
 	// throttled marks a replica whose fetching counts against the replication throttle
 	// (follower.replication.throttled.replicas lists it).
 	throttled atomic.Bool
+	// reachedHW is set once, as a follower, the log reached the leader's high watermark
+	// (readiness: caught up since the broker started).
+	reachedHW atomic.Bool
 
 	mu         sync.Mutex
 	role       Role
@@ -423,10 +426,26 @@ func (r *Replica) SetFollowerHighWatermark(leaderHW int64) {
 	if r.role == RoleLeader {
 		return
 	}
-	hw := min(leaderHW, r.Log.LogEndOffset())
+	leo := r.Log.LogEndOffset()
+	if leo >= leaderHW {
+		r.reachedHW.Store(true)
+	}
+	hw := min(leaderHW, leo)
 	if hw > r.hw.Load() {
 		r.hw.Store(hw)
 	}
+}
+
+// CaughtUp reports whether the replica has been in sync since it was opened: it leads, or
+// has no leader to follow, or the ISR it acts on holds this broker, or as a follower it has
+// fetched up to its leader's high watermark at least once (the broker's readiness).
+func (r *Replica) CaughtUp() bool {
+	if r.reachedHW.Load() {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.role == RoleLeader || r.state.Leader < 0 || slices.Contains(r.state.ISR, r.set.Self)
 }
 
 // ISR returns the ISR the replica acts on.

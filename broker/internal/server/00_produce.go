@@ -113,7 +113,7 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	if len(waits) == 0 || (s.cfg.fsync != storage.FsyncAlways && r.Acks != -1) {
 		return ready(reply{msg: resp})
 	}
-	p := later()
+	p := waitingFor(&s.waitingProduce)
 	timeout := time.Duration(max(r.TimeoutMs, 0)) * time.Millisecond
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, max(timeout, 30*time.Second))

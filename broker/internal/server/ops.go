@@ -66,6 +66,9 @@ func (s *Server) initMetrics() error {
 	if err := m.ObserveGroups(s.groupStates); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := m.ObserveLimits(s.limitStats); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	s.metrics = m
 	return nil
 }

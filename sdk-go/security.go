@@ -260,7 +260,7 @@ type authenticator func(ctx context.Context, req, resp wire.Message) error
 func (c *conn) authenticate(ctx context.Context, m SASLMechanism, send authenticator) (time.Duration, error) {
 	fail := func(err error) (time.Duration, error) {
 		// Wrong credentials do not get better by retrying: the caller sees them at once.
-		return 0, finalError{fmt.Errorf("spool: SASL %s authentication as %q with %s: %w", m.Name(), m.User(), c.addr, err)}
+		return 0, finalError{authError{fmt.Errorf("spool: SASL %s authentication as %q with %s: %w", m.Name(), m.User(), c.addr, err)}}
 	}
 	if c.versions[wire.KeySaslHandshake] < 1 || c.versions[wire.KeySaslAuthenticate] < 0 {
 		return fail(fmt.Errorf("the broker offers no SaslHandshake v1 and SaslAuthenticate (is this a SASL listener?): %w", wire.ErrUnsupportedVersion))
@@ -304,6 +304,18 @@ func (c *conn) authenticate(ctx context.Context, m SASLMechanism, send authentic
 	}
 }
 
+// authError is a refusal of the client's credentials or of the broker's certificate: it
+// will not go away by retrying, so calls that retry in the background report it.
+type authError struct{ error }
+
+func (e authError) Unwrap() error { return e.error }
+
+// isAuthError reports whether err is, or wraps, an authentication failure.
+func isAuthError(err error) bool {
+	var a authError
+	return errors.As(err, &a)
+}
+
 // reauthAfter is when to re-authenticate in a session of lifetime d: at a random point
 // between 85% and 95% of it, as the Java client does, so connections opened together do not
 // all re-authenticate at once.
@@ -328,7 +340,7 @@ func startTLS(ctx context.Context, cfg *tls.Config, nc net.Conn, addr string) (n
 		err = fmt.Errorf("spool: TLS handshake with %s: %w", addr, err)
 		if errors.As(err, &cv) || errors.As(err, &ue) || errors.As(err, &he) {
 			// A certificate the client refuses stays refused.
-			return nil, finalError{err}
+			return nil, finalError{authError{err}}
 		}
 		return nil, err
 	}

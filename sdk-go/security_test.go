@@ -290,3 +290,17 @@ func TestSecureReauthentication(t *testing.T) {
 		})
 	}
 }
+
+// A consumer with a wrong password gets the refusal from Poll instead of waiting in silence.
+func TestSecureConsumerRefused(t *testing.T) {
+	sb := startSecureBroker(t, nil)
+	cl := newClient(t, sb.b.Listener(t, "SASL_PLAINTEXT"), spool.SASL(spool.SASLScram(spool.ScramSHA512, "alice", "guess")))
+	ctx := testCtx(t)
+	if err := cl.Assign(map[string]map[int32]spool.Offset{"any": {0: spool.OffsetStart()}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cl.Poll(ctx)
+	if !errors.Is(err, wire.ErrSaslAuthenticationFailed) {
+		t.Fatalf("poll: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+}

@@ -67,6 +67,7 @@ type config struct {
 	propagator      propagation.TextMapPropagator
 	tracerProvider  trace.TracerProvider // otel.go
 	meterProvider   metric.MeterProvider
+	sec             securityConfig
 
 	// producer
 	acks            Acks
@@ -382,6 +383,9 @@ func (c *config) validate() error {
 		c.idempotent = false
 	}
 	if err := c.group.validate(); err != nil {
+		return err
+	}
+	if err := c.sec.resolve(); err != nil {
 		return err
 	}
 	if c.partitioner == nil {

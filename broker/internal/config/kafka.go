@@ -386,8 +386,8 @@ var noEffectReasons = []struct {
 		[]string{"producer.id."}},
 	{"Spool runs the classic group protocol only",
 		[]string{"group.consumer.", "group.share.", "group.coordinator."}},
-	{"Spool enforces no quotas or connection limits",
-		[]string{"quota.", "replication.quota.", "alter.log.dirs.replication.quota.", "controller.quota.", "client.quota.callback.class", "max.connection", "queued.max.request"}},
+	{"Spool enforces no quotas or connection rate limits",
+		[]string{"quota.", "replication.quota.", "alter.log.dirs.replication.quota.", "controller.quota.", "client.quota.callback.class", "max.connection"}},
 	{"a single node has no replicas, and cluster mode does not read it yet",
 		[]string{"replica.", "controlled.shutdown.", "unclean.leader.election.interval.ms", "inter.broker.", "broker.rack", "offsets.topic.replication.factor"}},
 	{"Spool's compactor is not tuned by it",
@@ -420,8 +420,20 @@ func noEffectReason(name string) string {
 }
 
 func init() {
+	// A broker property that is the default of a topic config takes the topic config's
+	// checks, as in Kafka: compression.type=brotli or compression.zstd.level=99 in
+	// server.properties is refused, not left for the first topic to trip over.
+	topicCheck := map[string]func(string) error{}
+	for _, td := range TopicDefs {
+		if td.Broker != "" && td.Check != nil {
+			topicCheck[td.Broker] = td.Check
+		}
+	}
 	for i := range kafkaDefs {
 		d := &kafkaDefs[i]
+		if d.Check == nil {
+			d.Check = topicCheck[d.Name]
+		}
 		if doc, ok := kafkaInterpreted[d.Name]; ok {
 			d.Doc = doc
 			continue

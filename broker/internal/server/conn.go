@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -155,15 +154,21 @@ func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
 
 // readLoop reads frames until the connection ends or a request must close it.
 func (c *conn) readLoop(ctx context.Context) error {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	r := newFrameReader(c.nc)
+	defer r.close()
 	maxSize := c.s.cfg.maxRequestBytes
 	idle := c.s.cfg.idleTimeout
 	var sizeBuf [4]byte
 	for ctx.Err() == nil {
+		r.idle()
 		if idle > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(idle))
 		}
-		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+		err := r.buffer()
+		if err == nil {
+			_, err = io.ReadFull(r.br, sizeBuf[:])
+		}
+		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return fmt.Errorf("idle for %v: %w", idle, err)
 			}
@@ -178,13 +183,14 @@ func (c *conn) readLoop(ctx context.Context) error {
 			return fmt.Errorf("request of %d bytes is outside 8..%d (socket.request.max.bytes)", size, maxSize)
 		}
 		c.nc.SetReadDeadline(time.Time{})
-		frame := getFrame(int(size))
-		if _, err := io.ReadFull(br, frame); err != nil {
-			return fmt.Errorf("reading a %d-byte request: %w", size, err)
+		frame, held, err := c.readFrame(ctx, r, int(size))
+		if err != nil {
+			return err
 		}
 		p, err := c.dispatch(ctx, frame)
 		// Handlers are done with the frame once dispatch returns (see request).
 		putFrame(frame)
+		c.s.reqMem.release(held)
 		if err != nil {
 			return err
 		}

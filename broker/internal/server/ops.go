@@ -66,6 +66,9 @@ func (s *Server) initMetrics() error {
 	if err := m.ObserveGroups(s.groupStates); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := m.ObserveLimits(s.limitStats); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	s.logs.ObserveFsyncs(m.Fsync)
 	s.metrics = m
 	return nil
@@ -304,7 +307,7 @@ func (s *Server) clusterState() metrics.ClusterState {
 			if len(p.ISR) < len(p.Replicas) {
 				st.UnderReplicated++
 			}
-			if len(p.ISR) < minISR {
+			if len(p.ISR) < min(minISR, len(p.Replicas)) { // Kafka's effective minimum: at most the replicas
 				st.UnderMinISR++
 			}
 		}

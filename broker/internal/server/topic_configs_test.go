@@ -103,7 +103,8 @@ func TestKafkaTopicConfigsThroughKadm(t *testing.T) {
 	}
 
 	// Bad values are refused with INVALID_CONFIG, naming the config.
-	for k, v := range map[string]string{"compression.type": "brotli", "remote.storage.enable": "true", "min.cleanable.dirty.ratio": "2"} {
+	for k, v := range map[string]string{"compression.type": "brotli", "remote.storage.enable": "true", "min.cleanable.dirty.ratio": "2",
+		"compression.gzip.level": "0", "compression.lz4.level": "18", "compression.zstd.level": "23"} {
 		resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{k: ptr(v)}, "refused")
 		if err == nil {
 			err = resp.Err

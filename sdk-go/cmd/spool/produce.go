@@ -262,7 +262,11 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	if first != nil {
 		return first
 	}
-	fmt.Fprintf(stderr, "produced %d records\n", n)
+	if n == 1 {
+		fmt.Fprintln(stderr, "produced 1 record")
+	} else {
+		fmt.Fprintf(stderr, "produced %d records\n", n)
+	}
 	return nil
 }
 

@@ -28,7 +28,8 @@ var spoolDefaults = map[string]string{
 
 // Every property of Kafka 3.9's broker configuration, read from Kafka's own ConfigDef in its
 // jars (fetched as make bench-compare fetches them), is known to spoold with Kafka's type and,
-// except where spoolDefaults says why, Kafka's default.
+// except where spoolDefaults says why, Kafka's default; every topic config of Kafka's LogConfig
+// is one of TopicDefs with Kafka's type, and TopicDefs has no other.
 func TestEveryKafkaBrokerPropertyIsKnown(t *testing.T) {
 	classpath := brokertest.KafkaJars(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -39,12 +40,26 @@ func TestEveryKafkaBrokerPropertyIsKnown(t *testing.T) {
 	}
 	types := map[string]config.Type{"BOOLEAN": config.Boolean, "STRING": config.String, "INT": config.Int, "SHORT": config.Short,
 		"LONG": config.Long, "DOUBLE": config.Double, "LIST": config.List, "CLASS": config.Class, "PASSWORD": config.Password}
+	topicDefs := map[string]config.TopicDef{}
+	for _, d := range config.TopicDefs {
+		topicDefs[d.Name] = d
+	}
 	differ := map[string]bool{}
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Split(line, "\t")
 		if len(f) != 3 {
 			t.Fatalf("unexpected line %q", line)
+		}
+		if f[0] == "topic" {
+			name, typ := f[1], f[2]
+			if d, ok := topicDefs[name]; !ok {
+				t.Errorf("%s: Kafka's topic config is not one of TopicDefs", name)
+			} else if d.Type != types[typ] {
+				t.Errorf("topic config %s: type %d, Kafka's is %s", name, d.Type, typ)
+			}
+			delete(topicDefs, name)
+			continue
 		}
 		name, typ, def := f[0], f[1], f[2]
 		n++
@@ -68,6 +83,12 @@ func TestEveryKafkaBrokerPropertyIsKnown(t *testing.T) {
 	}
 	if n < 300 {
 		t.Fatalf("Kafka listed %d broker properties; want Kafka 3.9's (over 300)", n)
+	}
+	for name := range topicDefs {
+		t.Errorf("topic config %s is not one of Kafka's", name)
+	}
+	if len(config.TopicDefs) < 36 {
+		t.Errorf("%d topic configs, Kafka 3.9 has 36", len(config.TopicDefs))
 	}
 	for name := range spoolDefaults {
 		if !differ[name] {

@@ -1,6 +1,7 @@
 // Prints every property of Apache Kafka's broker configuration (KafkaConfig.configDef()), one
-// per line: name, type, default ("<none>" when it has none), tab-separated. Run with Kafka's
-// jars on the class path by TestEveryKafkaBrokerPropertyIsKnown.
+// per line: name, type, default ("<none>" when it has none), tab-separated; then every topic
+// config (LogConfig.configNames()) as "topic", name, type. Run with Kafka's jars on the class
+// path by TestEveryKafkaBrokerPropertyIsKnown.
 import org.apache.kafka.common.config.ConfigDef;
 
 public class KafkaConfigDef {
@@ -13,6 +14,10 @@ public class KafkaConfigDef {
                 def = String.join(",", l.stream().map(String::valueOf).toList());
             }
             System.out.println(k.name + "\t" + k.type + "\t" + def);
+        }
+        for (String name : org.apache.kafka.storage.internals.log.LogConfig.configNames()) {
+            Object type = org.apache.kafka.storage.internals.log.LogConfig.configType(name).map(Object::toString).orElse("?");
+            System.out.println("topic\t" + name + "\t" + type);
         }
     }
 }

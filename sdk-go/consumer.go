@@ -535,6 +535,7 @@ func (c *consumer) step() (next time.Time) {
 	}
 	c.mu.Unlock()
 	c.deliver(nil, noOffset)
+	var refused []fetchedPart
 	for topic, ws := range resolve {
 		ts := make(map[int32]int64, len(ws))
 		for _, w := range ws {
@@ -551,6 +552,12 @@ func (c *consumer) step() (next time.Time) {
 			}
 			if err != nil {
 				w.cp.retryAt = time.Now().Add(cl.cfg.retryBackoff)
+				if isAuthError(err) {
+					// Poll reports it (retrying later, as librdkafka does), rather than a
+					// silent wait for a password that will not become right.
+					w.cp.retryAt = time.Now().Add(cl.cfg.retryBackoffMax)
+					refused = append(refused, fetchedPart{p: w.cp, epoch: w.epoch, err: fmt.Errorf("spool: %s[%d]: %w", w.cp.topic, w.cp.partition, err)})
+				}
 				soonest(w.cp.retryAt)
 				continue
 			}
@@ -582,6 +589,7 @@ func (c *consumer) step() (next time.Time) {
 		}
 		c.mu.Unlock()
 	}
+	c.deliver(nil, refused)
 
 	// Fetch.
 	reqs := map[int32][]*cpart{}

@@ -63,6 +63,7 @@ type config struct {
 	logger          *slog.Logger
 	dial            func(ctx context.Context, network, addr string) (net.Conn, error)
 	propagator      propagation.TextMapPropagator
+	sec             securityConfig
 
 	// producer
 	acks            Acks
@@ -397,6 +398,9 @@ func (c *config) validate() error {
 		c.idempotent = false
 	}
 	if err := c.group.validate(); err != nil {
+		return err
+	}
+	if err := c.sec.resolve(); err != nil {
 		return err
 	}
 	if c.partitioner == nil {

@@ -202,7 +202,8 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	part := cl.cfg.partitioner.Partition(r, n)
 	if part < 0 || part >= n {
 		p.slots.release(1)
-		fail(fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q", part, n, r.Topic))
+		// The Kafka code for a partition the topic does not have, as a broker would answer.
+		fail(fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q: %w", part, n, r.Topic, wire.ErrUnknownTopicOrPartition))
 		return
 	}
 	r.Partition = int32(part)

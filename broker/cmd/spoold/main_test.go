@@ -24,6 +24,10 @@ func TestExitCodes(t *testing.T) {
 		// A keystore that does not load is a bad setting too.
 		{[]string{"--data-dir", t.TempDir(), "--set", "listeners=SSL://127.0.0.1:0", "--set", "ssl.keystore.type=PEM",
 			"--set", "ssl.keystore.location=/nonexistent/broker.pem"}, 2, "listener SSL: ssl.keystore.location: open /nonexistent/broker.pem"},
+		// Flood limits (issue 16).
+		{[]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--set", "max.connections.per.ip.overrides=127.0.0.1"}, 2, `"127.0.0.1" is not host:count`},
+		{[]string{"--set", "queued.max.request.bytes=0"}, 2, "want -1 (unbounded) or a positive number of bytes"},
+		{[]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--set", "queued.max.request.bytes=1000"}, 2, "queued.max.request.bytes=1000 is below socket.request.max.bytes=104857600"},
 		// A data directory that cannot be created is a start failure, not a usage error.
 		{[]string{"--data-dir", "/proc/spool-cannot-exist", "--listen", "127.0.0.1:0"}, 1, "cannot start"},
 	}

@@ -199,41 +199,45 @@ func httpURL(v string) error {
 
 // Broker property names used by code.
 const (
-	Listeners                   = "listeners"
-	AdvertisedListeners         = "advertised.listeners"
-	LogDirs                     = "log.dirs"
-	NodeID                      = "node.id"
-	ZooKeeperConnect            = "zookeeper.connect"
-	NumPartitions               = "num.partitions"
-	DefaultReplicationFactor    = "default.replication.factor"
-	AutoCreateTopics            = "auto.create.topics.enable"
-	LogSegmentBytes             = "log.segment.bytes"
-	LogRollMs                   = "log.roll.ms"
-	LogRetentionMs              = "log.retention.ms"
-	LogRetentionBytes           = "log.retention.bytes"
-	LogRetentionCheckIntervalMs = "log.retention.check.interval.ms"
-	LogCleanupPolicy            = "log.cleanup.policy"
-	LogIndexIntervalBytes       = "log.index.interval.bytes"
-	LogIndexSizeMaxBytes        = "log.index.size.max.bytes"
-	LogCleanerDeleteRetentionMs = "log.cleaner.delete.retention.ms"
-	LogCleanerMinCompactionLag  = "log.cleaner.min.compaction.lag.ms"
-	LogFlushIntervalMessages    = "log.flush.interval.messages"
-	LogFlushIntervalMs          = "log.flush.interval.ms"
-	LogMessageTimestampType     = "log.message.timestamp.type"
-	MessageMaxBytes             = "message.max.bytes"
-	SocketRequestMaxBytes       = "socket.request.max.bytes"
-	ConnectionsMaxIdleMs        = "connections.max.idle.ms"
-	MinInsyncReplicas           = "min.insync.replicas"
-	Fsync                       = "spool.fsync"
-	FetchSendfile               = "spool.fetch.sendfile"
-	FetchSessionCacheSlots      = "max.incremental.fetch.session.cache.slots"
-	OffsetsTopicNumPartitions   = "offsets.topic.num.partitions"
-	GroupInitialRebalanceDelay  = "group.initial.rebalance.delay.ms"
-	OffsetsRetentionMinutes     = "offsets.retention.minutes"
-	PprofListener               = "spool.pprof.listener"
-	MetricsListener             = "spool.metrics.listener"
-	OTLPEndpoint                = "spool.otlp.endpoint"
-	MemoryLimitBytes            = "spool.memory.limit.bytes"
+	Listeners                    = "listeners"
+	AdvertisedListeners          = "advertised.listeners"
+	LogDirs                      = "log.dirs"
+	NodeID                       = "node.id"
+	ZooKeeperConnect             = "zookeeper.connect"
+	NumPartitions                = "num.partitions"
+	DefaultReplicationFactor     = "default.replication.factor"
+	AutoCreateTopics             = "auto.create.topics.enable"
+	LogSegmentBytes              = "log.segment.bytes"
+	LogRollMs                    = "log.roll.ms"
+	LogRetentionMs               = "log.retention.ms"
+	LogRetentionBytes            = "log.retention.bytes"
+	LogRetentionCheckIntervalMs  = "log.retention.check.interval.ms"
+	LogCleanupPolicy             = "log.cleanup.policy"
+	LogIndexIntervalBytes        = "log.index.interval.bytes"
+	LogIndexSizeMaxBytes         = "log.index.size.max.bytes"
+	LogCleanerDeleteRetentionMs  = "log.cleaner.delete.retention.ms"
+	LogCleanerMinCompactionLag   = "log.cleaner.min.compaction.lag.ms"
+	LogFlushIntervalMessages     = "log.flush.interval.messages"
+	LogFlushIntervalMs           = "log.flush.interval.ms"
+	LogMessageTimestampType      = "log.message.timestamp.type"
+	MessageMaxBytes              = "message.max.bytes"
+	SocketRequestMaxBytes        = "socket.request.max.bytes"
+	ConnectionsMaxIdleMs         = "connections.max.idle.ms"
+	MaxConnections               = "max.connections"
+	MaxConnectionsPerIP          = "max.connections.per.ip"
+	MaxConnectionsPerIPOverrides = "max.connections.per.ip.overrides"
+	QueuedMaxRequestBytes        = "queued.max.request.bytes"
+	MinInsyncReplicas            = "min.insync.replicas"
+	Fsync                        = "spool.fsync"
+	FetchSendfile                = "spool.fetch.sendfile"
+	FetchSessionCacheSlots       = "max.incremental.fetch.session.cache.slots"
+	OffsetsTopicNumPartitions    = "offsets.topic.num.partitions"
+	GroupInitialRebalanceDelay   = "group.initial.rebalance.delay.ms"
+	OffsetsRetentionMinutes      = "offsets.retention.minutes"
+	PprofListener                = "spool.pprof.listener"
+	MetricsListener              = "spool.metrics.listener"
+	OTLPEndpoint                 = "spool.otlp.endpoint"
+	MemoryLimitBytes             = "spool.memory.limit.bytes"
 
 	// Cluster mode.
 	ZooKeeperSessionTimeoutMs     = "zookeeper.session.timeout.ms"
@@ -258,6 +262,15 @@ const (
 	SuperUsers                = "super.users"
 	AllowEveryoneIfNoACLFound = "allow.everyone.if.no.acl.found"
 )
+
+// queuedMaxRequestBytes allows -1 (unbounded, as Kafka) or a positive budget.
+func queuedMaxRequestBytes(v string) error {
+	n, _ := strconv.ParseInt(v, 10, 64)
+	if n == 0 || n < -1 {
+		return fmt.Errorf("want -1 (unbounded) or a positive number of bytes")
+	}
+	return nil
+}
 
 // BrokerDefs are every broker property, with Kafka's defaults unless the doc says why not.
 var BrokerDefs = []Def{
@@ -289,6 +302,14 @@ var BrokerDefs = []Def{
 	{Name: MessageMaxBytes, Type: Int, Default: "1048588", Check: atLeast(0), Doc: "Largest record batch the broker accepts."},
 	{Name: SocketRequestMaxBytes, Type: Int, Default: "104857600", Check: atLeast(1), Doc: "Largest request; larger frames close the connection before anything is allocated."},
 	{Name: ConnectionsMaxIdleMs, Type: Long, Default: "600000", Check: atLeast(1), Doc: "Idle connections are closed after this long."},
+	{Name: MaxConnections, Type: Int, Default: "2147483647", Check: atLeast(0),
+		Doc: "Connections the broker keeps open; one more is closed on accept (the inter-broker listener in cluster mode is exempt)."},
+	{Name: MaxConnectionsPerIP, Type: Int, Default: "2147483647", Check: atLeast(0),
+		Doc: "Connections one client address may keep open; one more is closed on accept."},
+	{Name: MaxConnectionsPerIPOverrides, Type: String, Default: "",
+		Doc: "Per-address exceptions to max.connections.per.ip, Kafka's host:count,host2:count (hostnames resolved at startup)."},
+	{Name: QueuedMaxRequestBytes, Type: Long, Default: "268435456", Check: queuedMaxRequestBytes,
+		Doc: "Memory that requests larger than the 64 KiB read buffer may hold while being read and handled; a reader waits for it (up to connections.max.idle.ms) rather than allocate a frame's declared size up front. -1: unbounded (Kafka's default; ours is 256 MiB so that half-sent requests cannot exhaust memory). At least socket.request.max.bytes."},
 	{Name: MinInsyncReplicas, Type: Int, Default: "1", Check: atLeast(1), Doc: "Replicas that must hold a write for acks=all to succeed."},
 	{Name: Fsync, Type: String, Default: "always", Check: oneOf("always", "interval", "never"),
 		Doc: "always: fsync before acknowledging (group commit, the default: nothing acknowledged is lost); interval: by log.flush.interval.*; never: leave it to the OS (Kafka's default behaviour)."},

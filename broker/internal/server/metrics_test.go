@@ -274,6 +274,24 @@ func TestMetricsUnderReplicatedFollowsBrokerDeath(t *testing.T) {
 	if n, _ := total("spool_controller_leader_elections_total"); n < 1 {
 		t.Errorf("leader elections counted by the live brokers: %v", n)
 	}
+	// Their durations, the ZooKeeper requests' latencies and the session state: a broker
+	// that was never down has seen elections and requests, and its session is connected.
+	fams := scrape(t, c.Brokers[1].MetricsAddr)
+	if n := value(fams, "spool_controller_leader_election_duration_seconds", nil); n < 1 {
+		t.Errorf("leader election durations recorded: %v", n)
+	}
+	if n := value(fams, "spool_zookeeper_request_duration_seconds", nil); n < 10 {
+		t.Errorf("ZooKeeper request latencies recorded: %v, want at least the registration's and the image's", n)
+	}
+	for _, st := range []string{"connected", "connecting", "disconnected", "expired", "auth_failed"} {
+		want := 0.0
+		if st == "connected" {
+			want = 1
+		}
+		if v := value(fams, "spool_zookeeper_session", map[string]string{"spool_zookeeper_state": st}); v != want || fams["spool_zookeeper_session"] == nil {
+			t.Errorf("spool_zookeeper_session{spool_zookeeper_state=%q} = %v, want %v", st, v, want)
+		}
+	}
 	expandsBefore, _ := total("spool_isr_expands_total")
 	c.Restart(t, 3)
 	down = 0

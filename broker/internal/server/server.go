@@ -76,6 +76,8 @@ type Server struct {
 	fetchSessions *fetchSessionCache // KIP-227 sessions, broker-wide as in Kafka
 	authz         *authz             // nil without authorizer.class.name (authorize.go)
 	scram         *scramUsers        // SCRAM credentials (scram.go)
+	connLimits    *connLimits        // max.connections* (limits.go)
+	reqMem        *requestMemory     // queued.max.request.bytes (limits.go)
 
 	// Operations: metrics is nil unless spool.metrics.listener is set; ready is set once the
 	// broker serves (and, in cluster mode, is registered in ZooKeeper).
@@ -84,7 +86,12 @@ type Server struct {
 	opsLn   net.Listener
 	opsHTTP *http.Server
 	ready   atomic.Bool
-	started time.Time
+	// caughtUp is set the first time /readyz finds every local replica in sync (cluster mode).
+	caughtUp atomic.Bool
+	started  time.Time
+	// waitingProduce and waitingFetch count the produce requests waiting for fsync or
+	// replication and the fetches long-polling (Kafka's purgatory sizes).
+	waitingProduce, waitingFetch atomic.Int64
 }
 
 // New opens the data directory (metadata and logs) and prepares a broker; Serve starts it.
@@ -252,6 +259,9 @@ func splitHostPort(addr string) (string, int32, error) {
 // Listen binds every listener. A listener bound on port 0 that advertised.listeners does not
 // name is advertised on the port it got (tests use this).
 func (s *Server) Listen() error {
+	if err := s.initLimits(); err != nil {
+		return err
+	}
 	for _, lc := range s.conf.Listeners() {
 		l := &listener{conf: lc}
 		if lc.SASL() {
@@ -410,12 +420,18 @@ func (s *Server) accept(l *listener) error {
 			return fmt.Errorf("accepting on %s: %w", l.conf.Name, err)
 		}
 		tempDelay = 0
+		host := hostOf(nc.RemoteAddr())
+		if !s.connLimits.admit(l.conf.Name, host) {
+			nc.Close()
+			continue
+		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer s.connLimits.release(host)
 			s.serveConn(s.ctx, l, nc)
 		}()
 	}

@@ -166,7 +166,7 @@ func (cfg *LogConfig) randomRollJitter() int64 {
 
 // Smallest sizes accepted; smaller settings are raised to them.
 const (
-	minSegmentBytes  = 1024
+	minSegmentBytes  = 14 // Kafka's minimum for segment.bytes, which it honours however small
 	minMaxIndexBytes = 4 * timeIndexEntrySize
 )
 

@@ -23,6 +23,7 @@ var spoolDefaults = map[string]string{
 	"zookeeper.connection.timeout.ms": "Kafka leaves it unset (then zookeeper.session.timeout.ms); Spool names the 18 s it waits for a session at startup",
 	"broker.heartbeat.interval.ms":    "the controller probes each broker's liveness every 100 ms",
 	"broker.session.timeout.ms":       "3 s: a killed broker is seen at once by its closed connection, the timeout only catches a hung one",
+	"queued.max.request.bytes":        "256 MiB, not unbounded, so that half-sent requests cannot exhaust memory",
 	"replica.fetch.backoff.ms":        "a follower's fetcher pauses 100 ms after an error, not 1 s",
 }
 

@@ -242,7 +242,7 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 		}
 		b.b.Reset()
 		b.b.Grow(pb.lastSize)
-		b.b.SetCodec(cl.cfg.codec)
+		b.b.SetCodecLevel(cl.cfg.codec, cl.cfg.codecLevels[cl.cfg.codec])
 		b.b.SetSkipIneffectiveCompression(true)
 		b.created = time.Now()
 		b.size = batch.HeaderSize

@@ -340,7 +340,7 @@ var BrokerDefs = []Def{
 	{Name: ReplicaFetchMaxBytes, Type: Int, Default: "1048576", Check: atLeast(0), Doc: "Bytes a follower fetches per partition per request."},
 	{Name: ReplicaFetchResponseMaxBytes, Type: Int, Default: "10485760", Check: atLeast(0), Doc: "Bytes a follower fetches per request."},
 	{Name: ReplicaFetchBackoffMs, Type: Int, Default: "100", Check: atLeast(0), Doc: "Pause of a follower's fetcher after an error (Kafka: 1000)."},
-	{Name: OffsetsTopicReplicationFactor, Type: Int, Default: "3", Check: atLeast(1), Doc: "Replication factor of __consumer_offsets, capped by the live brokers at its creation."},
+	{Name: OffsetsTopicReplicationFactor, Type: Short, Default: "3", Check: atLeast(1), Doc: "Replication factor of __consumer_offsets, capped by the live brokers at its creation."},
 	{Name: UncleanLeaderElection, Type: Boolean, Default: "false", Doc: "Elect a leader outside the ISR when no ISR member is alive (may lose acknowledged data)."},
 	{Name: ControlledShutdownEnable, Type: Boolean, Default: "true", Doc: "On SIGTERM, move this broker's leaderships away before stopping."},
 	{Name: AutoLeaderRebalanceEnable, Type: Boolean, Default: "true", Doc: "The controller puts preferred leaders back in the lead when a broker's share of misplaced leaderships passes leader.imbalance.per.broker.percentage."},

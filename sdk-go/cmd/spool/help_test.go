@@ -37,6 +37,12 @@ var subcommandFlags = map[string][]string{
 	"cluster reassignments": {"cancel"},
 	"bench produce":         {"topic", "records", "duration", "size", "rate", "acks", "compression", "partitions", "linger", "batch-bytes", "max-in-flight", "idempotence", "json"},
 	"bench consume":         {"topic", "records", "duration", "size", "timeout", "json"},
+	"acl create":            {"allow-principal", "deny-principal", "operation", "host", "topic", "group", "transactional-id", "cluster", "resource-pattern-type"},
+	"acl list":              {"principal", "operation", "host", "topic", "group", "transactional-id", "cluster", "resource-pattern-type", "json"},
+	"acl delete":            {"allow-principal", "deny-principal", "operation", "host", "topic", "group", "transactional-id", "cluster", "resource-pattern-type", "json"},
+	"user create":           {"mechanism", "iterations", "password"},
+	"user list":             {"json"},
+	"user delete":           {"mechanism"},
 	"bench e2e":             {"topic", "records", "duration", "size", "rate", "acks", "compression", "partitions", "linger", "batch-bytes", "max-in-flight", "idempotence", "json"},
 }
 

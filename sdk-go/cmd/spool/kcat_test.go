@@ -298,7 +298,7 @@ func TestCLIProfile(t *testing.T) {
 	bad := filepath.Join(dir, "bad")
 	os.WriteFile(bad, []byte("brokers=x\nbrokerz=y\n"), 0o644)
 	for path, says := range map[string]string{
-		bad:                          bad + `:2: unknown key "brokerz" (known: brokers)`,
+		bad:                          bad + `:2: unknown key "brokerz" (known: brokers, tls, tls-ca,`,
 		filepath.Join(dir, "absent"): "profile ($SPOOL_CONFIG): open " + filepath.Join(dir, "absent"),
 	} {
 		if r := runCLIEnv(t, []string{"SPOOL_BROKERS=", "SPOOL_CONFIG=" + path}, "", "topic", "list"); r.code != 2 || !strings.Contains(r.stderr, says) {

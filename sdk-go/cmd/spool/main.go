@@ -71,20 +71,21 @@ func errorText(err error) string {
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	g := flag.NewFlagSet("spool", flag.ContinueOnError)
 	g.SetOutput(io.Discard)
+	profile, err := loadProfile()
+	if err != nil {
+		return err
+	}
 	def := os.Getenv("SPOOL_BROKERS")
 	if def == "" {
-		profile, err := loadProfile()
-		if err != nil {
-			return err
-		}
 		def = profile["brokers"]
 	}
 	if def == "" {
 		def = "127.0.0.1:9092"
 	}
 	brokers := g.String("brokers", def, "")
+	security := addSecurityFlags(g, profile)
 	version := g.Bool("version", false, "")
-	args, err := hoistGlobalFlags(args)
+	args, err = hoistGlobalFlags(args)
 	if err != nil {
 		return err
 	}
@@ -116,8 +117,12 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if err != nil {
 			return nil, usageError{msg: "--brokers: " + errorText(err)}
 		}
-		return spool.NewClient(append([]spool.Opt{spool.SeedBrokers(seeds...), spool.ClientID("spool-cli"),
-			spool.DialTimeout(5 * time.Second), spool.RequestTimeout(10 * time.Second)}, opts...)...)
+		secOpts, err := security.opts()
+		if err != nil {
+			return nil, err
+		}
+		return spool.NewClient(append(append([]spool.Opt{spool.SeedBrokers(seeds...), spool.ClientID("spool-cli"),
+			spool.DialTimeout(5 * time.Second), spool.RequestTimeout(10 * time.Second)}, secOpts...), opts...)...)
 	}
 	cmd, rest := rest[0], rest[1:]
 	var sub string
@@ -154,12 +159,17 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return benchCmd(ctx, clientFor, sub, rest, stdout, stderr)
 	case "completion":
 		return completionCmd(ctx, rest, stdout)
+	case "acl":
+		return aclCmd(ctx, clientFor, sub, rest, stdout)
+	case "user":
+		return userCmd(ctx, clientFor, sub, rest, stdin, stdout)
 	}
 	return usageError{msg: "unknown command " + cmd}
 }
 
-// hoistGlobalFlags moves --brokers (in any of the flag package's spellings) from wherever it
-// is to the front, so that it may follow the subcommand as rpk's and kcat's global flags do.
+// hoistGlobalFlags moves --brokers and the security flags (in any of the flag package's
+// spellings) from wherever they are to the front, so that they may follow the subcommand as
+// rpk's and kcat's global flags do.
 func hoistGlobalFlags(args []string) ([]string, error) {
 	var global, rest []string
 	for i := 0; i < len(args); i++ {
@@ -169,14 +179,14 @@ func hoistGlobalFlags(args []string) ([]string, error) {
 			break
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || name != "brokers" {
+		if !strings.HasPrefix(a, "-") || (name != "brokers" && !slices.Contains(securityFlagNames, name)) {
 			rest = append(rest, a)
 			continue
 		}
 		global = append(global, a)
-		if !hasValue {
+		if !hasValue && name != "tls" {
 			if i+1 == len(args) {
-				return nil, usageError{msg: "flag needs an argument: --brokers"}
+				return nil, usageError{msg: "flag needs an argument: --" + name}
 			}
 			global = append(global, args[i+1])
 			i++

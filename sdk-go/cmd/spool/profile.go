@@ -14,8 +14,9 @@ import (
 // The profile is the CLI's settings file: $SPOOL_CONFIG, else spool/config under the user's
 // config directory (~/.config/spool/config on Linux). Lines are KEY=VALUE; blank lines and
 // lines starting with # are skipped. Known keys: brokers (the default of --brokers, after
-// $SPOOL_BROKERS). TLS and SASL settings will live here once Spool has them.
-var profileKeys = []string{"brokers"}
+// $SPOOL_BROKERS) and the security flags' names (tls=true, tls-ca=FILE, ..., sasl-password=P,
+// after $SPOOL_SASL_PASSWORD), the defaults of those flags.
+var profileKeys = append([]string{"brokers"}, securityFlagNames...)
 
 // profilePath is where the profile is read from, and whether the user named it ($SPOOL_CONFIG),
 // in which case it must exist.

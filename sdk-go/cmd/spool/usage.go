@@ -57,6 +57,17 @@ var docs = []doc{
 			"holding fewer than N records ends the run instead of a wait forever."},
 	{name: "bench e2e", args: "--topic T", summary: "one producer and one consumer in one process: send-to-receipt latency",
 		about: "The consumer starts at the end offsets; each value starts with its send time, so --size >= 8."},
+	{name: "acl create", args: "--allow-principal|--deny-principal P --operation OP RESOURCE", summary: "create ACLs: every principal × operation × resource × host given",
+		about: "RESOURCE: --topic T, --group G, --transactional-id ID (each repeatable) or --cluster; names are\n" +
+			"LITERAL (\"*\" for all) or, with --resource-pattern-type prefixed, prefixes. P: User:NAME or User:*.\n" +
+			"OP: All, Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs,\n" +
+			"AlterConfigs, IdempotentWrite. As kafka-acls.sh --add."},
+	{name: "acl list", summary: "list ACLs, all or those matching the filter flags (as kafka-acls.sh --list)"},
+	{name: "acl delete", args: "FILTER", summary: "delete the ACLs matching the filter flags, at least one of them (as kafka-acls.sh --remove)"},
+	{name: "user create", args: "NAME...", summary: "create or replace SCRAM credentials (password from --password, else the first line of stdin)",
+		about: "The password is salted here with a random salt; only the salted form reaches the broker."},
+	{name: "user list", args: "[NAME...]", summary: "list users' SCRAM mechanisms and iteration counts"},
+	{name: "user delete", args: "NAME...", summary: "delete users' SCRAM credentials (every mechanism, or those of --mechanism)"},
 	{name: "completion", args: "SHELL", summary: "print the completion script for SHELL, bash or zsh",
 		about: "Load it with: source <(spool completion bash), or zsh in ~/.zshrc: source <(spool completion zsh)."},
 }
@@ -84,7 +95,7 @@ func subcommands(cmd string) []doc {
 
 const synopsisPrefix = "usage: spool [--brokers HOST:PORT,...] "
 
-const brokersHelp = "--brokers defaults to $SPOOL_BROKERS, else the profile's brokers= ($SPOOL_CONFIG, default\n~/.config/spool/config), else 127.0.0.1:9092; it goes before or after COMMAND.\n"
+const brokersHelp = "--brokers defaults to $SPOOL_BROKERS, else the profile's brokers= ($SPOOL_CONFIG, default\n~/.config/spool/config), else 127.0.0.1:9092; it goes before or after COMMAND.\n" + securityHelp
 
 // overview is `spool --help`: every command's synopsis.
 func overview() string {

@@ -196,6 +196,9 @@ func (t *T) crash(id int32) {
 			t.Errorf("restarting broker %d: %v", id, err)
 			return
 		}
+		if before == 0 {
+			return // the bootstrap broker was down at the crash: another cleanup restarts it
+		}
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			n, err := BrokerCount(t.Bootstrap)

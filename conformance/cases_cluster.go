@@ -181,13 +181,35 @@ func init() {
 }
 
 // crash kills broker id through Config.Faults and restarts it when the case ends.
+// The cleanup waits until the bootstrap broker lists as many brokers as it did before the
+// crash, so that the next case finds the whole cluster again.
 func (t *T) crash(id int32) {
+	before, err := BrokerCount(t.Bootstrap) // the bootstrap broker may be down already: then no wait
+	if err != nil {
+		before = 0
+	}
 	if err := t.faults.Kill(id); err != nil {
 		t.Fatalf("killing broker %d: %v", id, err)
 	}
 	t.Cleanup(func() {
 		if err := t.faults.Restart(id); err != nil {
 			t.Errorf("restarting broker %d: %v", id, err)
+			return
+		}
+		if before == 0 {
+			return // the bootstrap broker was down at the crash: another cleanup restarts it
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			n, err := BrokerCount(t.Bootstrap)
+			if err == nil && n >= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("2 minutes after broker %d restarted, the target lists %d brokers (%v), had %d", id, n, err, before)
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // a cleanup's poll: the case's context may be over
 		}
 	})
 }

@@ -33,6 +33,11 @@ func TestBadUsageExits2(t *testing.T) {
 		{"--bootstrap", "127.0.0.1:1", "--parallel", "0"},
 		{"--bootstrap", "127.0.0.1:1", "extra"},
 		{"--bootstrap", "127.0.0.1:1", "--driver", "java"}, // no --java-classpath
+		{"--target", "spool,mainframe"},
+		{"--bootstrap", "127.0.0.1:1", "--target", "spool"},
+		{"--target", "spool", "--driver", "go,cobol"},
+		{"reference-kafka", "--bogus"},
+		{"reference-kafka", "extra"},
 	} {
 		code, _, stderr := runCLI(args...)
 		if code != 2 || !strings.HasPrefix(stderr, "spool-conformance: ") || strings.Count(stderr, "\n") != 2 {

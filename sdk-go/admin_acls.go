@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spoolmq/spool/protocol-spec/scram"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -303,7 +304,7 @@ func (a *Admin) DescribeUserScram(ctx context.Context, users ...string) ([]Scram
 // salted here with a random salt over iterations (4096 to 16384): the password never leaves
 // the client.
 func (a *Admin) UpsertUserScram(ctx context.Context, user string, m ScramMechanism, iterations int, password string) error {
-	salt, salted, err := newScramCredential(m, password, iterations)
+	salt, salted, err := scram.NewSaltedPassword(m, password, iterations)
 	if err != nil {
 		return fmt.Errorf("spool: SCRAM credential of %q: %w", user, err)
 	}

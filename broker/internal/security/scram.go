@@ -2,57 +2,39 @@ package security
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash"
 	"strconv"
 	"strings"
+
+	"github.com/spoolmq/spool/protocol-spec/scram"
 )
 
 // SCRAM (RFC 5802, with RFC 7677's SHA-256 and Kafka's SHA-512), server side, as Kafka's
 // ScramSaslServer: salted credentials only (salt, StoredKey, ServerKey, iterations), never a
-// password; no channel binding; iterations from 4096 to 16384.
+// password; no channel binding; iterations from 4096 to 16384. The mechanisms, the key
+// derivation and the client side are protocol-spec/scram's, shared with the SDK.
 
 // ScramMechanism is a SCRAM mechanism, numbered as AlterUserScramCredentials numbers it.
-type ScramMechanism int8
+type ScramMechanism = scram.Mechanism
 
 // The mechanisms.
 const (
-	ScramSHA256 ScramMechanism = 1
-	ScramSHA512 ScramMechanism = 2
+	ScramSHA256 = scram.SHA256
+	ScramSHA512 = scram.SHA512
 )
 
 // Iteration bounds of Kafka's ScramMechanism.
 const (
-	MinScramIterations = 4096
-	MaxScramIterations = 16384
+	MinScramIterations = scram.MinIterations
+	MaxScramIterations = scram.MaxIterations
 )
 
 // ScramMechanisms by their SASL names.
 var ScramMechanisms = map[string]ScramMechanism{"SCRAM-SHA-256": ScramSHA256, "SCRAM-SHA-512": ScramSHA512}
-
-func (m ScramMechanism) String() string {
-	switch m {
-	case ScramSHA256:
-		return "SCRAM-SHA-256"
-	case ScramSHA512:
-		return "SCRAM-SHA-512"
-	}
-	return fmt.Sprintf("ScramMechanism(%d)", int8(m))
-}
-
-func (m ScramMechanism) hash() func() hash.Hash {
-	if m == ScramSHA512 {
-		return sha512.New
-	}
-	return sha256.New
-}
 
 // ScramCredential is what the broker keeps of a user's password for one mechanism.
 type ScramCredential struct {
@@ -62,37 +44,12 @@ type ScramCredential struct {
 	Iterations int
 }
 
-func (m ScramMechanism) hmac(key, msg []byte) []byte {
-	h := hmac.New(m.hash(), key)
-	h.Write(msg)
-	return h.Sum(nil)
-}
-
-func (m ScramMechanism) h(msg []byte) []byte {
-	h := m.hash()()
-	h.Write(msg)
-	return h.Sum(nil)
-}
-
 // CredentialFromSalted derives the stored credential from a salted password (what
-// AlterUserScramCredentials carries): StoredKey = H(HMAC(SaltedPassword, "Client Key")),
-// ServerKey = HMAC(SaltedPassword, "Server Key").
-func (m ScramMechanism) CredentialFromSalted(salt, salted []byte, iterations int) ScramCredential {
-	return ScramCredential{Salt: bytes.Clone(salt), Iterations: iterations,
-		StoredKey: m.h(m.hmac(salted, []byte("Client Key"))), ServerKey: m.hmac(salted, []byte("Server Key"))}
-}
-
-// SaltPassword is RFC 5802's Hi(password, salt, iterations) (PBKDF2 with HMAC).
-func (m ScramMechanism) SaltPassword(password string, salt []byte, iterations int) []byte {
-	u := m.hmac([]byte(password), append(bytes.Clone(salt), 0, 0, 0, 1))
-	out := bytes.Clone(u)
-	for i := 1; i < iterations; i++ {
-		u = m.hmac([]byte(password), u)
-		for j := range out {
-			out[j] ^= u[j]
-		}
-	}
-	return out
+// AlterUserScramCredentials carries): the salt, the iterations, and scram's StoredKey and
+// ServerKey.
+func CredentialFromSalted(m ScramMechanism, salt, salted []byte, iterations int) ScramCredential {
+	stored, server := m.Keys(salted)
+	return ScramCredential{Salt: bytes.Clone(salt), Iterations: iterations, StoredKey: stored, ServerKey: server}
 }
 
 // String is Kafka's encoding of a credential in ZooKeeper's /config/users/<user>:
@@ -180,7 +137,7 @@ func (s *ScramServer) clientFirst(msg string) ([]byte, bool, error) {
 	if len(attrs) < 2 || !strings.HasPrefix(attrs[0], "n=") || !strings.HasPrefix(attrs[1], "r=") || len(attrs[1]) < 3 {
 		return nil, false, ErrAuthentication
 	}
-	user, ok := saslName(attrs[0][2:])
+	user, ok := scram.UnescapeName(attrs[0][2:])
 	if !ok || user == "" {
 		return nil, false, ErrAuthentication
 	}
@@ -218,36 +175,15 @@ func (s *ScramServer) clientFinal(msg string) ([]byte, bool, error) {
 		return nil, false, ErrAuthentication
 	}
 	auth := []byte(s.first + "," + s.sfirst + "," + withoutProof)
-	sig := s.mech.hmac(s.cred.StoredKey, auth)
+	sig := s.mech.HMAC(s.cred.StoredKey, auth)
 	key := make([]byte, len(proof))
 	for j := range key {
 		key[j] = proof[j] ^ sig[j]
 	}
-	if subtle.ConstantTimeCompare(s.mech.h(key), s.cred.StoredKey) != 1 {
+	if subtle.ConstantTimeCompare(s.mech.H(key), s.cred.StoredKey) != 1 {
 		return nil, false, ErrAuthentication
 	}
-	return []byte("v=" + base64.StdEncoding.EncodeToString(s.mech.hmac(s.cred.ServerKey, auth))), true, nil
-}
-
-// saslName decodes RFC 5802's saslname (",=" escaped as "=2C" and "=3D").
-func saslName(s string) (string, bool) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '=' {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch {
-		case strings.HasPrefix(s[i:], "=2C"):
-			b.WriteByte(',')
-		case strings.HasPrefix(s[i:], "=3D"):
-			b.WriteByte('=')
-		default:
-			return "", false
-		}
-		i += 2
-	}
-	return b.String(), true
+	return []byte("v=" + base64.StdEncoding.EncodeToString(s.mech.HMAC(s.cred.ServerKey, auth))), true, nil
 }
 
 // ScramStore persists SCRAM credentials: the embedded metadata store on a single node,

@@ -90,7 +90,7 @@ func handleAlterUserScramCredentials(s *Server, _ context.Context, req *request)
 						delete(next, c.mech)
 						continue
 					}
-					next[c.mech] = c.mech.CredentialFromSalted(c.salt, c.salted, c.iter)
+					next[c.mech] = security.CredentialFromSalted(c.mech, c.salt, c.salted, c.iter)
 				}
 				return next
 			})

@@ -65,6 +65,9 @@ type Config struct {
 	InterBrokerListener string
 	// PeerSecurity is how the controller's liveness probes connect (nil: PLAINTEXT).
 	PeerSecurity *peer.Security
+	// NotificationExpiry is how long ACL and config change notifications are kept; 0:
+	// Kafka's 15 minutes (notifications.go).
+	NotificationExpiry time.Duration
 	// LivenessTimeout: a broker that answers no probe for this long is taken for dead by the
 	// controller (broker.session.timeout.ms).
 	LivenessTimeout time.Duration

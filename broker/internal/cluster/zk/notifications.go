@@ -2,6 +2,7 @@ package zk
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +42,10 @@ func (s *Store) purgeNotifications(path, prefix string) error {
 		return err
 	}
 	cutoff := time.Now().Add(-expiry).UnixMilli()
+	// Sequence numbers (zero-padded, so they sort as strings) follow creation order: the
+	// purge stops at the first notification not yet expired, so a write costs one read more
+	// than the notifications it deletes.
+	slices.Sort(children)
 	for _, c := range children {
 		if !strings.HasPrefix(c, prefix) {
 			continue
@@ -53,7 +58,7 @@ func (s *Store) purgeNotifications(path, prefix string) error {
 			return err
 		}
 		if st.Ctime >= cutoff {
-			continue
+			return nil
 		}
 		if err := s.conn.Delete(s.p(path+"/"+c), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err

@@ -19,7 +19,7 @@ import (
 // while the ACLs and credentials themselves stay.
 func TestChangeNotificationsExpire(t *testing.T) {
 	zk := brokertest.StartZooKeeper(t)
-	const expiry = time.Second
+	const expiry = 3 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := zkstore.Open(ctx, zkstore.Config{Connect: zk.Connect("/notify"), SessionTimeout: 6 * time.Second, ConnectTimeout: 10 * time.Second,
@@ -54,6 +54,7 @@ func TestChangeNotificationsExpire(t *testing.T) {
 		}
 	}
 	const burst = 20
+	start := time.Now()
 	for i := range burst {
 		addACL(fmt.Sprintf("t%d", i))
 		addUser(fmt.Sprintf("u%d", i))
@@ -67,13 +68,19 @@ func TestChangeNotificationsExpire(t *testing.T) {
 		}
 		return c
 	}
-	for _, p := range paths {
-		if n := len(children(p)); n != burst {
-			t.Fatalf("%s has %d notifications after %d changes, want %d (none expired yet)", p, n, burst, burst)
+	// A burst shorter than the expiry (the usual case; not under a slow race detector) keeps
+	// every notification: only expired ones are deleted.
+	if took := time.Since(start); took < expiry {
+		for _, p := range paths {
+			if n := len(children(p)); n != burst {
+				t.Fatalf("%s has %d notifications after %d changes in %v, want %d (none expired yet)", p, n, burst, took, burst)
+			}
 		}
+	} else {
+		t.Logf("the burst took %v, longer than the expiry: not checking that it kept every notification", took)
 	}
 	// Wait, by ZooKeeper's clock, until the burst's newest notifications have expired.
-	brokertest.WaitForState(t, 10*time.Second, "the burst to expire", func() (bool, string) {
+	brokertest.WaitForState(t, 20*time.Second, "the burst to expire", func() (bool, string) {
 		probe, err := raw.Create("/notify/clock", nil, gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 		if err != nil {
 			return false, err.Error()

@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 
 PREFIX ?= /usr/local
 
-.PHONY: all build install run test deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke conformance-matrix clean
+.PHONY: all build install run test deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke conformance-matrix reference-kafka reference-kafka-stop clean
 
 all: build
 
@@ -78,9 +78,35 @@ bench-smoke:
 	@$(MAKE) --no-print-directory bench-compare QUICK=1
 
 ## conformance-matrix: the conformance suite against Spool and Apache Kafka (single nodes with every
-## driver, 3-broker clusters with the cluster cases) into docs/conformance.md
+## driver, 3-broker clusters with the cluster and client cases) into docs/conformance.md; then the README's
+## Conformance commands, make reference-kafka's block included
 conformance-matrix:
 	cd conformance && CONFORMANCE_MATRIX=$(CURDIR)/docs/conformance.md $(GO) test -count=1 -timeout 30m -run 'TestSuite$$|TestSuiteCluster$$' .
+	cd conformance && CONFORMANCE_README_KAFKA=1 $(GO) test -count=1 -timeout 15m -run 'TestReadmeConformance$$' ./cmd/spool-conformance
+
+KAFKA_VERSION := 3.9.2
+KAFKA_LIBS := bench/.cache/kafka-$(KAFKA_VERSION)/libs
+## the state and data of the conformance targets: reference-kafka's brokers, and those
+## spool-conformance --target starts for a run
+TARGETS_DIR := bench/.cache/conformance-targets
+
+# Apache Kafka's jars from Maven Central, as make bench-compare fetches them (same place, same marker).
+$(KAFKA_LIBS)/.complete: bench/pom.xml
+	rm -rf $(KAFKA_LIBS)
+	mvn -q -B -f bench/pom.xml dependency:copy-dependencies -DincludeScope=runtime -Dkafka.version=$(KAFKA_VERSION) -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS)
+	touch $@
+
+## reference-kafka: start Apache Kafka 3.9 on loopback, a single KRaft node and a 3-broker ZooKeeper-mode
+## cluster (Debian's zookeeper), left running, and print their bootstrap addresses; state under bench/.cache/conformance-targets
+reference-kafka: $(KAFKA_LIBS)/.complete
+	@mkdir -p bin
+	@cd conformance && $(GO) build -o ../bin/spool-conformance ./cmd/spool-conformance
+	bin/spool-conformance reference-kafka --targets-dir $(TARGETS_DIR) --kafka-libs $(KAFKA_LIBS)
+
+## reference-kafka-stop: stop the brokers make reference-kafka started
+reference-kafka-stop:
+	@if [ -x bin/spool-conformance ]; then bin/spool-conformance reference-kafka --stop --targets-dir $(TARGETS_DIR); \
+	else cd conformance && $(GO) run ./cmd/spool-conformance reference-kafka --stop --targets-dir ../$(TARGETS_DIR); fi
 
 clean:
 	rm -rf bin sdk-cgo/build

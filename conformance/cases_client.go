@@ -118,7 +118,7 @@ func init() {
 				want := driverRecords(topic, 40, strings.Repeat("compressible ", 8))
 				t.produceVia(t.Client(Request{Partitioner: "manual", Compression: codec.String()}), want)
 				t.sameDriverRecords(t.consumeVia(topic, len(want)), want)
-				for _, r := range t.fetchAll(t.Conn(), topic, 0, 0, len(want)) {
+				for _, r := range t.fetchAll(t.Leader(topic, 0), topic, 0, 0, len(want)) {
 					if c := r.batch.Attributes.Codec(); c != codec {
 						t.Fatalf("offset %d is in a %s batch, want %s", r.offset, c, codec)
 					}
@@ -139,13 +139,13 @@ func init() {
 						}
 					}
 				}
-				got := t.fetchAll(t.Conn(), topic, 0, 0, len(want))
+				got := t.fetchAll(t.Leader(topic, 0), topic, 0, 0, len(want))
 				for i, r := range got {
 					if string(r.value) != string(want[i].Value) {
 						t.Errorf("offset %d holds %q, want %q", r.offset, r.value, want[i].Value)
 					}
 				}
-				t.wantLogEnd(t.Conn(), topic, 0, int64(len(want)), "producing each record once")
+				t.wantLogEnd(t.Leader(topic, 0), topic, 0, int64(len(want)), "producing each record once")
 			}})
 	}
 	register(&Case{ID: "client/idempotent-batches", Level: Client, Spec: "§8.1, §8.13",
@@ -154,7 +154,7 @@ func init() {
 			topic := t.Topic(1)
 			want := driverRecords(topic, 40, "idem")
 			t.produceVia(t.Client(Request{Partitioner: "manual", Idempotent: ptr(true)}), want)
-			got := t.fetchAll(t.Conn(), topic, 0, 0, len(want))
+			got := t.fetchAll(t.Leader(topic, 0), topic, 0, 0, len(want))
 			var last batch.Header
 			for i, r := range got {
 				h := r.batch
@@ -223,7 +223,7 @@ func init() {
 		Run: func(t *T) {
 			topic := t.Topic(1)
 			group := t.Name("g")
-			c := t.Conn()
+			c := t.Leader(topic, 0)
 			t.produceOK(c, topic, 0, plain, values("first", 10)...)
 			a := t.Client(Request{Group: group, Topics: []string{topic}})
 			got := t.Call(a, Request{Cmd: "poll", Count: 10, TimeoutMs: 30000}).Records
@@ -243,9 +243,8 @@ func init() {
 		Desc: "two consumer groups on one topic each read every record",
 		Run: func(t *T) {
 			topic := t.Topic(2)
-			c := t.Conn()
 			for p := range int32(2) {
-				t.produceOK(c, topic, p, plain, values(fmt.Sprintf("p%d-", p), 6)...)
+				t.produceOK(t.Leader(topic, p), topic, p, plain, values(fmt.Sprintf("p%d-", p), 6)...)
 			}
 			for _, g := range []string{t.Name("g1"), t.Name("g2")} {
 				s := t.Client(Request{Group: g, Topics: []string{topic}})
@@ -263,9 +262,8 @@ func init() {
 			b := t.Client(Request{Group: group, Topics: []string{topic}})
 			t.waitSplit(topic, 4, a, b)
 			as := t.Call(a, Request{Cmd: "assignment"}).Assignment[topic]
-			c := t.Conn()
 			for p := range int32(4) {
-				t.produceOK(c, topic, p, plain, values(fmt.Sprintf("p%d-", p), 5)...)
+				t.produceOK(t.Leader(topic, p), topic, p, plain, values(fmt.Sprintf("p%d-", p), 5)...)
 			}
 			seen := map[string]string{}
 			for name, s := range map[string]*Session{"a": a, "b": b} {
@@ -349,7 +347,7 @@ func init() {
 		Desc: "a consumer assigned at an offset starts exactly there",
 		Run: func(t *T) {
 			topic := t.Topic(1)
-			t.produceOK(t.Conn(), topic, 0, plain, values("o", 10)...)
+			t.produceOK(t.Leader(topic, 0), topic, 0, plain, values("o", 10)...)
 			s := t.Client(Request{})
 			got := t.Call(s, Request{Cmd: "consume", Topic: topic, FromOffset: 6, Count: 4, TimeoutMs: 20000}).Records
 			if len(got) != 4 || got[0].Offset != 6 || string(got[0].Value) != "o6" || got[3].Offset != 9 {

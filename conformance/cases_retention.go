@@ -108,8 +108,7 @@ func init() {
 			t.wantCode("fetch at offset 0 below the log start", r.ErrorCode, wire.ErrOffsetOutOfRange)
 		}})
 	register(&Case{ID: "fetch/compaction-latest-per-key", Spec: "§8.2, §5.6",
-		KnownIssue: "Spool's compactor leaves records that later ones superseded once an earlier pass has moved its checkpoint past them (here offsets 3-7 stay after a pass that cleaned 0-2); Kafka keeps only offsets 8-12",
-		Desc:       "on a compacted topic with small segments, the cleaner leaves only the latest record of each key below the active segment, at its original offset",
+		Desc: "on a compacted topic with small segments, the cleaner leaves only the latest record of each key below the active segment, at its original offset",
 		Run: func(t *T) {
 			t.needFrequentCleanup()
 			topic := t.Topic(1, "cleanup.policy", "compact", "segment.bytes", "200", "min.cleanable.dirty.ratio", "0.01")

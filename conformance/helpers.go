@@ -78,7 +78,6 @@ func errName(err error) string {
 // waits until every partition has a leader that answers. It is deleted when the case ends.
 func (t *T) Topic(n int32, configs ...string) string {
 	name := t.Name("t")
-	c := t.Conn()
 	req := &wire.CreateTopicsRequest{TimeoutMs: 30000}
 	topic := wire.CreateTopicsRequestCreatableTopic{Name: name, NumPartitions: n, ReplicationFactor: 1}
 	for i := 0; i+1 < len(configs); i += 2 {
@@ -87,12 +86,17 @@ func (t *T) Topic(n int32, configs ...string) string {
 	}
 	req.Topics = []wire.CreateTopicsRequestCreatableTopic{topic}
 	var resp wire.CreateTopicsResponse
-	t.Do(c, req, &resp, maxV(wire.KeyCreateTopics))
+	// The controller: a ZooKeeper-mode Kafka cluster answers NOT_CONTROLLER elsewhere.
+	t.Do(t.ControllerConn(), req, &resp, maxV(wire.KeyCreateTopics))
 	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("creating topic %s: %+v", name, resp.Topics)
 	}
 	t.Cleanup(func() { t.deleteTopics(name) })
-	t.waitTopic(c, name, n)
+	if c := t.Conn(); t.brokerCount() > 1 {
+		t.waitLeaders(name, n)
+	} else {
+		t.waitTopic(c, name, n)
+	}
 	t.mu.Lock()
 	if t.partitions == nil {
 		t.partitions = map[string]int32{}
@@ -100,6 +104,36 @@ func (t *T) Topic(n int32, configs ...string) string {
 	t.partitions[name] = n
 	t.mu.Unlock()
 	return name
+}
+
+// waitLeaders waits until every broker of a cluster lists name with n partitions, each with a
+// leader that answers ListOffsets for it: where clients (the drivers' SDKs) find it ready.
+func (t *T) waitLeaders(name string, n int32) {
+	md := t.metadata(t.Conn(), false)
+	conns := map[int32]*Conn{}
+	for _, b := range md.Brokers {
+		conns[b.NodeId] = t.brokerConn(md, b.NodeId)
+	}
+	t.waitFor("every broker to list "+name+" with a leader for each partition", func() (bool, string) {
+		for id, bc := range conns {
+			tp := findTopic(t.metadata(bc, false, name), name)
+			if tp == nil || tp.ErrorCode != 0 || len(tp.Partitions) != int(n) {
+				return false, fmt.Sprintf("broker %d: topic %+v", id, tp)
+			}
+			for _, p := range tp.Partitions {
+				lc, ok := conns[p.LeaderId]
+				if p.ErrorCode != 0 || !ok {
+					return false, fmt.Sprintf("broker %d: partition %d: %s leader %d", id, p.PartitionIndex, codeName(p.ErrorCode), p.LeaderId)
+				}
+				var lo wire.ListOffsetsResponse
+				t.Do(lc, listOffsetsReq(name, -1, p.PartitionIndex), &lo, maxV(wire.KeyListOffsets))
+				if len(lo.Topics) != 1 || len(lo.Topics[0].Partitions) != 1 || lo.Topics[0].Partitions[0].ErrorCode != 0 {
+					return false, fmt.Sprintf("leader %d of partition %d: ListOffsets %+v", p.LeaderId, p.PartitionIndex, lo.Topics)
+				}
+			}
+		}
+		return true, ""
+	})
 }
 
 func (t *T) deleteTopics(names ...string) {
@@ -423,3 +457,25 @@ func (t *T) sameRecords(got []fetchedRecord, want []rec) {
 }
 
 func ptr[V any](v V) *V { return &v }
+
+// Leader opens a raw connection to the broker that leads topic's partition p, as Metadata
+// names it: the target itself on a single node. Client-level cases check what an SDK wrote
+// through it, so that they hold on a cluster too.
+func (t *T) Leader(topic string, p int32) *Conn {
+	c := t.Conn()
+	md := t.metadata(c, false, topic)
+	if len(md.Brokers) < 2 {
+		return c
+	}
+	tp := findTopic(md, topic)
+	if tp == nil || tp.ErrorCode != 0 {
+		t.Fatalf("Metadata of %s: %+v", topic, tp)
+	}
+	for _, part := range tp.Partitions {
+		if part.PartitionIndex == p {
+			return t.brokerConn(md, part.LeaderId)
+		}
+	}
+	t.Fatalf("Metadata of %s lacks partition %d", topic, p)
+	return nil
+}

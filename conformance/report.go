@@ -123,32 +123,49 @@ type junitMessage struct {
 
 // WriteJUnit writes the results as JUnit XML; name labels the run (target and driver).
 func WriteJUnit(w io.Writer, name string, results []Result) error {
+	return writeJUnit(w, name, []MatrixRun{{Results: results}})
+}
+
+// WriteJUnitMatrix writes several runs as one JUnit XML document: a testsuite per target,
+// driver and area, named "target driver area".
+func WriteJUnitMatrix(w io.Writer, name string, runs []MatrixRun) error {
+	return writeJUnit(w, name, runs)
+}
+
+func writeJUnit(w io.Writer, name string, runs []MatrixRun) error {
 	out := junitSuites{Name: name}
 	index := map[string]int{}
-	for _, r := range results {
-		i, ok := index[r.Case.Area]
-		if !ok {
-			i = len(out.Suites)
-			index[r.Case.Area] = i
-			out.Suites = append(out.Suites, junitSuite{Name: r.Case.Area})
+	for _, run := range runs {
+		prefix := ""
+		if run.Target != "" {
+			prefix = run.Target + " " + run.Driver + " "
 		}
-		s := &out.Suites[i]
-		jc := junitCase{Name: r.Case.ID, Classname: "conformance." + r.Case.Area, Time: r.Elapsed.Seconds(),
-			Desc: r.Case.Desc + " (SPEC.md " + r.Case.Spec + ")"}
-		s.Tests++
-		out.Tests++
-		s.Time += r.Elapsed.Seconds()
-		switch r.Outcome {
-		case Fail:
-			jc.Failure = &junitMessage{Message: firstLine(r.Message), Text: r.Message}
-			s.Fails++
-			out.Fails++
-		case Skip:
-			jc.Skipped = &junitMessage{Message: r.Message}
-			s.Skips++
-			out.Skips++
+		for _, r := range run.Results {
+			suite := prefix + r.Case.Area
+			i, ok := index[suite]
+			if !ok {
+				i = len(out.Suites)
+				index[suite] = i
+				out.Suites = append(out.Suites, junitSuite{Name: suite})
+			}
+			s := &out.Suites[i]
+			jc := junitCase{Name: r.Case.ID, Classname: "conformance." + r.Case.Area, Time: r.Elapsed.Seconds(),
+				Desc: r.Case.Desc + " (SPEC.md " + r.Case.Spec + ")"}
+			s.Tests++
+			out.Tests++
+			s.Time += r.Elapsed.Seconds()
+			switch r.Outcome {
+			case Fail:
+				jc.Failure = &junitMessage{Message: firstLine(r.Message), Text: r.Message}
+				s.Fails++
+				out.Fails++
+			case Skip:
+				jc.Skipped = &junitMessage{Message: r.Message}
+				s.Skips++
+				out.Skips++
+			}
+			s.Cases = append(s.Cases, jc)
 		}
-		s.Cases = append(s.Cases, jc)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -34,21 +35,42 @@ type consumer struct {
 
 	mu         sync.Mutex
 	cl         *spool.Client // nil until subscribe in a group
-	closed     bool
+	stopping   bool          // close started: poll returns nothing, commits still work
+	closed     bool          // the client is closed
+	closeDone  chan struct{} // closed once close finished; nil before close
 	pending    []*spool.Record
 	handed     map[tp]int64 // next offset after the last record handed to C
 	dirty      bool         // handed changed since the last commit
 	lastCommit time.Time
 	asyncErr   error // the last failed asynchronous commit, returned by the next commit
+
+	// Rebalance events for C's callback (spool_conf_set_rebalance_cb): queued by the group's
+	// goroutine, taken by the shim inside poll and close on the caller's thread.
+	rebalance bool // a callback is set
+	events    []*rebalanceEvent
+	serving   *rebalanceEvent // taken by a thread, its callback not returned yet
+	lastID    C.uintptr_t
+	wake      context.CancelFunc // ends wakeCtx: a poll waiting in the SDK returns to serve events
+	wakeCtx   context.Context
+}
+
+// rebalanceEvent is one call of C's rebalance callback.
+type rebalanceEvent struct {
+	id   C.uintptr_t
+	what C.int // SPOOL_REBALANCE_*
+	ps   map[string][]int32
+	done chan struct{} // closed once the callback returned
 }
 
 //export spoolgo_consumer_new
-func spoolgo_consumer_new(confH C.uintptr_t, errstr *C.char, size C.size_t) C.uintptr_t {
+func spoolgo_consumer_new(confH C.uintptr_t, hasRebalance C.int, errstr *C.char, size C.size_t) C.uintptr_t {
 	sc := checkedConf(confH, "spool_consumer_new", errstr, size)
 	if sc == nil {
 		return 0
 	}
-	c := &consumer{conf: sc, autoCommit: true, every: 5 * time.Second, handed: map[tp]int64{}, lastCommit: time.Now()}
+	c := &consumer{conf: sc, autoCommit: true, every: 5 * time.Second, handed: map[tp]int64{}, lastCommit: time.Now(),
+		rebalance: hasRebalance != 0}
+	c.wakeCtx, c.wake = context.WithCancel(context.Background())
 	_, c.group = sc.Get("group.id")
 	if v, ok := sc.Get("enable.auto.commit"); ok {
 		c.autoCommit = v == "true"
@@ -81,13 +103,21 @@ func spoolgo_consumer_subscribe(h C.uintptr_t, topics **C.char, n C.size_t) C.in
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.closed:
+	case c.stopping:
 		return errClosed
 	case !c.group || c.cl != nil:
 		return errState
 	}
 	opts := append(c.conf.Opts(), spool.ConsumeTopics(names...), spool.DisableAutoCommit(),
-		spool.OnRevoked(c.revoked), spool.OnLost(func(_ context.Context, ps map[string][]int32) { c.forget(ps) }))
+		spool.OnRevoked(c.revoked), spool.OnLost(func(_ context.Context, ps map[string][]int32) {
+			c.forget(ps)
+			c.queueRebalance(context.Background(), C.SPOOL_REBALANCE_LOST, ps, false)
+		}))
+	if c.rebalance {
+		opts = append(opts, spool.OnAssigned(func(ctx context.Context, ps map[string][]int32) {
+			c.queueRebalance(ctx, C.SPOOL_REBALANCE_ASSIGN, ps, false)
+		}))
+	}
 	cl, err := spool.NewClient(opts...)
 	if err != nil {
 		return errCode(err)
@@ -107,6 +137,105 @@ func (c *consumer) revoked(ctx context.Context, ps map[string][]int32) {
 		// The group goes on without this commit when it fails; the partition's next owner
 		// then reads from the last committed offset again.
 		_ = cl.CommitOffsets(ctx, offsets)
+	}
+	c.queueRebalance(ctx, C.SPOOL_REBALANCE_REVOKE, ps, true)
+}
+
+// queueRebalance queues an event for C's rebalance callback, if one is set, and wakes a
+// poll waiting in the SDK so that it returns to the shim, which serves it. With wait, it
+// returns once the callback returned or ctx ended (or after max.poll.interval.ms); during
+// close the shim serves events while it waits for the client to close.
+func (c *consumer) queueRebalance(ctx context.Context, what C.int, ps map[string][]int32, wait bool) {
+	if !c.rebalance {
+		return
+	}
+	c.mu.Lock()
+	c.lastID++
+	ev := &rebalanceEvent{id: c.lastID, what: what, ps: ps, done: make(chan struct{})}
+	c.events = append(c.events, ev)
+	c.wake()
+	c.wakeCtx, c.wake = context.WithCancel(context.Background())
+	c.mu.Unlock()
+	if !wait {
+		return
+	}
+	// A consumer that does not poll holds the rebalance up to max.poll.interval.ms, as in
+	// the Java client.
+	bound := 60 * time.Second
+	if v, ok := c.conf.Get("max.poll.interval.ms"); ok {
+		n, _ := strconv.Atoi(v)
+		bound = time.Duration(n) * time.Millisecond
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-ev.done:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+//export spoolgo_consumer_take_rebalance
+func spoolgo_consumer_take_rebalance(h C.uintptr_t, what *C.int, parts **C.spool_topic_partition_t, count *C.size_t) C.uintptr_t {
+	c := value[consumer](h)
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	if len(c.events) == 0 || c.serving != nil {
+		c.mu.Unlock()
+		return 0
+	}
+	ev := c.events[0]
+	c.events[0] = nil
+	c.events = c.events[1:]
+	c.serving = ev
+	c.mu.Unlock()
+	// One block: the array, then the NUL-terminated names; the shim frees it.
+	n, size := 0, 0
+	for t, ps := range ev.ps {
+		n += len(ps)
+		size += len(t) + 1
+	}
+	arrBytes := n * int(unsafe.Sizeof(C.spool_topic_partition_t{}))
+	base := C.malloc(C.size_t(arrBytes + size + 1))
+	if base == nil {
+		panic("libspool: out of memory")
+	}
+	arr := unsafe.Slice((*C.spool_topic_partition_t)(base), n)
+	names := unsafe.Slice((*byte)(unsafe.Add(base, arrBytes)), size+1)
+	i, at := 0, 0
+	topics := make([]string, 0, len(ev.ps))
+	for t := range ev.ps {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	for _, t := range topics {
+		name := (*C.char)(unsafe.Pointer(&names[at]))
+		at += copy(names[at:], t)
+		names[at] = 0
+		at++
+		ps := slices.Sorted(slices.Values(ev.ps[t]))
+		for _, p := range ps {
+			arr[i] = C.spool_topic_partition_t{topic: name, partition: C.int32_t(p)}
+			i++
+		}
+	}
+	*what, *parts, *count = ev.what, (*C.spool_topic_partition_t)(base), C.size_t(n)
+	return ev.id
+}
+
+//export spoolgo_consumer_rebalance_done
+func spoolgo_consumer_rebalance_done(h C.uintptr_t, id C.uintptr_t) {
+	c := value[consumer](h)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.serving != nil && c.serving.id == id {
+		close(c.serving.done)
+		c.serving = nil
 	}
 }
 
@@ -150,7 +279,7 @@ func (c *consumer) client() (*spool.Client, C.int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.closed:
+	case c.stopping:
 		return nil, errClosed
 	case c.cl == nil:
 		return nil, errState
@@ -225,12 +354,22 @@ func (c *consumer) poll(timeoutMS C.int) *C.spool_message_t {
 	}
 	ctx, cancel := timeoutCtx(timeoutMS)
 	defer cancel()
+	if c.rebalance {
+		// A rebalance event ends the wait: the shim serves it on return.
+		c.mu.Lock()
+		queued, wakeCtx := len(c.events) > 0, c.wakeCtx
+		c.mu.Unlock()
+		if queued {
+			return nil
+		}
+		defer context.AfterFunc(wakeCtx, cancel)()
+	}
 	recs, err := cl.Poll(ctx)
 	c.mu.Lock()
 	c.pending = append(c.pending, recs...)
-	closed := c.closed
+	closed := c.stopping
 	c.mu.Unlock()
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !(closed && errors.Is(err, spool.ErrClosed)) {
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !(closed && errors.Is(err, spool.ErrClosed)) {
 		return newMessage(nil, err, 0)
 	}
 	return c.next()
@@ -241,7 +380,7 @@ func (c *consumer) poll(timeoutMS C.int) *C.spool_message_t {
 func (c *consumer) next() *C.spool_message_t {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.pending) == 0 || c.closed {
+	if len(c.pending) == 0 || c.stopping {
 		return nil
 	}
 	r := c.pending[0]
@@ -318,17 +457,23 @@ func spoolgo_consumer_commit(h C.uintptr_t, async C.int) C.int {
 	return errCode(c.commitSync())
 }
 
-//export spoolgo_consumer_close
-func spoolgo_consumer_close(h C.uintptr_t) C.int {
+// spoolgo_consumer_close_start commits (with auto commit) and starts closing the client in
+// the background; the shim waits with spoolgo_consumer_close_wait and serves rebalance
+// events meanwhile, so that the revocation on close runs C's callback on the caller's
+// thread, where it may still commit.
+//
+//export spoolgo_consumer_close_start
+func spoolgo_consumer_close_start(h C.uintptr_t) C.int {
 	c := value[consumer](h)
 	if c == nil {
 		return errBadArg
 	}
 	c.mu.Lock()
-	if c.closed {
+	if c.closeDone != nil {
 		c.mu.Unlock()
 		return 0
 	}
+	c.closeDone = make(chan struct{})
 	dirty := c.group && c.autoCommit && c.dirty && c.cl != nil
 	c.mu.Unlock()
 	var err error
@@ -336,13 +481,44 @@ func spoolgo_consumer_close(h C.uintptr_t) C.int {
 		err = c.commitSync()
 	}
 	c.mu.Lock()
-	c.closed = true
+	c.stopping = true
 	cl := c.cl
 	clear(c.pending)
 	c.pending = nil
 	c.mu.Unlock()
-	if cl != nil {
-		cl.Close()
-	}
+	go func() {
+		if cl != nil {
+			cl.Close()
+		}
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.closeDone)
+	}()
 	return errCode(err)
+}
+
+// spoolgo_consumer_close_wait waits up to timeoutMS (-1: without limit) for close to finish;
+// 1 when it did.
+//
+//export spoolgo_consumer_close_wait
+func spoolgo_consumer_close_wait(h C.uintptr_t, timeoutMS C.int) C.int {
+	c := value[consumer](h)
+	if c == nil {
+		return 1
+	}
+	c.mu.Lock()
+	done := c.closeDone
+	c.mu.Unlock()
+	if done == nil {
+		return 1
+	}
+	ctx, cancel := timeoutCtx(timeoutMS)
+	defer cancel()
+	select {
+	case <-done:
+		return 1
+	case <-ctx.Done():
+		return 0
+	}
 }

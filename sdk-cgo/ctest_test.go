@@ -97,11 +97,14 @@ type runner struct {
 	run  func(t *testing.T, args ...string) (string, error)
 }
 
-func runners(t *testing.T) []runner {
-	plain := compile(t, "", "tests/spool_test.c", "spool_test")
-	asan := compile(t, "", "tests/spool_test.c", "spool_test_asan", "-fsanitize=address", "-fno-omit-frame-pointer")
+func runners(t *testing.T) []runner { return runnersOf(t, "tests/spool_test.c", "spool_test") }
+
+// runnersOf builds the C program src (named name) for each runner.
+func runnersOf(t *testing.T, src, name string) []runner {
+	plain := compile(t, "", src, name)
+	asan := compile(t, "", src, name+"_asan", "-fsanitize=address", "-fno-omit-frame-pointer")
 	valgrind := brokertest.NeedTool(t, "/usr/bin/valgrind", "valgrind")
-	vg := compile(t, "valgrind", "tests/spool_test.c", "spool_test_vg")
+	vg := compile(t, "valgrind", src, name+"_vg")
 	exe := func(bin string, env []string, pre ...string) func(t *testing.T, args ...string) (string, error) {
 		return func(t *testing.T, args ...string) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

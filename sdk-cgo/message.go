@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"runtime"
 	"unsafe"
 
 	spool "github.com/spoolmq/spool/sdk-go"
@@ -20,12 +21,12 @@ var (
 // malloc'd block that spool_message_destroy frees.
 func newMessage(r *spool.Record, err error, opaque uintptr) *C.spool_message_t {
 	errstr := errText(err)
-	size := messageBytes(r, errstr)
+	size := messageBytes(r, errstr, false)
 	base := C.malloc(C.size_t(size))
 	if base == nil {
 		panic("libspool: out of memory")
 	}
-	return fillMessage(base, size, r, err, errstr, opaque)
+	return fillMessage(base, size, r, err, errstr, opaque, nil)
 }
 
 func errText(err error) string {
@@ -36,11 +37,15 @@ func errText(err error) string {
 }
 
 // messageBytes is the size of the message of r with errstr, rounded up to 8 bytes so that
-// messages can follow each other in one block.
-func messageBytes(r *spool.Record, errstr string) int {
+// messages can follow each other in one block. With borrow, non-empty keys and values are
+// not copied (fillMessage with a pinner points at them).
+func messageBytes(r *spool.Record, errstr string, borrow bool) int {
 	size := messageSize + len(errstr) + 1 + 1 // the NULs of errstr and of the topic, "" without r
 	if r != nil {
-		size += len(r.Headers)*headerSize + len(r.Topic) + len(r.Key) + len(r.Value)
+		size += len(r.Headers)*headerSize + len(r.Topic)
+		if !borrow {
+			size += len(r.Key) + len(r.Value)
+		}
 		for _, h := range r.Headers {
 			size += len(h.Key) + 1 + len(h.Value)
 		}
@@ -50,8 +55,10 @@ func messageBytes(r *spool.Record, errstr string) int {
 
 // fillMessage lays the message out at base, in size bytes (messageBytes): the struct, the
 // headers array, then the bytes of the topic, error text, key, value and headers, each
-// string NUL-terminated.
-func fillMessage(base unsafe.Pointer, size int, r *spool.Record, err error, errstr string, opaque uintptr) *C.spool_message_t {
+// string NUL-terminated. With a pinner, a non-empty key or value is not copied: the message
+// points at the Go bytes, pinned until the pinner is unpinned (delivery reports, whose
+// messages live only during the callback).
+func fillMessage(base unsafe.Pointer, size int, r *spool.Record, err error, errstr string, opaque uintptr, pin *runtime.Pinner) *C.spool_message_t {
 	var topic string
 	var key, val []byte
 	var hdrs []spool.Header
@@ -92,6 +99,15 @@ func fillMessage(base unsafe.Pointer, size int, r *spool.Record, err error, errs
 		}
 		return put(b, false), C.size_t(len(b))
 	}
+	// borrowBuf is putBuf pointing at b itself, pinned.
+	borrowBuf := func(b []byte) (unsafe.Pointer, C.size_t) {
+		if pin == nil || len(b) == 0 {
+			return putBuf(b)
+		}
+		p := unsafe.Pointer(unsafe.SliceData(b))
+		pin.Pin(p)
+		return p, C.size_t(len(b))
+	}
 	*m = C.spool_message_t{
 		err:          C.spool_err_t(errCode(err)),
 		partition:    C.int32_t(partition),
@@ -105,8 +121,8 @@ func fillMessage(base unsafe.Pointer, size int, r *spool.Record, err error, errs
 	}
 	m.topic = putString(topic)
 	m.errstr = putString(errstr)
-	m.key, m.key_len = putBuf(key)
-	m.value, m.value_len = putBuf(val)
+	m.key, m.key_len = borrowBuf(key)
+	m.value, m.value_len = borrowBuf(val)
 	for i, h := range hdrs {
 		headers[i].key = (*C.char)(put(h.Key, true))
 		headers[i].key_len = C.size_t(len(h.Key))

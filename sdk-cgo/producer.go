@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,8 +32,9 @@ type producer struct {
 
 	mu     sync.Mutex
 	queue  []report
-	notify chan struct{} // a report was queued (capacity 1)
-	outq   atomic.Int64  // records produced whose report is not served yet
+	pins   map[unsafe.Pointer]*runtime.Pinner // block of reports taken → the pins of its keys and values
+	notify chan struct{}                      // a report was queued (capacity 1)
+	outq   atomic.Int64                       // records produced whose report is not served yet
 }
 
 type report struct {
@@ -85,11 +87,15 @@ func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsa
 	if p == nil {
 		return errBadArg
 	}
-	r := &spool.Record{
-		Topic:     p.topic(topic),
-		Partition: int32(partition),
-		Key:       goBytes(key, keyLen),
-		Value:     goBytes(val, valLen),
+	r := &spool.Record{Topic: p.topic(topic), Partition: int32(partition)}
+	if key != nil && val != nil && keyLen > 0 && valLen > 0 {
+		// one allocation for both
+		kv := make([]byte, int(keyLen)+int(valLen))
+		copy(kv, unsafe.Slice((*byte)(key), int(keyLen)))
+		copy(kv[keyLen:], unsafe.Slice((*byte)(val), int(valLen)))
+		r.Key, r.Value = kv[:keyLen:keyLen], kv[keyLen:]
+	} else {
+		r.Key, r.Value = goBytes(key, keyLen), goBytes(val, valLen)
 	}
 	if hdrCount > 0 {
 		r.Headers = make([]spool.Header, hdrCount)
@@ -213,29 +219,56 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	if len(got) == 0 {
 		return 0
 	}
-	// One block for all: the array of pointers, then the messages; the shim frees it once.
+	// One block for all: the array of pointers, then the messages; the shim frees it once,
+	// after spoolgo_producer_release. Keys and values are not copied: the messages point at
+	// the records' bytes, pinned until then.
 	ptrs := len(got) * int(unsafe.Sizeof((*C.spool_message_t)(nil)))
 	errstrs := make([]string, len(got))
 	sizes := make([]int, len(got))
 	total := ptrs
 	for i, rep := range got {
 		errstrs[i] = errText(rep.err)
-		sizes[i] = messageBytes(rep.r, errstrs[i])
+		sizes[i] = messageBytes(rep.r, errstrs[i], true)
 		total += sizes[i]
 	}
 	base := C.malloc(C.size_t(total))
 	if base == nil {
 		panic("libspool: out of memory")
 	}
+	pin := new(runtime.Pinner)
 	arr := unsafe.Slice((**C.spool_message_t)(base), len(got))
 	at := ptrs
 	for i, rep := range got {
-		arr[i] = fillMessage(unsafe.Add(base, at), sizes[i], rep.r, rep.err, errstrs[i], rep.opaque)
+		arr[i] = fillMessage(unsafe.Add(base, at), sizes[i], rep.r, rep.err, errstrs[i], rep.opaque, pin)
 		at += sizes[i]
 	}
+	p.mu.Lock()
+	if p.pins == nil {
+		p.pins = map[unsafe.Pointer]*runtime.Pinner{}
+	}
+	p.pins[base] = pin
+	p.mu.Unlock()
 	p.outq.Add(-int64(len(got)))
 	*out = &arr[0]
 	return C.size_t(len(got))
+}
+
+// spoolgo_producer_release unpins the keys and values of a block of reports taken by
+// spoolgo_producer_take, once their callbacks returned; the shim then frees the block.
+//
+//export spoolgo_producer_release
+func spoolgo_producer_release(h C.uintptr_t, block unsafe.Pointer) {
+	p := value[producer](h)
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	pin := p.pins[block]
+	delete(p.pins, block)
+	p.mu.Unlock()
+	if pin != nil {
+		pin.Unpin()
+	}
 }
 
 //export spoolgo_producer_flush

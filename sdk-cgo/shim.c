@@ -51,6 +51,7 @@ spool_conf_t *spool_conf_dup(const spool_conf_t *conf) {
     spool_conf_t *dup = calloc(1, sizeof *dup);
     if (dup == NULL) return NULL;
     dup->dr_cb = __atomic_load_n(&conf->dr_cb, __ATOMIC_ACQUIRE);
+    dup->rebalance_cb = __atomic_load_n(&conf->rebalance_cb, __ATOMIC_ACQUIRE);
     dup->opaque = __atomic_load_n(&conf->opaque, __ATOMIC_ACQUIRE);
     dup->h = spoolgo_conf_dup(conf->h);
     return dup;
@@ -76,6 +77,10 @@ spool_conf_res_t spool_conf_get(const spool_conf_t *conf, const char *key, char 
  * threads like every handle. */
 void spool_conf_set_dr_cb(spool_conf_t *conf, spool_dr_cb_t dr_cb) {
     if (conf != NULL) __atomic_store_n(&conf->dr_cb, dr_cb, __ATOMIC_RELEASE);
+}
+
+void spool_conf_set_rebalance_cb(spool_conf_t *conf, spool_rebalance_cb_t rebalance_cb) {
+    if (conf != NULL) __atomic_store_n(&conf->rebalance_cb, rebalance_cb, __ATOMIC_RELEASE);
 }
 
 void spool_conf_set_opaque(spool_conf_t *conf, void *opaque) {
@@ -160,6 +165,7 @@ int spool_producer_poll(spool_producer_t *p, int timeout_ms) {
     size_t n = spoolgo_producer_take(p->h, timeout_ms, &reports);
     for (size_t i = 0; i < n; i++)
         if (p->dr_cb != NULL) p->dr_cb(p, reports[i], p->opaque);
+    if (n > 0) spoolgo_producer_release(p->h, reports); /* the keys and values were Go's, pinned */
     free(reports);
     return (int)n;
 }
@@ -202,7 +208,9 @@ void spool_producer_destroy(spool_producer_t *p) {
 spool_consumer_t *spool_consumer_new(spool_conf_t *conf, char *errstr, size_t errstr_size) {
     spool_consumer_t *c = alloc_handle(conf, sizeof *c, "spool_consumer_new", errstr, errstr_size);
     if (c == NULL) return NULL;
-    c->h = spoolgo_consumer_new(conf->h, errstr, errstr_size);
+    c->rebalance_cb = __atomic_load_n(&conf->rebalance_cb, __ATOMIC_ACQUIRE);
+    c->opaque = __atomic_load_n(&conf->opaque, __ATOMIC_ACQUIRE);
+    c->h = spoolgo_consumer_new(conf->h, c->rebalance_cb != NULL, errstr, errstr_size);
     if (c->h == 0) {
         free(c);
         return NULL;
@@ -233,15 +241,40 @@ spool_err_t spool_consumer_seek(spool_consumer_t *c, const char *topic, int32_t 
     return spoolgo_consumer_assign(c->h, (char *)topic, partition, offset, 1);
 }
 
+/* serve_rebalance calls the rebalance callback for every event the Go side queued, on this
+ * thread. The Go side hands events to one thread at a time, in order; a revocation waits on
+ * the group's goroutine until spoolgo_consumer_rebalance_done. */
+static void serve_rebalance(spool_consumer_t *c) {
+    if (c->rebalance_cb == NULL) return;
+    for (;;) {
+        spool_topic_partition_t *parts = NULL; /* one block: the array, then the names */
+        size_t count = 0;
+        int what = 0;
+        uintptr_t id = spoolgo_consumer_take_rebalance(c->h, &what, &parts, &count);
+        if (id == 0) return;
+        c->rebalance_cb(c, (spool_rebalance_t)what, parts, count, c->opaque);
+        free(parts);
+        spoolgo_consumer_rebalance_done(c->h, id);
+    }
+}
+
+/* Events are served before the wait and again after it, so that an assignment made during
+ * the wait reaches the callback before its records reach the caller. */
 spool_message_t *spool_consumer_poll(spool_consumer_t *c, int timeout_ms) {
     if (c == NULL) return NULL;
-    return spoolgo_consumer_poll(c->h, timeout_ms);
+    serve_rebalance(c);
+    spool_message_t *m = spoolgo_consumer_poll(c->h, timeout_ms);
+    serve_rebalance(c);
+    return m;
 }
 
 size_t spool_consumer_poll_batch(spool_consumer_t *c, int timeout_ms, spool_message_t **msgs,
                                  size_t max) {
     if (c == NULL || msgs == NULL || max == 0) return 0;
-    return spoolgo_consumer_poll_batch(c->h, timeout_ms, msgs, max);
+    serve_rebalance(c);
+    size_t n = spoolgo_consumer_poll_batch(c->h, timeout_ms, msgs, max);
+    serve_rebalance(c);
+    return n;
 }
 
 spool_err_t spool_consumer_commit(spool_consumer_t *c, int async) {
@@ -249,14 +282,27 @@ spool_err_t spool_consumer_commit(spool_consumer_t *c, int async) {
     return spoolgo_consumer_commit(c->h, async);
 }
 
+/* close_consumer closes c, serving the revocation's callback on this thread while the Go
+ * side closes (the callback may still commit then). */
+static spool_err_t close_consumer(spool_consumer_t *c) {
+    spool_err_t err = spoolgo_consumer_close_start(c->h);
+    if (c->rebalance_cb == NULL) {
+        spoolgo_consumer_close_wait(c->h, -1);
+        return err;
+    }
+    while (!spoolgo_consumer_close_wait(c->h, 10)) serve_rebalance(c);
+    serve_rebalance(c);
+    return err;
+}
+
 spool_err_t spool_consumer_close(spool_consumer_t *c) {
     if (c == NULL) return SPOOL_ERR__BAD_ARG;
-    return spoolgo_consumer_close(c->h);
+    return close_consumer(c);
 }
 
 void spool_consumer_destroy(spool_consumer_t *c) {
     if (c == NULL) return;
-    spoolgo_consumer_close(c->h);
+    close_consumer(c);
     spoolgo_handle_delete(c->h);
     free(c);
 }

@@ -14,6 +14,7 @@
 struct spool_conf_s {
     uintptr_t h;
     spool_dr_cb_t dr_cb;
+    spool_rebalance_cb_t rebalance_cb;
     void *opaque;
 };
 
@@ -25,6 +26,8 @@ struct spool_producer_s {
 
 struct spool_consumer_s {
     uintptr_t h;
+    spool_rebalance_cb_t rebalance_cb;
+    void *opaque;
 };
 
 /* A message is one malloc'd block: this struct, then the headers array, then every string

@@ -44,7 +44,8 @@ type Client struct {
 
 	prod *producer
 	cons *consumer
-	grp  *grouper // nil without ConsumerGroup; set once in NewClient
+	grp  *grouper   // nil without ConsumerGroup; set once in NewClient
+	tel  *telemetry // nil without TracerProvider and MeterProvider (otel.go)
 }
 
 type dialWait struct {
@@ -98,6 +99,10 @@ func NewClient(opts ...Opt) (*Client, error) {
 	}
 	cl.prod = newProducer(cl)
 	cl.cons = newConsumer(cl)
+	if err := cl.initTelemetry(); err != nil {
+		cancel()
+		return nil, err
+	}
 	cl.wg.Add(1)
 	go cl.metadataLoop()
 	if cfg.group.id != "" {
@@ -160,6 +165,7 @@ func (cl *Client) Close() {
 	cl.prod.close()
 	cl.cons.close()
 	cl.wg.Wait()
+	cl.tel.close()
 	cl.mu.Lock()
 	for _, c := range cl.conns {
 		c.close(ErrClosed)

@@ -148,6 +148,48 @@ var confKeys = []ConfKey{
 	msField("retry.backoff.max.ms", RoleAny, 1000, 300000, "largest wait between retries (RetryBackoff)",
 		func(c *config) *time.Duration { return &c.retryBackoffMax }),
 
+	// security
+	{Name: "security.protocol", Default: "plaintext",
+		Doc: "how to talk to brokers: plaintext, ssl, sasl_plaintext or sasl_ssl (TLS, SASL)",
+		parse: func(v string) (string, Opt, error) {
+			p := strings.ToUpper(v)
+			switch p {
+			case ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL:
+				return strings.ToLower(p), func(c *config) error { c.sec.protocol = p; return nil }, nil
+			}
+			return "", nil, errors.New("want plaintext, ssl, sasl_plaintext or sasl_ssl")
+		}},
+	{Name: "sasl.mechanisms", Aliases: []string{"sasl.mechanism"},
+		Doc: "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (SASL)",
+		parse: func(v string) (string, Opt, error) {
+			if _, err := SASLByName(v, "", ""); err != nil {
+				return "", nil, errors.New("want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+			}
+			v = strings.ToUpper(v)
+			return v, secField("sasl.mechanisms", v, func(s *securityConfig) *string { return &s.mechanism }), nil
+		}},
+	secKey("sasl.username", "SASL user name (SASL)", func(s *securityConfig) *string { return &s.user }),
+	secKey("sasl.password", "SASL password (SASL)", func(s *securityConfig) *string { return &s.pass }),
+	secKey("ssl.ca.location", "file of PEM CA certificates the broker's certificate must chain to; default: the system's (TLSFiles)",
+		func(s *securityConfig) *string { return &s.files.CAFile }),
+	secKey("ssl.ca.pem", "the CA certificates as inline PEM (TLSFiles)", func(s *securityConfig) *string { return &s.files.CAPEM }),
+	secKey("ssl.certificate.location", "file of the client's PEM certificate chain, for mutual TLS (TLSFiles)",
+		func(s *securityConfig) *string { return &s.files.CertFile }),
+	secKey("ssl.certificate.pem", "the client's certificate chain as inline PEM (TLSFiles)", func(s *securityConfig) *string { return &s.files.CertPEM }),
+	secKey("ssl.key.location", "file of the client's unencrypted PEM private key (TLSFiles)", func(s *securityConfig) *string { return &s.files.KeyFile }),
+	secKey("ssl.key.pem", "the client's private key as inline PEM (TLSFiles)", func(s *securityConfig) *string { return &s.files.KeyPEM }),
+	boolKey("enable.ssl.certificate.verification", RoleAny, true, "verify the broker's certificate; false accepts any (TLSFiles.InsecureSkipVerify)",
+		func(on bool) Opt { return func(c *config) error { c.sec.files.InsecureSkipVerify = !on; return nil } }),
+	{Name: "ssl.endpoint.identification.algorithm", Default: "https",
+		Doc: "https: the broker's certificate must name the host dialed; none: the chain alone is checked (TLSFiles.NoHostnameCheck)",
+		parse: func(v string) (string, Opt, error) {
+			v = strings.ToLower(v)
+			if v != "https" && v != "none" {
+				return "", nil, errors.New("want https or none")
+			}
+			return v, func(c *config) error { c.sec.endpointID = v; return nil }, nil
+		}},
+
 	// producer
 	{Name: "acks", Aliases: []string{"request.required.acks"}, Role: RoleProducer, Default: "all",
 		Doc: "acknowledgements a produce waits for: all (-1), 1 or 0 (RequiredAcks); anything but all turns idempotence off unless enable.idempotence=true",
@@ -268,6 +310,26 @@ var confKeys = []ConfKey{
 			}
 			return strings.Join(names, ","), func(c *config) error { c.group.balancers = names; return nil }, nil
 		}},
+}
+
+// secKey is a security key taking any non-empty string; setting it with security.protocol
+// left at plaintext is an error of the combination.
+func secKey(name, doc string, field func(*securityConfig) *string) ConfKey {
+	return ConfKey{Name: name, Doc: doc,
+		parse: func(v string) (string, Opt, error) {
+			if v == "" {
+				return "", nil, errors.New("empty value")
+			}
+			return v, secField(name, v, field), nil
+		}}
+}
+
+func secField(name, v string, field func(*securityConfig) *string) Opt {
+	return func(c *config) error {
+		*field(&c.sec) = v
+		c.sec.keysSet = append(c.sec.keysSet, name)
+		return nil
+	}
 }
 
 // intKey is a key taking a decimal integer in [lo, hi].

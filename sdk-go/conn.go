@@ -52,6 +52,12 @@ type conn struct {
 	once     sync.Once
 	err      error
 	errMu    sync.Mutex
+
+	// SASL: the mechanism to re-authenticate with, and where the session lifetimes the broker
+	// gives go (to the writer, which re-authenticates between requests).
+	sasl        SASLMechanism
+	authTimeout time.Duration
+	lifetime    chan time.Duration
 }
 
 func dialConn(ctx context.Context, cfg *config, addr string) (*conn, error) {
@@ -65,12 +71,22 @@ func dialConn(ctx context.Context, cfg *config, addr string) (*conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+	if cfg.sec.tls != nil {
+		dctx, cancel := context.WithTimeout(ctx, cfg.dialTimeout)
+		nc, err = startTLS(dctx, cfg.sec.tls, nc, addr)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	c := &conn{
 		addr: addr, nc: nc, clientID: clientID,
 		queue:    make(chan *call, 64),
 		inflight: make(chan *call, 1024),
 		closing:  make(chan struct{}),
 		readDone: make(chan struct{}),
+		sasl:     cfg.sec.sasl, authTimeout: reqTimeout,
+		lifetime: make(chan time.Duration, 1),
 	}
 	for i := range c.versions {
 		c.versions[i] = -1
@@ -82,7 +98,24 @@ func dialConn(ctx context.Context, cfg *config, addr string) (*conn, error) {
 		c.close(err)
 		return nil, err
 	}
+	if c.sasl != nil {
+		actx, cancel := context.WithTimeout(ctx, reqTimeout)
+		d, err := c.authenticate(actx, c.sasl, c.request)
+		cancel()
+		if err != nil {
+			c.close(err)
+			return nil, err
+		}
+		c.renewIn(d)
+	}
 	return c, nil
+}
+
+// renewIn tells the writer the session lasts d (0: for ever).
+func (c *conn) renewIn(d time.Duration) {
+	if d > 0 {
+		c.lifetime <- d
+	}
 }
 
 // negotiate asks the broker for its version ranges (ApiVersions) and picks, per API,
@@ -245,10 +278,57 @@ func (c *conn) writeLoop() {
 		clear(unanswered)
 		unanswered = unanswered[:0]
 	}
+	var reauth <-chan time.Time
 	for {
 		var cl *call
 		select {
 		case cl = <-c.queue:
+		case d := <-c.lifetime:
+			reauth = time.After(reauthAfter(d))
+			continue
+		case <-reauth:
+			// KIP-368: re-authenticate between requests, before the session ends; responses to
+			// requests already written keep arriving meanwhile.
+			reauth = nil
+			flush()
+			direct := func(ctx context.Context, req, resp wire.Message) error {
+				v, err := c.version(req.APIKey())
+				if err != nil {
+					return err
+				}
+				corr++
+				cl := &call{key: req.APIKey(), version: v, req: req, resp: resp, corr: corr, done: make(chan error, 1)}
+				if err := w.add(cl, &c.clientID); err != nil {
+					return err
+				}
+				select {
+				case c.inflight <- cl:
+				case <-c.readDone:
+					return c.closedErr()
+				}
+				if err := w.flush(); err != nil {
+					c.close(err)
+				}
+				select {
+				case err := <-cl.done:
+					return err
+				case <-c.readDone:
+					return c.closedErr()
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), c.authTimeout)
+			d, err := c.authenticate(ctx, c.sasl, direct)
+			cancel()
+			if err != nil {
+				c.close(fmt.Errorf("re-authenticating: %w", err))
+				continue
+			}
+			if d > 0 {
+				reauth = time.After(reauthAfter(d))
+			}
+			continue
 		case <-c.closing:
 			// Once the reader is gone nobody else touches inflight: fail what is left.
 			<-c.readDone

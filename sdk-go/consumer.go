@@ -294,7 +294,13 @@ func (cl *Client) Poll(ctx context.Context) ([]*Record, error) {
 	for {
 		got, err := cl.take(ctx)
 		if len(got) > 0 {
-			return records(got), err
+			recs := records(got)
+			if cl.tel != nil {
+				for _, r := range recs {
+					cl.consumed(ctx, r)
+				}
+			}
+			return recs, err
 		}
 		if err != nil {
 			return nil, err
@@ -319,6 +325,9 @@ func (cl *Client) PollFunc(ctx context.Context, fn func(r *Record)) (int, error)
 		for _, f := range got {
 			for i := range f.entries {
 				f.fill(i, &r)
+				if cl.tel != nil {
+					cl.consumed(ctx, &r)
+				}
 				fn(&r)
 			}
 			n += len(f.entries)
@@ -535,6 +544,7 @@ func (c *consumer) step() (next time.Time) {
 	}
 	c.mu.Unlock()
 	c.deliver(nil, noOffset)
+	var refused []fetchedPart
 	for topic, ws := range resolve {
 		ts := make(map[int32]int64, len(ws))
 		for _, w := range ws {
@@ -551,6 +561,12 @@ func (c *consumer) step() (next time.Time) {
 			}
 			if err != nil {
 				w.cp.retryAt = time.Now().Add(cl.cfg.retryBackoff)
+				if isAuthError(err) {
+					// Poll reports it (retrying later, as librdkafka does), rather than a
+					// silent wait for a password that will not become right.
+					w.cp.retryAt = time.Now().Add(cl.cfg.retryBackoffMax)
+					refused = append(refused, fetchedPart{p: w.cp, epoch: w.epoch, err: fmt.Errorf("spool: %s[%d]: %w", w.cp.topic, w.cp.partition, err)})
+				}
 				soonest(w.cp.retryAt)
 				continue
 			}
@@ -582,6 +598,7 @@ func (c *consumer) step() (next time.Time) {
 		}
 		c.mu.Unlock()
 	}
+	c.deliver(nil, refused)
 
 	// Fetch.
 	reqs := map[int32][]*cpart{}
@@ -658,8 +675,12 @@ func (c *consumer) fetch(leader int32, cps []*cpart) {
 		defer close(delivered)
 		ctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.requestTimeout+cl.cfg.fetchMaxWait)
 		resp := &wire.FetchResponse{}
+		began := time.Now()
 		err := cl.RequestNode(ctx, leader, req, resp)
 		cancel()
+		if err == nil {
+			cl.tel.request("receive", began)
+		}
 		if err == nil {
 			err = wire.ErrorForCode(resp.ErrorCode)
 		}

@@ -562,6 +562,7 @@ func (g *grouper) apply(ctx context.Context, bal balancer, next map[string][]int
 	g.mu.Lock()
 	cur := clonePartitions(g.assigned)
 	g.mu.Unlock()
+	g.cl.tel.rebalanced(g.cfg.id) // counted before the new partitions' records can be polled
 	revoked := diffPartitions(cur, next)
 	added := diffPartitions(next, cur)
 	if len(revoked) > 0 {

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Version is the SDK version sent to brokers in ApiVersions.
@@ -63,6 +65,9 @@ type config struct {
 	logger          *slog.Logger
 	dial            func(ctx context.Context, network, addr string) (net.Conn, error)
 	propagator      propagation.TextMapPropagator
+	tracerProvider  trace.TracerProvider // otel.go
+	meterProvider   metric.MeterProvider
+	sec             securityConfig
 
 	// producer
 	acks            Acks
@@ -73,6 +78,7 @@ type config struct {
 	maxBuffered     int
 	blockOnFull     bool
 	codec           compress.Codec
+	codecLevels     [compress.Zstd + 1]int // per codec, Kafka's level (0: the codec's default)
 	partitioner     Partitioner
 	deliveryTimeout time.Duration
 	produceTimeout  time.Duration
@@ -295,6 +301,24 @@ func Compression(codec compress.Codec) Opt {
 	}
 }
 
+// CompressionLevel sets the level a codec compresses at, in Kafka's terms as the Java
+// producer's compression.gzip.level (1 to 9, or -1), compression.lz4.level (1 to 17) and
+// compression.zstd.level (-131072 to 22) take it; it applies when Compression selects that
+// codec. A level out of the codec's range, or a level for a codec without levels (snappy,
+// none), is an error. Default: the codec's default (gzip -1, lz4 9, zstd 3).
+func CompressionLevel(codec compress.Codec, level int) Opt {
+	return func(c *config) error {
+		if _, _, _, ok := compress.LevelRange(codec); !ok {
+			return fmt.Errorf("CompressionLevel: %s has no levels", codec)
+		}
+		if err := compress.CheckLevel(codec, level); err != nil {
+			return fmt.Errorf("CompressionLevel: %w", err)
+		}
+		c.codecLevels[codec] = level
+		return nil
+	}
+}
+
 // WithPartitioner sets the partitioner. Default: DefaultPartitioner() (keyed records by Hash,
 // unkeyed round-robin).
 func WithPartitioner(p Partitioner) Opt {
@@ -378,6 +402,9 @@ func (c *config) validate() error {
 		c.idempotent = false
 	}
 	if err := c.group.validate(); err != nil {
+		return err
+	}
+	if err := c.sec.resolve(); err != nil {
 		return err
 	}
 	if c.partitioner == nil {

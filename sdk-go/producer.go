@@ -202,15 +202,16 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	part := cl.cfg.partitioner.Partition(r, n)
 	if part < 0 || part >= n {
 		p.slots.release(1)
-		fail(fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q", part, n, r.Topic))
+		// The Kafka code for a partition the topic does not have, as a broker would answer.
+		fail(fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q: %w", part, n, r.Topic, wire.ErrUnknownTopicOrPartition))
 		return
 	}
 	r.Partition = int32(part)
 	if r.Timestamp.IsZero() {
 		r.Timestamp = p.clock.now()
 	}
-	if cl.cfg.propagator != nil {
-		cl.injectTrace(ctx, r)
+	if cl.cfg.propagator != nil || cl.tel != nil {
+		cb = cl.traceProduce(ctx, r, cb)
 	}
 	size := 21 + len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
@@ -241,7 +242,7 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 		}
 		b.b.Reset()
 		b.b.Grow(pb.lastSize)
-		b.b.SetCodec(cl.cfg.codec)
+		b.b.SetCodecLevel(cl.cfg.codec, cl.cfg.codecLevels[cl.cfg.codec])
 		b.b.SetSkipIneffectiveCompression(true)
 		b.created = time.Now()
 		b.size = batch.HeaderSize
@@ -441,6 +442,9 @@ func (p *producer) close() {
 
 // finish completes a batch's records and recycles it.
 func (p *producer) finish(b *pbatch, base int64, err error) {
+	if p.cl.tel != nil && err == nil && len(b.proms) > 0 {
+		p.cl.tel.batchAcked(b.proms[0].r.Topic, len(b.proms), b.size)
+	}
 	for i, pr := range b.proms {
 		if err == nil {
 			if base >= 0 {

@@ -23,7 +23,8 @@ type produceReq struct {
 	cancel context.CancelFunc
 	conn   *conn
 	call   *call
-	err    error // set when the request could not be sent
+	err    error     // set when the request could not be sent
+	sent   time.Time // when it was sent, for the latency metric (zero without one)
 }
 
 // pipe carries produce requests to one leader. The writer goroutine sends them in order
@@ -79,6 +80,9 @@ func (p *producer) writePipe(pp *pipe) {
 			return
 		}
 		r.ctx, r.cancel = context.WithTimeout(cl.ctx, timeout)
+		if cl.tel != nil {
+			r.sent = time.Now()
+		}
 		r.err = p.sendReq(r, pp.leader)
 		// Never blocks: at most MaxInFlight requests are in the pipe.
 		pp.sent <- r
@@ -136,6 +140,9 @@ func (p *producer) readPipe(pp *pipe) {
 			}
 		}
 		r.cancel()
+		if err == nil && !r.sent.IsZero() {
+			p.cl.tel.request("send", r.sent)
+		}
 		p.handle(r, err)
 		pp.handled <- struct{}{}
 		p.wake()

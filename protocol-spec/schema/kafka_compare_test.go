@@ -182,13 +182,17 @@ func kafkaSchemasFromJar(t testing.TB) (string, error) {
 		return "", err
 	}
 	v := kafkaClientsVersion
-	jar := filepath.Join(home, ".m2", "repository", "org", "apache", "kafka", "kafka-clients", v, "kafka-clients-"+v+".jar")
+	repo := filepath.Join(home, ".m2", "repository")
+	jar := filepath.Join(repo, "org", "apache", "kafka", "kafka-clients", v, "kafka-clients-"+v+".jar")
 	if _, err := os.Stat(jar); err != nil {
 		mvn, lerr := exec.LookPath("mvn")
 		if lerr != nil {
 			return "", fmt.Errorf("no %s, and no mvn to fetch it", jar)
 		}
-		out, err := exec.Command(mvn, "-q", "-B", "dependency:get", "-Dartifact=org.apache.kafka:kafka-clients:"+v, "-Dtransitive=false").CombinedOutput()
+		// The repository is named: Maven's own default follows the account's home directory,
+		// not $HOME, so without it the jar can land where this test does not look.
+		out, err := exec.Command(mvn, "-q", "-B", "-Dmaven.repo.local="+repo, "dependency:get",
+			"-Dartifact=org.apache.kafka:kafka-clients:"+v, "-Dtransitive=false").CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("mvn dependency:get kafka-clients %s: %v\n%s", v, err, out)
 		}

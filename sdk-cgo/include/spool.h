@@ -134,6 +134,40 @@ void spool_conf_set_dr_cb(spool_conf_t *conf, spool_dr_cb_t dr_cb);
 /* Sets the opaque pointer passed to callbacks; the library never dereferences it. */
 void spool_conf_set_opaque(spool_conf_t *conf, void *opaque);
 
+/* What a rebalance callback is told: partitions given to this consumer, taken from it in a
+ * rebalance or on close (after the commit of what poll returned, with enable.auto.commit),
+ * or lost (the member left the group without a rebalance, e.g. its session expired: they
+ * cannot be committed any more). */
+typedef enum {
+    SPOOL_REBALANCE_ASSIGN = 1,
+    SPOOL_REBALANCE_REVOKE = 2,
+    SPOOL_REBALANCE_LOST = 3
+} spool_rebalance_t;
+
+/* One partition of a rebalance callback; topic is NUL-terminated and valid during the
+ * call only. */
+typedef struct {
+    const char *topic;
+    int32_t partition;
+} spool_topic_partition_t;
+
+/* A rebalance callback of a group consumer: partitions[0] to partitions[count-1] were
+ * assigned, are being revoked, or were lost (what), with the conf's opaque. It runs only
+ * inside spool_consumer_poll, spool_consumer_poll_batch, spool_consumer_close or
+ * spool_consumer_destroy, on the caller's thread: SPOOL_REBALANCE_ASSIGN before poll returns
+ * any record of those partitions, and SPOOL_REBALANCE_REVOKE before the partitions go to
+ * another member, which waits for it (up to max.poll.interval.ms), so a consumer with this
+ * callback must poll. The callback may call spool_consumer_commit (e.g. with
+ * enable.auto.commit=false, to commit before the partitions go); it must not close or destroy
+ * the consumer. Unlike librdkafka's, it is a notification: the library assigns and
+ * unassigns by itself, as the Java client's ConsumerRebalanceListener. */
+typedef void (*spool_rebalance_cb_t)(spool_consumer_t *consumer, spool_rebalance_t what,
+                                     const spool_topic_partition_t *partitions, size_t count,
+                                     void *opaque);
+
+/* Sets the rebalance callback (NULL: none). */
+void spool_conf_set_rebalance_cb(spool_conf_t *conf, spool_rebalance_cb_t rebalance_cb);
+
 /* Frees conf. NULL is a no-op. */
 void spool_conf_destroy(spool_conf_t *conf);
 

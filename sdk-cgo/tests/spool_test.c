@@ -290,6 +290,11 @@ static void produce(const char *broker, const char *topic, int n) {
     CHECK(spool_producer_outq_len(p) == 0);
     CHECK(d.reports == n + 1 && d.failed == 0);
     for (int i = 0; i <= n; i++) CHECK(d.seen[i] == 1);
+    /* a partition the topic does not have (it has 3 or 4): the report has Kafka's code for it */
+    d.want_err = SPOOL_RESP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    CHECK_ERR(spool_produce(p, topic, 99, "k", 1, "v", 1, (void *)(intptr_t)n), SPOOL_ERR_NO_ERROR);
+    spool_producer_flush(p, 30000);
+    CHECK(d.reports == n + 2 && d.failed == 1);
     spool_producer_destroy(p);
     free(d.seen);
 }
@@ -377,14 +382,62 @@ static void consume(const char *broker, const char *topic, int n, int parts) {
 
 /* ---- group ---- */
 
+/* What the rebalance callback saw of one consumer. */
+struct rebalance {
+    const char *topic;
+    spool_consumer_t *c;
+    unsigned owned; /* bit p: partition p assigned and not revoked */
+    int assigns, revokes;
+    int in_cb; /* set while the callback runs: it must never run twice at once */
+};
+
+static void rebalance_cb(spool_consumer_t *c, spool_rebalance_t what,
+                         const spool_topic_partition_t *parts, size_t count, void *opaque) {
+    struct rebalance *r = opaque;
+    CHECK(c == r->c && count > 0 && r->in_cb == 0);
+    r->in_cb = 1;
+    unsigned bits = 0;
+    for (size_t i = 0; i < count; i++) {
+        CHECK(strcmp(parts[i].topic, r->topic) == 0 && parts[i].partition >= 0 && parts[i].partition < 4);
+        bits |= 1u << parts[i].partition;
+    }
+    switch (what) {
+    case SPOOL_REBALANCE_ASSIGN:
+        CHECK((r->owned & bits) == 0); /* never assigned twice */
+        r->owned |= bits;
+        r->assigns++;
+        break;
+    case SPOOL_REBALANCE_REVOKE:
+        CHECK((r->owned & bits) == bits); /* only what was assigned */
+        /* a commit from the callback, before the partitions go (auto commit is off) */
+        CHECK_ERR(spool_consumer_commit(c, 0), SPOOL_ERR_NO_ERROR);
+        r->owned &= ~bits;
+        r->revokes++;
+        break;
+    default:
+        CHECK(!"unexpected rebalance event");
+    }
+    printf("rebalance: consumer %p %s %#x, owns %#x\n", (void *)c,
+           what == SPOOL_REBALANCE_ASSIGN ? "assigned" : "revoked", bits, r->owned);
+    r->in_cb = 0;
+}
+
 static void group(const char *broker, const char *topic, int n, const char *group_id) {
     const char *kv[] = {"group.id", group_id, "session.timeout.ms", "6000", "heartbeat.interval.ms", "500",
                         "enable.auto.commit", "false", NULL};
     spool_conf_t *conf = conf_with(broker, kv);
+    struct rebalance rb[2] = {{topic, NULL, 0, 0, 0, 0}, {topic, NULL, 0, 0, 0, 0}};
+    spool_conf_set_rebalance_cb(conf, rebalance_cb);
+    spool_conf_set_rebalance_cb(NULL, rebalance_cb);
     spool_consumer_t *c[2];
-    c[0] = spool_consumer_new(spool_conf_dup(conf), errstr, sizeof errstr);
+    spool_conf_t *dup = spool_conf_dup(conf);
+    spool_conf_set_opaque(dup, &rb[0]);
+    spool_conf_set_opaque(conf, &rb[1]);
+    c[0] = spool_consumer_new(dup, errstr, sizeof errstr);
     c[1] = spool_consumer_new(conf, errstr, sizeof errstr);
     CHECK(c[0] != NULL && c[1] != NULL);
+    rb[0].c = c[0];
+    rb[1].c = c[1];
     const char *topics[] = {topic};
     CHECK_ERR(spool_consumer_commit(c[0], 0), SPOOL_ERR__STATE); /* not subscribed yet */
     CHECK_ERR(spool_consumer_subscribe(c[0], topics, 1), SPOOL_ERR_NO_ERROR);
@@ -410,18 +463,38 @@ static void group(const char *broker, const char *topic, int n, const char *grou
             free(copy);
             got[i]++;
             parts[i] |= 1u << spool_message_partition(m);
+            /* the assignment reached the callback before any record of it */
+            CHECK(rb[i].owned & (1u << spool_message_partition(m)));
             spool_message_destroy(m);
         }
     }
     CHECK(distinct == n + 1);
     CHECK(got[0] > 0 && got[1] > 0);
+    /* the two consumers own disjoint parts of the four partitions */
+    CHECK(rb[0].owned != 0 && rb[1].owned != 0 && (rb[0].owned & rb[1].owned) == 0);
+    CHECK(rb[0].assigns > 0 && rb[1].assigns > 0);
     CHECK_ERR(spool_consumer_commit(c[0], 0), SPOOL_ERR_NO_ERROR);
     CHECK_ERR(spool_consumer_commit(c[1], 1), SPOOL_ERR_NO_ERROR);
-    for (int i = 0; i < 2; i++) {
-        CHECK_ERR(spool_consumer_close(c[i]), SPOOL_ERR_NO_ERROR);
-        CHECK(spool_consumer_poll(c[i], 0) == NULL);
-        spool_consumer_destroy(c[i]);
+    /* consumer 1 leaves: its partitions are revoked on close, on this thread, and consumer 0
+     * is given all four in the rebalance that follows (served by its polls) */
+    int revokes = rb[1].revokes;
+    CHECK_ERR(spool_consumer_close(c[1]), SPOOL_ERR_NO_ERROR);
+    CHECK(rb[1].revokes == revokes + 1 && rb[1].owned == 0);
+    CHECK(spool_consumer_poll(c[1], 0) == NULL);
+    spool_consumer_destroy(c[1]);
+    for (int round = 0; round < 1500 && rb[0].owned != 0xf; round++) {
+        spool_message_t *m = spool_consumer_poll(c[0], 20);
+        if (m != NULL) {
+            CHECK(rb[0].owned & (1u << spool_message_partition(m)));
+            spool_message_destroy(m);
+        }
     }
+    CHECK(rb[0].owned == 0xf);
+    CHECK_ERR(spool_consumer_close(c[0]), SPOOL_ERR_NO_ERROR);
+    CHECK(rb[0].owned == 0 && rb[0].revokes > 0);
+    CHECK(spool_consumer_poll(c[0], 0) == NULL);
+    spool_consumer_destroy(c[0]);
+    CHECK(rb[0].in_cb == 0 && rb[1].in_cb == 0);
     printf("group: consumer 0 got %d records (partitions %#x), consumer 1 %d (%#x)\n", got[0], parts[0], got[1], parts[1]);
     free(seen);
 }

@@ -421,8 +421,20 @@ func noEffectReason(name string) string {
 }
 
 func init() {
+	// A broker property that is the default of a topic config takes the topic config's
+	// checks, as in Kafka: compression.type=brotli or compression.zstd.level=99 in
+	// server.properties is refused, not left for the first topic to trip over.
+	topicCheck := map[string]func(string) error{}
+	for _, td := range TopicDefs {
+		if td.Broker != "" && td.Check != nil {
+			topicCheck[td.Broker] = td.Check
+		}
+	}
 	for i := range kafkaDefs {
 		d := &kafkaDefs[i]
+		if d.Check == nil {
+			d.Check = topicCheck[d.Name]
+		}
 		if doc, ok := kafkaInterpreted[d.Name]; ok {
 			d.Doc = doc
 			continue

@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 )
 
 // Kafka 3.9's two stock server.properties load unchanged, and their settings land where Spool
@@ -380,6 +383,44 @@ func TestInterBrokerSASL(t *testing.T) {
 		}
 		if _, err := Load(args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: %v, want it to say %q", name, err, tc.says)
+		}
+	}
+}
+
+// The broker property that is a topic config's default is checked as the topic config is:
+// a bad compression.type or level in server.properties stops spoold with the key named.
+func TestTopicDefaultsCheckedAtTheBroker(t *testing.T) {
+	for _, set := range []string{"compression.type=brotli", "compression.gzip.level=0", "compression.lz4.level=18",
+		"compression.zstd.level=23", "log.cleaner.min.cleanable.ratio=1.5", "log.message.timestamp.before.max.ms=-1"} {
+		_, err := Load([]string{"--set", set}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), strings.Split(set, "=")[0]) {
+			t.Errorf("--set %s: %v, want an error naming the property", set, err)
+		}
+	}
+	for _, set := range []string{"compression.type=zstd", "compression.gzip.level=9", "compression.lz4.level=1", "compression.zstd.level=-7"} {
+		if _, err := Load([]string{"--set", set}, io.Discard); err != nil {
+			t.Errorf("--set %s: %v", set, err)
+		}
+	}
+}
+
+// The compression level configs accept exactly what the codecs apply (package compress holds
+// Kafka's ranges once for the broker, the SDK and the CLI).
+func TestCompressionLevelRanges(t *testing.T) {
+	for _, c := range []compress.Codec{compress.Gzip, compress.LZ4, compress.Zstd} {
+		name := "compression." + c.String() + ".level"
+		lo, hi, def, _ := compress.LevelRange(c)
+		for l := lo - 1; l <= hi+1; l++ {
+			if l > lo+2 && l < hi-2 && l != 0 && l != def {
+				continue
+			}
+			topicErr := ValidateTopic(name, strconv.Itoa(l))
+			if codecErr := compress.CheckLevel(c, l); (topicErr == nil) != (codecErr == nil) {
+				t.Errorf("%s=%d: the topic config says %v, the codec %v", name, l, topicErr, codecErr)
+			}
+		}
+		if d := LookupBroker(name); d == nil || d.Default != strconv.Itoa(def) {
+			t.Errorf("%s: broker default %v, the codec's %d", name, d, def)
 		}
 	}
 }

@@ -47,7 +47,18 @@ const (
 	attrError     = attribute.Key("error.type")
 	attrTopic     = attribute.Key("messaging.destination.name")
 	attrPartition = attribute.Key("messaging.destination.partition.id")
+	attrPhase     = attribute.Key("spool.request.phase")
 )
+
+// Request phases: the split of a request's time, as Kafka splits TotalTimeMs.
+const (
+	PhaseQueue  = "queue"  // frame read → handler started (Kafka's RequestQueueTimeMs: here the header and body decode)
+	PhaseLocal  = "local"  // the handler's synchronous part (LocalTimeMs)
+	PhaseRemote = "remote" // waiting for fsync, replication or a long poll's data (RemoteTimeMs: purgatory)
+	PhaseSend   = "send"   // reply ready → written: behind earlier replies of the connection, then the write (ResponseQueueTimeMs + ResponseSendTimeMs)
+)
+
+var phases = [...]string{PhaseQueue, PhaseLocal, PhaseRemote, PhaseSend}
 
 // latencyBuckets are the request latency histogram's bounds in seconds: 100µs to 10s.
 var latencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
@@ -59,16 +70,23 @@ type Metrics struct {
 	meter    metric.Meter
 
 	duration  metric.Float64Histogram
+	phase     metric.Float64Histogram
 	errors    metric.Int64Counter
 	bytesIn   metric.Int64Counter
 	bytesOut  metric.Int64Counter
 	recordsIn metric.Int64Counter
 	conns     metric.Int64UpDownCounter
+	// electionTime and zkLatency are recorded through the process-wide events (events.go).
+	electionTime metric.Float64Histogram
+	zkLatency    metric.Float64Histogram
+	fsyncTime    metric.Float64Histogram
 
 	// apis[key][version-min] is the request attribute set of that API and version, as the
 	// one-element slice Record takes (a slice made per call would be allocated per call).
 	apis   [][][]metric.RecordOption
 	minVer []int16
+	// phaseAttrs[key][i] is the attribute set of API key and phases[i].
+	phaseAttrs [][len(phases)][]metric.RecordOption
 	// errs and topics cache attribute sets: error code → option, topic → option.
 	errs   sync.Map
 	topics sync.Map
@@ -93,6 +111,22 @@ func New() (*Metrics, error) {
 		metric.WithDescription("Kafka requests by API (rpc.method) and version: time from the request read to its response written."),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...))
 	errs = append(errs, err)
+	m.phase, err = m.meter.Float64Histogram("spool.request.phase.duration", metric.WithUnit("s"),
+		metric.WithDescription("Kafka requests' time by API (rpc.method) and phase (spool.request.phase): queue (decode), local (the handler), remote (waiting for fsync, replicas or data), send (behind earlier replies, then the write); they add up to rpc.server.call.duration."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	errs = append(errs, err)
+	m.electionTime, err = m.meter.Float64Histogram("spool.controller.leader_election.duration", metric.WithUnit("s"),
+		metric.WithDescription("Leader elections this broker ran as the controller: decision to partition state written to ZooKeeper (cluster mode)."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	errs = append(errs, err)
+	m.zkLatency, err = m.meter.Float64Histogram("spool.zookeeper.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("ZooKeeper requests: sent to answered (cluster mode)."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	errs = append(errs, err)
+	m.fsyncTime, err = m.meter.Float64Histogram("spool.storage.fsync.duration", metric.WithUnit("s"),
+		metric.WithDescription("fsync rounds of the partition logs, each log's flush (Kafka's LogFlushRateAndTimeMs)."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	errs = append(errs, err)
 	m.errors = counter("spool.request.errors", "{error}", "Error codes in responses, by API and Kafka error name (error.type).")
 	m.bytesIn = counter("spool.topic.bytes.in", "By", "Record batch bytes appended by producers, by topic.")
 	m.bytesOut = counter("spool.topic.bytes.out", "By", "Record batch bytes sent to fetchers (consumers and followers), by topic.")
@@ -104,6 +138,7 @@ func New() (*Metrics, error) {
 		return nil, fmt.Errorf("creating instruments: %w", err)
 	}
 	m.precomputeAPIs()
+	addSink(m)
 	return m, nil
 }
 
@@ -114,8 +149,12 @@ func (m *Metrics) precomputeAPIs() {
 	}
 	m.apis = make([][][]metric.RecordOption, maxKey+1)
 	m.minVer = make([]int16, maxKey+1)
+	m.phaseAttrs = make([][len(phases)][]metric.RecordOption, maxKey+1)
 	for _, a := range wire.APIs {
 		m.minVer[a.Key] = a.MinVersion
+		for i, ph := range phases {
+			m.phaseAttrs[a.Key][i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrMethod.String(a.Name), attrPhase.String(ph)))}
+		}
 		for v := a.MinVersion; v <= a.MaxVersion; v++ {
 			set := attribute.NewSet(attrMethod.String(a.Name), attrVersion.Int(int(v)))
 			m.apis[a.Key] = append(m.apis[a.Key], []metric.RecordOption{metric.WithAttributeSet(set)})
@@ -135,14 +174,37 @@ func (m *Metrics) apiAttrs(key, version int16) []metric.RecordOption {
 	return m.apis[key][i]
 }
 
-// Request records one request of API key at version that took d from read to response.
-func (m *Metrics) Request(key, version int16, d time.Duration) {
+// RequestTimes are the instants of one request's life, in order.
+type RequestTimes struct {
+	Read     time.Time // the frame was read
+	Handled  time.Time // the handler started
+	Returned time.Time // the handler's synchronous part returned
+	Ready    time.Time // the reply was complete (Returned unless it waited)
+	Written  time.Time // the reply was written (or dropped: acks=0)
+}
+
+// Request records one request of API key at version: its total time and its phases.
+func (m *Metrics) Request(key, version int16, t RequestTimes) {
 	if m == nil {
 		return
 	}
-	if a := m.apiAttrs(key, version); a != nil {
-		m.duration.Record(context.Background(), d.Seconds(), a...)
+	a := m.apiAttrs(key, version)
+	if a == nil {
+		return
 	}
+	if t.Handled.IsZero() { // answered before a handler ran (an unsupported ApiVersions)
+		t.Handled, t.Returned, t.Ready = t.Read, t.Read, t.Read
+	}
+	if t.Ready.Before(t.Returned) { // completed on another goroutine before the handler returned
+		t.Ready = t.Returned
+	}
+	ctx := context.Background()
+	m.duration.Record(ctx, t.Written.Sub(t.Read).Seconds(), a...)
+	ph := &m.phaseAttrs[key]
+	m.phase.Record(ctx, t.Handled.Sub(t.Read).Seconds(), ph[0]...)
+	m.phase.Record(ctx, t.Returned.Sub(t.Handled).Seconds(), ph[1]...)
+	m.phase.Record(ctx, t.Ready.Sub(t.Returned).Seconds(), ph[2]...)
+	m.phase.Record(ctx, t.Written.Sub(t.Ready).Seconds(), ph[3]...)
 }
 
 type errKey struct{ key, code int16 }
@@ -202,6 +264,13 @@ func (m *Metrics) Fetched(topic string, bytes int64) {
 	m.bytesOut.Add(context.Background(), bytes, m.topic(topic)...)
 }
 
+// Fsync records one log flush's fsync time.
+func (m *Metrics) Fsync(took time.Duration) {
+	if m != nil {
+		m.fsyncTime.Record(context.Background(), took.Seconds())
+	}
+}
+
 // Connection records a connection opened (+1) or closed (-1).
 func (m *Metrics) Connection(delta int64) {
 	if m != nil {
@@ -214,6 +283,7 @@ func (m *Metrics) Shutdown(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
+	removeSink(m)
 	return m.provider.Shutdown(ctx)
 }
 

@@ -51,7 +51,7 @@ func TestMetricsNestedErrorCodes(t *testing.T) {
 // TestMetricsNilIsOff: a nil *Metrics records nothing and does not panic.
 func TestMetricsNilIsOff(t *testing.T) {
 	var m *Metrics
-	m.Request(wire.KeyProduce, 9, time.Millisecond)
+	m.Request(wire.KeyProduce, 9, RequestTimes{})
 	m.ResponseErrors(wire.KeyProduce, produceResponse(1))
 	m.Produced("t", 10, 1)
 	m.Fetched("t", 10)
@@ -59,7 +59,7 @@ func TestMetricsNilIsOff(t *testing.T) {
 	if err := m.Observe(nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if allocs := testing.AllocsPerRun(100, func() { m.Request(wire.KeyProduce, 9, time.Millisecond) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { m.Request(wire.KeyProduce, 9, RequestTimes{}) }); allocs != 0 {
 		t.Fatalf("recording with metrics off allocates %v times", allocs)
 	}
 }
@@ -76,7 +76,8 @@ func BenchmarkMetricsPerRequest(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		m.Produced("t", 1000, 10)
-		m.Request(wire.KeyProduce, 9, time.Since(start))
+		now := time.Now()
+		m.Request(wire.KeyProduce, 9, RequestTimes{Read: start, Handled: start, Returned: now, Ready: now, Written: now})
 		m.ResponseErrors(wire.KeyProduce, resp)
 	}
 }
@@ -108,5 +109,36 @@ func BenchmarkTracerPerRequest(b *testing.B) {
 					RequestBytes: 1000, ResponseBytes: 60, Response: resp})
 			}
 		})
+	}
+}
+
+// TestMetricsRequestPhases: each phase of a request lands in its own series of the phase
+// histogram, with the durations between the instants given, and the total in the call
+// duration histogram.
+func TestMetricsRequestPhases(t *testing.T) {
+	m, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := time.Now()
+	at := func(ms int) time.Time { return read.Add(time.Duration(ms) * time.Millisecond) }
+	// queue 1ms, local 2ms, remote 30ms, send 400ms: each in a different bucket.
+	m.Request(wire.KeyFetch, 12, RequestTimes{Read: read, Handled: at(1), Returned: at(3), Ready: at(33), Written: at(433)})
+	body := scrapeText(t, m)
+	for _, want := range []string{
+		`spool_request_phase_duration_seconds_sum{rpc_method="Fetch",spool_request_phase="queue"} 0.001`,
+		`spool_request_phase_duration_seconds_sum{rpc_method="Fetch",spool_request_phase="local"} 0.002`,
+		`spool_request_phase_duration_seconds_sum{rpc_method="Fetch",spool_request_phase="remote"} 0.03`,
+		`spool_request_phase_duration_seconds_sum{rpc_method="Fetch",spool_request_phase="send"} 0.4`,
+		`spool_request_phase_duration_seconds_bucket{rpc_method="Fetch",spool_request_phase="remote",le="0.025"} 0`,
+		`spool_request_phase_duration_seconds_bucket{rpc_method="Fetch",spool_request_phase="remote",le="0.05"} 1`,
+		`rpc_server_call_duration_seconds_sum{kafka_api_version="12",rpc_method="Fetch"} 0.433`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(body)
 	}
 }

@@ -19,6 +19,8 @@ type PartitionState struct {
 	LogEndOffset   int64
 	HighWatermark  int64
 	Leader         bool
+	Size           int64 // bytes of the log's segments (Kafka's Log Size)
+	Segments       int   // segment count (Kafka's Log NumLogSegments)
 }
 
 // ClusterState is the cluster-mode view of this broker, as Kafka's ReplicaManager and
@@ -29,7 +31,16 @@ type ClusterState struct {
 	UnderMinISR     int64
 	Offline         int64
 	Controller      bool
+	// ZooKeeperState is the session's state: connected, connecting, disconnected, expired
+	// or auth_failed (ZooKeeperStates).
+	ZooKeeperState string
 }
+
+// ZooKeeperStates are the session states the spool.zookeeper.session gauge always reports
+// (1 for the current one, 0 for the others), Kafka's SessionState.
+var ZooKeeperStates = []string{"connected", "connecting", "disconnected", "expired", "auth_failed"}
+
+var attrZKState = attribute.Key("spool.zookeeper.state")
 
 // StorageStats are the storage's cumulative counters.
 type StorageStats struct {
@@ -58,9 +69,12 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 	end := gauge("spool.partition.log.end_offset", "{offset}", "Offset the next appended record gets in the local log, by topic and partition.")
 	hw := gauge("spool.partition.high_watermark", "{offset}", "High watermark (last offset consumers may read, plus one) of the local replica.")
 	leader := gauge("spool.partition.leader", "", "1 where this broker leads the partition, 0 where it follows.")
-	instruments := []metric.Observable{start, end, hw, leader}
+	size := gauge("spool.partition.log.size", "By", "Bytes of the local log's segments (record batches, without indexes), by topic and partition.")
+	segments := gauge("spool.partition.log.segments", "{segment}", "Segments of the local log, by topic and partition.")
+	instruments := []metric.Observable{start, end, hw, leader, size, segments}
 	var ur, umi, offline, ctrl metric.Int64ObservableGauge
-	var shrinks, expands, elections metric.Int64ObservableCounter
+	var shrinks, expands, elections, zkExpired, zkDisconnected metric.Int64ObservableCounter
+	var zkSession metric.Int64ObservableGauge
 	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
 		c, err := m.meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		errs = append(errs, err)
@@ -74,7 +88,10 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 		shrinks = counter("spool.isr.shrinks", "{change}", "ISR changes written here (by a partition leader or the controller) that removed replicas.")
 		expands = counter("spool.isr.expands", "{change}", "ISR changes written here (by a partition leader or the controller) that added replicas.")
 		elections = counter("spool.controller.leader_elections", "{election}", "Partition leaders elected by this broker while it was the controller (new partitions' first leaders included).")
-		instruments = append(instruments, ur, umi, offline, ctrl, shrinks, expands, elections)
+		zkSession = gauge("spool.zookeeper.session", "", "1 for the ZooKeeper session's current state (spool.zookeeper.state), 0 for the others.")
+		zkExpired = counter("spool.zookeeper.session.expirations", "{expiration}", "ZooKeeper sessions of this broker that expired.")
+		zkDisconnected = counter("spool.zookeeper.disconnects", "{disconnect}", "Connections to ZooKeeper this broker lost.")
+		instruments = append(instruments, ur, umi, offline, ctrl, shrinks, expands, elections, zkSession, zkExpired, zkDisconnected)
 	}
 	fsyncs, err := m.meter.Int64ObservableCounter("spool.storage.fsyncs", metric.WithUnit("{fsync}"),
 		metric.WithDescription("fsync rounds of the partition logs (one round may cover many appends: group commit)."))
@@ -93,6 +110,8 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 			o.ObserveInt64(end, p.LogEndOffset, a)
 			o.ObserveInt64(hw, p.HighWatermark, a)
 			o.ObserveInt64(leader, boolInt(p.Leader), a)
+			o.ObserveInt64(size, p.Size, a)
+			o.ObserveInt64(segments, int64(p.Segments), a)
 		}
 		if cluster != nil {
 			c := cluster()
@@ -103,6 +122,11 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 			o.ObserveInt64(shrinks, isrShrinks.Load())
 			o.ObserveInt64(expands, isrExpands.Load())
 			o.ObserveInt64(elections, leaderElections.Load())
+			for i, state := range ZooKeeperStates {
+				o.ObserveInt64(zkSession, boolInt(c.ZooKeeperState == state), zkStateAttrs[i])
+			}
+			o.ObserveInt64(zkExpired, zkExpirations.Load())
+			o.ObserveInt64(zkDisconnected, zkDisconnects.Load())
 		}
 		st := storage()
 		o.ObserveInt64(fsyncs, st.Fsyncs)
@@ -115,9 +139,46 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 	return nil
 }
 
+// zkStateAttrs[i] is the attribute set of ZooKeeperStates[i].
+var zkStateAttrs = func() []metric.ObserveOption {
+	out := make([]metric.ObserveOption, len(ZooKeeperStates))
+	for i, st := range ZooKeeperStates {
+		out[i] = metric.WithAttributeSet(attribute.NewSet(attrZKState.String(st)))
+	}
+	return out
+}()
+
 func boolInt(b bool) int64 {
 	if b {
 		return 1
 	}
 	return 0
+}
+
+// RequestsWaiting are the requests whose reply waits for something (Kafka's purgatory
+// sizes): produce requests for fsync or replication, fetches for data (long polls).
+type RequestsWaiting struct{ Produce, Fetch int64 }
+
+// ObserveWaiting registers the gauge of requests waiting, read from waiting at each collection.
+func (m *Metrics) ObserveWaiting(waiting func() RequestsWaiting) error {
+	if m == nil {
+		return nil
+	}
+	g, err := m.meter.Int64ObservableGauge("spool.requests.waiting", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests whose reply waits (rpc.method Produce: for fsync or replicas; Fetch: for data to arrive)."))
+	if err != nil {
+		return fmt.Errorf("creating the requests-waiting gauge: %w", err)
+	}
+	produce := metric.WithAttributeSet(attribute.NewSet(attrMethod.String("Produce")))
+	fetch := metric.WithAttributeSet(attribute.NewSet(attrMethod.String("Fetch")))
+	_, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		w := waiting()
+		o.ObserveInt64(g, w.Produce, produce)
+		o.ObserveInt64(g, w.Fetch, fetch)
+		return nil
+	}, g)
+	if err != nil {
+		return fmt.Errorf("registering the requests-waiting callback: %w", err)
+	}
+	return nil
 }

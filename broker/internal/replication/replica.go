@@ -22,7 +22,9 @@
 //   - The high watermark never decreases while a replica leads, and never exceeds the position
 //     of any ISR member: an acknowledged acks=all write is on every ISR member's disk.
 //   - While the ISR is smaller than min.insync.replicas, the high watermark does not move and
-//     acks=all fails (NOT_ENOUGH_REPLICAS before the append, _AFTER_APPEND after).
+//     acks=all fails (NOT_ENOUGH_REPLICAS before the append, _AFTER_APPEND after). As in Kafka
+//     (Partition.effectiveMinIsr), the minimum is capped at the number of replicas: a topic
+//     with min.insync.replicas above its replication factor takes acks=all with a full ISR.
 //   - A follower's fetch counts only when it carries the leader's epoch and does not diverge
 //     from the leader's log; a follower truncates by leader epoch (never to the high watermark).
 package replication
@@ -90,6 +92,9 @@ type Replica struct {
 	// throttled marks a replica whose fetching counts against the replication throttle
 	// (follower.replication.throttled.replicas lists it).
 	throttled atomic.Bool
+	// reachedHW is set once, as a follower, the log reached the leader's high watermark
+	// (readiness: caught up since the broker started).
+	reachedHW atomic.Bool
 
 	mu         sync.Mutex
 	role       Role
@@ -223,7 +228,13 @@ func (r *Replica) HighWatermark() int64 {
 func (r *Replica) isSoleReplica() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.role == RoleLeader && len(r.state.ISR) == 1 && r.state.ISR[0] == r.set.Self && r.state.MinISR <= 1
+	return r.role == RoleLeader && len(r.state.ISR) == 1 && r.state.ISR[0] == r.set.Self && r.minISRLocked() <= 1
+}
+
+// minISRLocked is the effective min.insync.replicas: the topic's, capped at the partition's
+// replica count (Kafka's effectiveMinIsr). r.mu is held.
+func (r *Replica) minISRLocked() int {
+	return max(min(r.state.MinISR, len(r.state.Replicas)), 1)
 }
 
 // selfPosition is the leader's own position: its durable end, or its log end when
@@ -245,7 +256,7 @@ func (r *Replica) advanceLocked() {
 	for _, f := range r.followers {
 		positions = append(positions, Position{ID: f.ID, Offset: f.Offset, Known: f.Known})
 	}
-	hw := HighWatermark(cur, r.state.ISR, positions, r.state.MinISR)
+	hw := HighWatermark(cur, r.state.ISR, positions, r.minISRLocked())
 	if hw != cur {
 		r.hw.Store(hw)
 	}
@@ -266,8 +277,8 @@ func (r *Replica) AppendAsLeader(records []byte, acksAll bool, now time.Time) (s
 	if r.role != RoleLeader {
 		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d is led by %d", ErrNotLeader, r.Topic, r.Index, r.state.Leader)
 	}
-	if acksAll && len(r.state.ISR) < r.state.MinISR {
-		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d has ISR %v, min.insync.replicas=%d", ErrNotEnoughReplicas, r.Topic, r.Index, r.state.ISR, r.state.MinISR)
+	if minISR := r.minISRLocked(); acksAll && len(r.state.ISR) < minISR {
+		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d has ISR %v, min.insync.replicas=%d", ErrNotEnoughReplicas, r.Topic, r.Index, r.state.ISR, minISR)
 	}
 	return r.Log.Append(records, storage.AppendOptions{LeaderEpoch: r.state.LeaderEpoch, AssignOffsets: true, Now: now})
 }
@@ -279,7 +290,7 @@ func (r *Replica) WaitReplicated(ctx context.Context, epoch int32, end int64) er
 	for {
 		r.mu.Lock()
 		r.advanceLocked()
-		hw, role, cur, isr, minISR := r.hw.Load(), r.role, r.state.LeaderEpoch, len(r.state.ISR), r.state.MinISR
+		hw, role, cur, isr, minISR := r.hw.Load(), r.role, r.state.LeaderEpoch, len(r.state.ISR), r.minISRLocked()
 		changed := r.changed
 		r.mu.Unlock()
 		switch {
@@ -415,10 +426,26 @@ func (r *Replica) SetFollowerHighWatermark(leaderHW int64) {
 	if r.role == RoleLeader {
 		return
 	}
-	hw := min(leaderHW, r.Log.LogEndOffset())
+	leo := r.Log.LogEndOffset()
+	if leo >= leaderHW {
+		r.reachedHW.Store(true)
+	}
+	hw := min(leaderHW, leo)
 	if hw > r.hw.Load() {
 		r.hw.Store(hw)
 	}
+}
+
+// CaughtUp reports whether the replica has been in sync since it was opened: it leads, or
+// has no leader to follow, or the ISR it acts on holds this broker, or as a follower it has
+// fetched up to its leader's high watermark at least once (the broker's readiness).
+func (r *Replica) CaughtUp() bool {
+	if r.reachedHW.Load() {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.role == RoleLeader || r.state.Leader < 0 || slices.Contains(r.state.ISR, r.set.Self)
 }
 
 // ISR returns the ISR the replica acts on.

@@ -6,7 +6,7 @@ package server
 // range (KAFKA-18659); they cannot carry record batch v2, so such a request closes the
 // connection, as Kafka 4 does. Each partition's records must be exactly one batch of magic 2
 // (older magic: UNSUPPORTED_FOR_MESSAGE_FORMAT); the log validates it (CRC: CORRUPT_MESSAGE,
-// layout: INVALID_RECORD, size: MESSAGE_TOO_LARGE), assigns offsets in place and checks
+// layout: INVALID_RECORD, size: MESSAGE_TOO_LARGE, more than segment.bytes: RECORD_LIST_TOO_LARGE), assigns offsets in place and checks
 // idempotent sequences (a retried duplicate is acknowledged with its original offset; a gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch INVALID_PRODUCER_EPOCH). Transactional batches get
 // INVALID_RECORD until transactions exist; zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). A
@@ -113,7 +113,7 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	if len(waits) == 0 || (s.cfg.fsync != storage.FsyncAlways && r.Acks != -1) {
 		return ready(reply{msg: resp})
 	}
-	p := later()
+	p := waitingFor(&s.waitingProduce)
 	timeout := time.Duration(max(r.TimeoutMs, 0)) * time.Millisecond
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, max(timeout, 30*time.Second))
@@ -241,6 +241,7 @@ var storageErrors = []errMapping{
 	{storage.ErrInvalidRecord, wire.ErrInvalidRecord},
 	{storage.ErrUnsupportedMagic, wire.ErrUnsupportedForMessageFormat},
 	{storage.ErrMessageTooLarge, wire.ErrMessageTooLarge},
+	{storage.ErrRecordListTooLarge, wire.ErrRecordListTooLarge},
 	{storage.ErrOffsetOutOfRange, wire.ErrOffsetOutOfRange},
 	{storage.ErrOutOfOrderSequence, wire.ErrOutOfOrderSequenceNumber},
 	{storage.ErrInvalidProducerEpoch, wire.ErrInvalidProducerEpoch},

@@ -109,7 +109,7 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 	// Long poll: wait for any of the partitions to change, or the deadline.
 	waitOn := s.fetchWatches(plan.targets)
 	f.release()
-	p := later()
+	p := waitingFor(&s.waitingFetch)
 	go func() {
 		deadline := time.NewTimer(time.Duration(r.MaxWaitMs) * time.Millisecond)
 		defer deadline.Stop()

@@ -218,7 +218,10 @@ func TestClusterKafkaTools(t *testing.T) {
 	// Records only for the lag to show: acks=1, and a bounded wait, so that a partition still
 	// regaining its ISR after the cancelled move above neither stalls nor hangs the test.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("payments"),
-		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		// The client's own account (metadata it refused, retries) goes into the test's log, so
+		// a failure here says what the client saw.
+		kgo.WithLogger(kgo.BasicLogger(testWriter{t}, kgo.LogLevelInfo, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +229,10 @@ func TestClusterKafkaTools(t *testing.T) {
 	defer pcancel()
 	for i := 0; i < 40; i++ {
 		if err := cl.ProduceSync(pctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			td := waitMetadata(t, adm, "payments", "any answer", func(kadm.TopicDetail) bool { return true })
+			for _, p := range td.Partitions {
+				t.Logf("payments-%d: leader %d epoch %d replicas %v isr %v err %v", p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, p.Err)
+			}
 			t.Fatalf("producing record %d: %v", i, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/metrics"
@@ -39,7 +40,11 @@ type request struct {
 	version int16
 	header  wire.RequestHeader
 	msg     wire.Message
-	start   time.Time // when dispatch began; zero when metrics and traces are off
+	start   time.Time // when dispatch began (the frame was read); zero when metrics and traces are off
+	// handled and returned are when the handler started and when its synchronous part
+	// returned, ready when the reply was complete (the queue/local/remote/send split of the
+	// request time); zero when start is.
+	handled, returned, readyAt time.Time
 	// size and respSize are the request and response frames' lengths (traces).
 	size, respSize int
 }
@@ -66,6 +71,11 @@ type pending struct {
 	req   *request
 	done  chan struct{} // nil when the reply was ready at once
 	reply reply
+	// readyAt is when complete filled the reply (written before done is closed).
+	readyAt time.Time
+	// waiting counts the pending replies of its kind (produce or fetch requests waiting:
+	// Kafka's purgatory); complete decrements it. nil when not counted.
+	waiting *atomic.Int64
 }
 
 func ready(r reply) *pending { return &pending{reply: r} }
@@ -73,8 +83,18 @@ func ready(r reply) *pending { return &pending{reply: r} }
 // later returns a pending reply that complete will fill.
 func later() *pending { return &pending{done: make(chan struct{})} }
 
+// waitingFor returns a pending reply counted in waiting until complete fills it.
+func waitingFor(waiting *atomic.Int64) *pending {
+	waiting.Add(1)
+	return &pending{done: make(chan struct{}), waiting: waiting}
+}
+
 func (p *pending) complete(r reply) {
 	p.reply = r
+	p.readyAt = time.Now() // one clock read per delayed reply, metrics on or off
+	if p.waiting != nil {
+		p.waiting.Add(-1)
+	}
 	close(p.done)
 }
 
@@ -129,6 +149,7 @@ func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
 	wg.Wait()
 	cancel()
 	nc.Close()
+	c.log.Debug("client disconnected", "principal", c.principal)
 }
 
 // readLoop reads frames until the connection ends or a request must close it.
@@ -278,7 +299,15 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("decoding %s v%d: %w", api.Name, version, err)
 	}
+	timed := !req.start.IsZero()
+	if timed {
+		req.handled = time.Now()
+	}
 	p, err := c.call(h, ctx, req)
+	if timed {
+		req.returned = time.Now()
+		req.readyAt = req.returned // a delayed reply's time replaces it
+	}
 	if c.sasl != nil && c.sasl.authenticated && c.principal != c.sasl.principal {
 		c.principal = c.sasl.principal
 		c.log = c.log.With("principal", c.principal)
@@ -300,7 +329,8 @@ func (c *conn) finished(req *request, resp wire.Message) {
 	if m == nil {
 		return
 	}
-	m.Request(req.api.Key, req.version, time.Since(req.start))
+	m.Request(req.api.Key, req.version, metrics.RequestTimes{Read: req.start, Handled: req.handled,
+		Returned: req.returned, Ready: req.readyAt, Written: time.Now()})
 	if resp != nil {
 		m.ResponseErrors(req.api.Key, resp)
 	}
@@ -333,6 +363,9 @@ func (c *conn) writeLoop(ctx context.Context) {
 		if p.done != nil {
 			select {
 			case <-p.done:
+				if !p.req.start.IsZero() {
+					p.req.readyAt = p.readyAt
+				}
 			case <-ctx.Done():
 				c.drain()
 				return

@@ -42,15 +42,17 @@ func dashboardMetrics(t *testing.T) (single, cluster []string) {
 		}
 		for _, tg := range p.Targets {
 			for _, n := range name.FindAllString(grouping.ReplaceAllString(tg.Expr, ""), -1) {
-				// A histogram's series are one family.
+				// A histogram's series are one family (the histograms are all in seconds).
 				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
-					if strings.HasPrefix(n, "rpc_server_call_duration_seconds") {
-						n = strings.TrimSuffix(n, suffix)
+					if base := strings.TrimSuffix(n, suffix); base != n && strings.HasSuffix(base, "_seconds") {
+						n = base
 					}
 				}
 				list := &single
-				if strings.HasPrefix(n, "spool_partitions_") || strings.HasPrefix(n, "spool_controller_") || strings.HasPrefix(n, "spool_isr_") {
-					list = &cluster
+				for _, prefix := range []string{"spool_partitions_", "spool_controller_", "spool_isr_", "spool_zookeeper_"} {
+					if strings.HasPrefix(n, prefix) {
+						list = &cluster
+					}
 				}
 				if !slices.Contains(*list, n) {
 					*list = append(*list, n)

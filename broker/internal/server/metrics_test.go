@@ -177,9 +177,17 @@ func TestMetricsScrapeAfterProduceAndFetch(t *testing.T) {
 		t.Errorf("active connections: %v, want at least the client's", v)
 	}
 	// fsync=always (the default): the appends were fsynced.
-	if v := value(fams, "spool_storage_fsyncs_total", nil); v < 1 {
-		t.Errorf("fsyncs: %v", v)
+	fsyncs := value(fams, "spool_storage_fsyncs_total", nil)
+	if fsyncs < 1 {
+		t.Errorf("fsyncs: %v", fsyncs)
 	}
+	// Each counted fsync is in the latency histogram too (a flush in progress may be counted
+	// in one and not yet the other: at rest they agree).
+	brokertest.WaitForState(t, 10*time.Second, "the fsync histogram's count is the fsync counter", func() (bool, string) {
+		f := scrape(t, b.MetricsAddr)
+		h, c := value(f, "spool_storage_fsync_duration_seconds", nil), value(f, "spool_storage_fsyncs_total", nil)
+		return h == c && h >= 1, fmt.Sprintf("histogram %v, counter %v", h, c)
+	})
 	// A single node reports no cluster gauges.
 	if fams["spool_partitions_under_replicated"] != nil {
 		t.Error("under-replicated partitions reported on a single node")
@@ -273,6 +281,25 @@ func TestMetricsUnderReplicatedFollowsBrokerDeath(t *testing.T) {
 	// Partitions were created (first leaders) or moved off broker 3 by a live controller.
 	if n, _ := total("spool_controller_leader_elections_total"); n < 1 {
 		t.Errorf("leader elections counted by the live brokers: %v", n)
+	}
+	// Their durations, the ZooKeeper requests' latencies and the session state: a broker
+	// that was never down has seen elections and requests, and its session is connected.
+	// The controller (whichever broker it is) timed its elections.
+	if n, _ := total("spool_controller_leader_election_duration_seconds"); n < 1 {
+		t.Errorf("leader election durations recorded by the live brokers: %v", n)
+	}
+	fams := scrape(t, c.Brokers[1].MetricsAddr)
+	if n := value(fams, "spool_zookeeper_request_duration_seconds", nil); n < 10 {
+		t.Errorf("ZooKeeper request latencies recorded: %v, want at least the registration's and the image's", n)
+	}
+	for _, st := range []string{"connected", "connecting", "disconnected", "expired", "auth_failed"} {
+		want := 0.0
+		if st == "connected" {
+			want = 1
+		}
+		if v := value(fams, "spool_zookeeper_session", map[string]string{"spool_zookeeper_state": st}); v != want || fams["spool_zookeeper_session"] == nil {
+			t.Errorf("spool_zookeeper_session{spool_zookeeper_state=%q} = %v, want %v", st, v, want)
+		}
 	}
 	expandsBefore, _ := total("spool_isr_expands_total")
 	c.Restart(t, 3)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/config"
@@ -57,12 +58,18 @@ func (s *Server) initMetrics() error {
 	if err := m.Observe(s.partitionStates, clusterState, storageStats); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := m.ObserveWaiting(func() metrics.RequestsWaiting {
+		return metrics.RequestsWaiting{Produce: s.waitingProduce.Load(), Fetch: s.waitingFetch.Load()}
+	}); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	if err := m.ObserveGroups(s.groupStates); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	if err := m.ObserveLimits(s.limitStats); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	s.logs.ObserveFsyncs(m.Fsync)
 	s.metrics = m
 	return nil
 }
@@ -119,15 +126,37 @@ func (s *Server) closeOps() {
 }
 
 // readiness is /readyz: storage is loaded once New returns; the broker is ready once it
-// serves, in cluster mode after registering in ZooKeeper.
+// serves. In cluster mode it must also be registered in ZooKeeper and caught up: every
+// partition it follows is in the ISR, or has fetched up to its leader's high watermark at
+// least once since the broker started (replication.Replica.CaughtUp). Once caught up it
+// stays ready until shutdown: a follower falling out of the ISR later is the
+// under-replicated gauge's business, not a reason to take the broker out of service.
 func (s *Server) readiness() error {
-	if s.ready.Load() {
+	if !s.ready.Load() {
+		if s.clustered {
+			return errors.New("storage loaded; not yet registered in ZooKeeper")
+		}
+		return errors.New("storage loaded; not yet serving")
+	}
+	if !s.clustered || s.caughtUp.Load() {
 		return nil
 	}
-	if s.clustered {
-		return errors.New("storage loaded; not yet registered in ZooKeeper")
+	var behind []string
+	parts := s.parts.all()
+	for _, p := range parts {
+		if !p.replica.CaughtUp() {
+			behind = append(behind, fmt.Sprintf("%s-%d", p.topic, p.index))
+		}
 	}
-	return errors.New("storage loaded; not yet serving")
+	if len(behind) > 0 {
+		slices.Sort(behind)
+		return fmt.Errorf("registered in ZooKeeper; %d of %d local replicas not caught up with their leaders (%s)",
+			len(behind), len(parts), strings.Join(behind[:min(len(behind), 5)], ", "))
+	}
+	if s.caughtUp.CompareAndSwap(false, true) {
+		s.log.Info("caught up: every local replica is in sync; ready", "local_replicas", len(parts))
+	}
+	return nil
 }
 
 // partitionStates lists the local replicas for the partition gauges.
@@ -140,6 +169,7 @@ func (s *Server) partitionStates() []metrics.PartitionState {
 			Topic: p.topic, Partition: p.index,
 			LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
 			HighWatermark: s.highWatermark(p), Leader: role == replication.RoleLeader,
+			Size: p.log.Size(), Segments: p.log.SegmentCount(),
 		})
 	}
 	return out
@@ -262,6 +292,9 @@ func buildVersion() string {
 func (s *Server) clusterState() metrics.ClusterState {
 	var st metrics.ClusterState
 	st.Controller = s.md.ControllerID() == s.self.NodeID
+	if s.zk != nil {
+		st.ZooKeeperState = s.zk.SessionState()
+	}
 	for _, t := range s.md.Topics() {
 		minISR := s.minISR(t)
 		for _, p := range t.Partitions {
@@ -274,7 +307,7 @@ func (s *Server) clusterState() metrics.ClusterState {
 			if len(p.ISR) < len(p.Replicas) {
 				st.UnderReplicated++
 			}
-			if len(p.ISR) < minISR {
+			if len(p.ISR) < min(minISR, len(p.Replicas)) { // Kafka's effective minimum: at most the replicas
 				st.UnderMinISR++
 			}
 		}
@@ -293,6 +326,13 @@ func (s *Server) logStartup() {
 	if s.clustered {
 		mode = "cluster (ZooKeeper " + s.conf.Get(config.ZooKeeperConnect) + ")"
 	}
+	segments, bytes := 0, int64(0)
+	local := s.parts.all()
+	for _, p := range local {
+		segments += p.log.SegmentCount()
+		bytes += p.log.Size()
+	}
 	s.log.Info("storage loaded", "mode", mode, "topics", topics, "partitions", partitions,
-		"local_replicas", len(s.parts.all()), "data_dir", s.conf.Get(config.LogDirs), "took", time.Since(s.started).Round(time.Millisecond))
+		"local_replicas", len(local), "segments", segments, "bytes", bytes,
+		"data_dir", s.conf.Get(config.LogDirs), "took", time.Since(s.started).Round(time.Millisecond))
 }

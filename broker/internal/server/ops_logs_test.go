@@ -117,7 +117,7 @@ func TestLogFormatJSON(t *testing.T) {
 		seen[rec["msg"].(string)] = rec
 	}
 	want := map[string][]string{
-		"storage loaded":            {"mode", "topics", "partitions", "took"},
+		"storage loaded":            {"mode", "topics", "partitions", "segments", "bytes", "took"},
 		"spoold listening":          {"addr", "version"},
 		"group rebalance completed": {"group", "generation", "members"},
 		"member left":               {"group", "member"},

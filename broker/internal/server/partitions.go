@@ -13,6 +13,7 @@ import (
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
+	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 )
 
 type topicPartition struct {
@@ -139,6 +140,11 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 		cfg.TimestampType = storage.CreateTime
 	}
 	cfg.CompressionType, _ = s.topicValue(t, "compression.type")
+	if codec, err := compress.ParseCodec(cfg.CompressionType); err == nil {
+		if _, _, _, ok := compress.LevelRange(codec); ok { // compression.gzip.level, .lz4.level, .zstd.level
+			cfg.CompressionLevel = int(num("compression." + codec.String() + ".level"))
+		}
+	}
 	cfg.Fsync = s.cfg.fsync
 	return cfg
 }

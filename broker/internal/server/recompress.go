@@ -7,8 +7,9 @@ package server
 // base sequence (so idempotent retries are still recognised), the transactional bit, each
 // record's timestamp, key, value and headers; its offset deltas run 0..n-1. compression.type
 // "producer" (the default) and a batch already in the target codec take no extra work beyond
-// one atomic load and a string compare. "uncompressed" decompresses. The compression levels
-// (compression.*.level) are not applied: Spool's codecs compress at their default levels.
+// one atomic load and a string compare. "uncompressed" decompresses. The rebuilt batch is
+// compressed at the topic's compression.<codec>.level (gzip, lz4, zstd), as in Kafka; a batch
+// already in the target codec is kept whatever level the producer used.
 //
 // A batch that does not decode is passed on unchanged, so the log refuses it with the same
 // error it gives any bad batch (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE); the
@@ -73,7 +74,7 @@ func recompress(log *storage.Log, records []byte) (out []byte, rc *recompressor,
 	h := rc.it.Header()
 	b := rc.b
 	b.Reset()
-	b.SetCodec(target)
+	b.SetCodecLevel(target, log.CompressionLevel())
 	b.SetProducer(h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 	b.SetTransactional(h.Attributes.Transactional())
 	b.SetPartitionLeaderEpoch(h.PartitionLeaderEpoch)

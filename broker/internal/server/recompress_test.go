@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,74 @@ func TestRecompressOnAppend(t *testing.T) {
 				}
 			}
 			next += 20
+		}
+	}
+}
+
+// The leader recompresses at the topic's compression.<codec>.level, or at the broker's
+// property of that name for a topic without its own: the stored records are exactly what the
+// codec makes of them at that level, and the codec's lowest and highest levels differ.
+func TestRecompressLevels(t *testing.T) {
+	b := startBroker(t, map[string]string{"compression.zstd.level": "19"})
+	c := dial(t, b.Addr)
+	// Words and numbers in a pseudo-random order: compressible, but not so simply that every
+	// level finds the same.
+	words := strings.Fields("spool kafka record batch offset level topic leader replica group member commit")
+	var value []byte
+	for x := uint32(1); len(value) < 64<<10; {
+		x = x*1664525 + 1013904223
+		value = fmt.Appendf(value, "%s %d ", words[x>>24%uint32(len(words))], x>>16&0xff)
+	}
+	bb := batch.NewBuilder()
+	bb.Append(time.Now().UnixMilli(), []byte("k"), value, nil)
+	raw, err := bb.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		codec      compress.Codec
+		levels     []string // "": the topic sets no level
+		brokerWide string   // the level a topic without its own gets
+	}{
+		{compress.Gzip, []string{"1", "9", ""}, "-1"},
+		{compress.LZ4, []string{"1", "17", ""}, "9"},
+		{compress.Zstd, []string{"-5", "22", ""}, "19"},
+	} {
+		stored := map[string][]byte{}
+		for _, level := range tc.levels {
+			topic := fmt.Sprintf("level-%s-%s", tc.codec, level)
+			configs := map[string]string{"compression.type": tc.codec.String()}
+			if level != "" {
+				configs["compression."+tc.codec.String()+".level"] = level
+			}
+			createTopic(t, c, topic, 1, configs)
+			if r := produce(t, c, topic, 0, bytes.Clone(raw)); r.ErrorCode != 0 {
+				t.Fatalf("%s: %v", topic, wire.ErrorForCode(r.ErrorCode))
+			}
+			sc := batch.NewScanner(fetch(t, c, 12, fetchRequest(topic, 0, 0, 0, 1, 1<<20)).Records)
+			if !sc.Next() {
+				t.Fatalf("%s: nothing stored", topic)
+			}
+			got := bytes.Clone(sc.Batch()[batch.HeaderSize:])
+			if codec := batch.Raw(sc.Batch()).Attributes().Codec(); codec != tc.codec {
+				t.Fatalf("%s: stored as %s", topic, codec)
+			}
+			want := level
+			if want == "" {
+				want = tc.brokerWide
+			}
+			l, _ := strconv.Atoi(want)
+			recs, err := compress.Decompress(nil, got, tc.codec, 1<<20)
+			if err != nil {
+				t.Fatalf("%s: %v", topic, err)
+			}
+			if atLevel, _ := compress.CompressLevel(nil, recs, tc.codec, l); !bytes.Equal(got, atLevel) {
+				t.Errorf("%s: the stored records (%d bytes) are not compressed at level %s (%d bytes)", topic, len(got), want, len(atLevel))
+			}
+			stored[level] = got
+		}
+		if lo, hi := stored[tc.levels[0]], stored[tc.levels[1]]; len(hi) >= len(lo) {
+			t.Errorf("%s: level %s stores %d bytes, level %s %d: the level is not applied", tc.codec, tc.levels[1], len(hi), tc.levels[0], len(lo))
 		}
 	}
 }

@@ -87,7 +87,12 @@ type Server struct {
 	opsLn   net.Listener
 	opsHTTP *http.Server
 	ready   atomic.Bool
-	started time.Time
+	// caughtUp is set the first time /readyz finds every local replica in sync (cluster mode).
+	caughtUp atomic.Bool
+	started  time.Time
+	// waitingProduce and waitingFetch count the produce requests waiting for fsync or
+	// replication and the fetches long-polling (Kafka's purgatory sizes).
+	waitingProduce, waitingFetch atomic.Int64
 }
 
 // New opens the data directory (metadata and logs) and prepares a broker; Serve starts it.

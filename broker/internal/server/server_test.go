@@ -206,6 +206,7 @@ func TestProduceErrorsArePerPartition(t *testing.T) {
 	b := startBroker(t, map[string]string{"auto.create.topics.enable": "false", "message.max.bytes": "2000"})
 	c := dial(t, b.Addr)
 	createTopic(t, c, "p", 1, nil)
+	createTopic(t, c, "small-segments", 1, map[string]string{"segment.bytes": "100"})
 	good := buildBatch(t, 2, nil)
 	corrupt := slices.Clone(good)
 	corrupt[len(corrupt)-1] ^= 0xff
@@ -214,6 +215,12 @@ func TestProduceErrorsArePerPartition(t *testing.T) {
 	bb := batch.NewBuilder()
 	bb.Append(0, nil, bytes.Repeat([]byte("x"), 5000), nil)
 	huge, err := bb.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := batch.NewBuilder()
+	sb.Append(0, nil, bytes.Repeat([]byte("y"), 500), nil)
+	overSegment, err := sb.Finish()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +234,7 @@ func TestProduceErrorsArePerPartition(t *testing.T) {
 		{"bad crc", "p", 0, corrupt, wire.ErrCorruptMessage},
 		{"old magic", "p", 0, oldMagic, wire.ErrUnsupportedForMessageFormat},
 		{"too large", "p", 0, huge, wire.ErrMessageTooLarge},
+		{"larger than segment.bytes", "small-segments", 0, overSegment, wire.ErrRecordListTooLarge},
 		{"unknown partition", "p", 7, good, wire.ErrUnknownTopicOrPartition},
 		{"unknown topic", "nope", 0, good, wire.ErrUnknownTopicOrPartition},
 		{"two batches", "p", 0, append(slices.Clone(good), good...), wire.ErrInvalidRecord},

@@ -31,8 +31,9 @@ var kafkaTopicConfigs = map[string]string{
 	"unclean.leader.election.enable": "true",
 }
 
-// Every Kafka 3.9 topic config is accepted by CreateTopics and IncrementalAlterConfigs from
-// franz-go's admin client and reported back by DescribeConfigs as a topic override.
+// Every Kafka 3.9 topic config is accepted by CreateTopics, IncrementalAlterConfigs and
+// AlterConfigs from franz-go's admin client and reported back by DescribeConfigs as a topic
+// override.
 func TestKafkaTopicConfigsThroughKadm(t *testing.T) {
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -96,14 +97,33 @@ func TestKafkaTopicConfigsThroughKadm(t *testing.T) {
 		t.Fatalf("alter every config: %v %v", err, ar)
 	}
 	after := described("altered")
-	for _, k := range []string{"preallocate", "compression.type", "segment.jitter.ms"} {
-		if c := after[k]; c.MaybeValue() != kafkaTopicConfigs[k] {
-			t.Errorf("after alter: %s = %q, want %q", k, c.MaybeValue(), kafkaTopicConfigs[k])
+	for k, v := range kafkaTopicConfigs {
+		if c := after[k]; c.MaybeValue() != v || c.Source.String() != "DYNAMIC_TOPIC_CONFIG" {
+			t.Errorf("after incremental alter: %s = %q from %v, want %q from the topic", k, c.MaybeValue(), c.Source, v)
+		}
+	}
+
+	// AlterConfigs (key 33, the whole set at once) takes every one of them too.
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "replaced-all"); err != nil {
+		t.Fatal(err)
+	}
+	var set []kadm.AlterConfig
+	for k, v := range kafkaTopicConfigs {
+		set = append(set, kadm.AlterConfig{Name: k, Value: ptr(v)})
+	}
+	if ar, err := adm.AlterTopicConfigsState(ctx, set, "replaced-all"); err != nil || ar[0].Err != nil {
+		t.Fatalf("AlterConfigs with every config: %v %v", err, ar)
+	}
+	replaced := described("replaced-all")
+	for k, v := range kafkaTopicConfigs {
+		if c := replaced[k]; c.MaybeValue() != v || c.Source.String() != "DYNAMIC_TOPIC_CONFIG" {
+			t.Errorf("after AlterConfigs: %s = %q from %v, want %q from the topic", k, c.MaybeValue(), c.Source, v)
 		}
 	}
 
 	// Bad values are refused with INVALID_CONFIG, naming the config.
-	for k, v := range map[string]string{"compression.type": "brotli", "remote.storage.enable": "true", "min.cleanable.dirty.ratio": "2"} {
+	for k, v := range map[string]string{"compression.type": "brotli", "remote.storage.enable": "true", "min.cleanable.dirty.ratio": "2",
+		"compression.gzip.level": "0", "compression.lz4.level": "18", "compression.zstd.level": "23"} {
 		resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{k: ptr(v)}, "refused")
 		if err == nil {
 			err = resp.Err

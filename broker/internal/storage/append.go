@@ -60,7 +60,8 @@ var appendScratches = sync.Pool{New: func() any { return new(appendScratch) }}
 // MaxUncompressedBatchBytes); a leader append also requires producer rules (records present,
 // no offset gaps, no control batch) and, in a compacted log, a key on every record. The first
 // bad batch fails the whole append with an error wrapping ErrCorruptMessage, ErrInvalidRecord,
-// ErrUnsupportedMagic or ErrMessageTooLarge. Idempotent producer checks may answer Duplicate,
+// ErrUnsupportedMagic or ErrMessageTooLarge; an append larger than segment.bytes fails with
+// ErrRecordListTooLarge. Idempotent producer checks may answer Duplicate,
 // ErrOutOfOrderSequence or ErrInvalidProducerEpoch.
 //
 // The data is written (one write) but not necessarily durable: call WaitDurable with
@@ -78,7 +79,7 @@ func (l *Log) Append(records []byte, opt AppendOptions) (AppendResult, error) {
 		return res, nil
 	}
 	if int64(len(records)) > cfg.SegmentBytes {
-		return res, fmt.Errorf("%w: an append of %d bytes exceeds segment.bytes %d", ErrMessageTooLarge, len(records), cfg.SegmentBytes)
+		return res, fmt.Errorf("%w: an append of %d bytes exceeds segment.bytes %d", ErrRecordListTooLarge, len(records), cfg.SegmentBytes)
 	}
 	sc := appendScratches.Get().(*appendScratch)
 	defer appendScratches.Put(sc)

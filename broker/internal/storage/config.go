@@ -116,6 +116,10 @@ type LogConfig struct {
 	// means producer). The log itself does not read it: the leader's produce path recompresses
 	// a batch whose codec differs before Append, as Kafka's LogValidator does.
 	CompressionType string
+	// CompressionLevel is the level the leader recompresses at: the compression.<codec>.level
+	// of the codec CompressionType names, in Kafka's terms (compress.CompressLevel; 0: the
+	// codec's default).
+	CompressionLevel int
 	// CompactionMaxKeys bounds the key map of one compaction pass (log.cleaner.dedupe.buffer.size
 	// in keys): a pass compacts as many segments as their keys fit.
 	CompactionMaxKeys int
@@ -162,7 +166,7 @@ func (cfg *LogConfig) randomRollJitter() int64 {
 
 // Smallest sizes accepted; smaller settings are raised to them.
 const (
-	minSegmentBytes  = 1024
+	minSegmentBytes  = 14 // Kafka's minimum for segment.bytes, which it honours however small
 	minMaxIndexBytes = 4 * timeIndexEntrySize
 )
 

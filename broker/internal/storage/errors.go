@@ -20,8 +20,11 @@ var (
 	// ErrUnsupportedMagic: a batch of another format than v2 (UNSUPPORTED_FOR_MESSAGE_FORMAT).
 	ErrUnsupportedMagic = errors.New("storage: unsupported message format")
 	// ErrMessageTooLarge: a batch larger than max.message.bytes, or one decompressing beyond
-	// MaxUncompressedBatchBytes, or an append larger than a segment (MESSAGE_TOO_LARGE).
+	// MaxUncompressedBatchBytes (MESSAGE_TOO_LARGE).
 	ErrMessageTooLarge = errors.New("storage: message too large")
+	// ErrRecordListTooLarge: an append larger than segment.bytes, which no segment can hold
+	// (RECORD_LIST_TOO_LARGE, as Kafka answers it).
+	ErrRecordListTooLarge = errors.New("storage: record list too large")
 	// ErrOffsetOutOfRange: a read or DeleteRecordsBefore outside [log start, log end]
 	// (OFFSET_OUT_OF_RANGE).
 	ErrOffsetOutOfRange = errors.New("storage: offset out of range")

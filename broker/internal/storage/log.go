@@ -363,10 +363,19 @@ func (l *Log) loadSegments(bases []int64, swapped map[int64]bool, opts OpenOptio
 			}
 		}
 	}
+	began := time.Now()
+	checked, from := len(l.segs)-firstRecover, int64(-1)
+	if checked > 0 {
+		from = l.segs[firstRecover].base
+	}
 	for i := firstRecover; i < len(l.segs); i++ {
 		if err := l.recoverSegment(i, false); err != nil {
 			return err
 		}
+	}
+	if !opts.CleanShutdown && checked > 0 {
+		l.logger.Info("recovered a log after an unclean shutdown", "dir", l.dir, "segments_checked", checked,
+			"from_offset", from, "took", time.Since(began).Round(time.Microsecond))
 	}
 	// An empty last segment beyond the end of the previous one (its predecessor lost a torn
 	// tail that ended on a batch boundary) would leave a hole at the log end: drop it.
@@ -634,7 +643,11 @@ func (l *Log) flushLocked() error {
 	l.unflushedMsg.Store(0)
 	l.flushCount.Add(1)
 	l.syncer.fsyncs.Add(1)
-	l.syncer.fsyncNanos.Add(int64(time.Since(began)))
+	took := time.Since(began)
+	l.syncer.fsyncNanos.Add(int64(took))
+	if f := l.syncer.observe.Load(); f != nil {
+		(*f)(took)
+	}
 	l.advanceDurable(target)
 	return nil
 }

@@ -324,6 +324,32 @@ func TestLogAppendTime(t *testing.T) {
 	}
 }
 
+// TestAppendLargerThanSegment: an append that no segment can hold is RECORD_LIST_TOO_LARGE, as
+// Kafka answers it, even when each batch is within max.message.bytes; segment.bytes is honoured
+// down to Kafka's minimum of 14 bytes (one batch per segment with a small one).
+func TestAppendLargerThanSegment(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 200
+	cfg.MaxMessageBytes = 10000
+	l := openLog(t, t.TempDir(), cfg)
+	big := simpleBatch(t, 40, 1, "big-big-big-big")
+	if len(big) <= 200 {
+		t.Fatalf("the batch is %d bytes, want more than segment.bytes", len(big))
+	}
+	if _, err := l.Append(big, AppendOptions{AssignOffsets: true}); !errors.Is(err, ErrRecordListTooLarge) || errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("append of %d bytes with segment.bytes 200: %v, want ErrRecordListTooLarge", len(big), err)
+	}
+	one := simpleBatch(t, 1, 1, "a value of some sixty bytes, enough that two batches pass 200")
+	for range 3 {
+		if _, err := l.Append(one, AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := l.segmentCount(); got != 3 {
+		t.Fatalf("%d segments after 3 batches of %d bytes with segment.bytes 200, want 3", got, len(one))
+	}
+}
+
 func TestAppendValidation(t *testing.T) {
 	cfg := smallConfig()
 	cfg.MaxMessageBytes = 500

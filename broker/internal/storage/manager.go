@@ -133,6 +133,16 @@ func (m *Manager) Stats() Stats {
 	return Stats{Fsyncs: m.syncer.fsyncs.Load(), FsyncTime: time.Duration(m.syncer.fsyncNanos.Load())}
 }
 
+// ObserveFsyncs makes every later flush that fsyncs report its time to f (a metric); nil
+// stops it. f runs on the flushing goroutine and must not block.
+func (m *Manager) ObserveFsyncs(f func(time.Duration)) {
+	if f == nil {
+		m.syncer.observe.Store(nil)
+		return
+	}
+	m.syncer.observe.Store(&f)
+}
+
 // HadCleanShutdown reports whether the previous run closed the data directory cleanly.
 func (m *Manager) HadCleanShutdown() bool { return m.clean }
 

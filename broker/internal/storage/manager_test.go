@@ -1,12 +1,15 @@
 package storage
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -145,7 +148,8 @@ func TestManagerUncleanRestart(t *testing.T) {
 	l.crash()
 	m.lock.Close() // the process died
 
-	m2, err := OpenManager(dir, testLogger(t))
+	var logged syncLog
+	m2, err := OpenManager(dir, slog.New(slog.NewJSONHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +163,25 @@ func TestManagerUncleanRestart(t *testing.T) {
 	}
 	if got := readAll(t, l2); !slices.Equal(got, want) {
 		t.Fatalf("recovered %d records, want %d", len(got), len(want))
+	}
+	// The log says which log it recovered, from where, and how long it took.
+	var rec struct {
+		Msg     string `json:"msg"`
+		Dir     string `json:"dir"`
+		Checked int    `json:"segments_checked"`
+		Took    int64  `json:"took"`
+	}
+	found := false
+	for _, line := range strings.Split(logged.String(), "\n") {
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "recovered a log after an unclean shutdown" {
+			found = true
+			if rec.Dir != l2.Dir() || rec.Checked < 1 {
+				t.Errorf("recovery line names %q with %d segments checked, want %q and at least 1", rec.Dir, rec.Checked, l2.Dir())
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no recovery line in:\n%s", logged.String())
 	}
 }
 
@@ -275,4 +298,22 @@ func TestManagerFreshDirectoryIsNotUnclean(t *testing.T) {
 	if !strings.Contains(buf.String(), "level=WARN msg=\"no clean shutdown marker") {
 		t.Fatalf("a data directory with logs and no marker did not warn:\n%s", buf.String())
 	}
+}
+
+// syncLog is a log destination safe for the goroutines that may write to it.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

@@ -15,3 +15,6 @@ func (l *Log) SetConfigIfChanged(cfg LogConfig) bool {
 // CompressionType is the log's compression.type ("" or "producer": keep the producer's
 // codec). It reads one atomic pointer, for the produce path.
 func (l *Log) CompressionType() string { return l.config().CompressionType }
+
+// CompressionLevel is the level of CompressionType's codec (0: the codec's default).
+func (l *Log) CompressionLevel() int { return l.config().CompressionLevel }

@@ -18,6 +18,13 @@ func (l *Log) Size() int64 {
 	return n
 }
 
+// SegmentCount is the number of segments of the log (Kafka's Log NumLogSegments gauge).
+func (l *Log) SegmentCount() int {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return len(l.segs)
+}
+
 // VolumeSpace is the total and usable bytes of the file system holding the data directory
 // (DescribeLogDirs v4's TotalBytes and UsableBytes; usable is what an unprivileged writer gets).
 func (m *Manager) VolumeSpace() (total, usable int64, err error) {

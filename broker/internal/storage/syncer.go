@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // maxSyncWorkers bounds the fsyncs a sync round runs at once: each blocked fsync holds an OS
@@ -32,6 +33,8 @@ type syncer struct {
 	// something, and the time they took (Manager.Stats).
 	fsyncs     atomic.Int64
 	fsyncNanos atomic.Int64
+	// observe, when set, is told each such flush's time (the fsync latency histogram).
+	observe atomic.Pointer[func(time.Duration)]
 }
 
 // syncRound is one group commit. logs and errs belong to the syncer until done is closed;

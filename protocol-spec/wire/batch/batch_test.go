@@ -519,6 +519,49 @@ func TestBuilderOptions(t *testing.T) {
 	}
 }
 
+// SetCodecLevel compresses at the level given (the batch is what CompressLevel makes of the
+// records), keeps the codec's attribute, and a level out of Kafka's range fails Finish.
+func TestBuilderCodecLevel(t *testing.T) {
+	b := NewBuilder()
+	var value []byte // compressible, but not so simply that every level finds the same
+	for i := range 3000 {
+		value = fmt.Appendf(value, "%d ", i*i%997)
+	}
+	size := map[int]int{}
+	for _, level := range []int{1, 9} {
+		b.Reset()
+		b.SetCodecLevel(compress.Gzip, level)
+		b.Append(t0, nil, value, nil)
+		raw, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := Raw(raw).Attributes().Codec(); c != compress.Gzip {
+			t.Fatalf("codec %v, want gzip", c)
+		}
+		if _, err := Validate(raw); err != nil {
+			t.Fatal(err)
+		}
+		recs := b.records()
+		want, _ := compress.CompressLevel(nil, recs, compress.Gzip, level)
+		if !bytes.Equal(raw[HeaderSize:], want) {
+			t.Errorf("level %d: the records are not compressed at that level", level)
+		}
+		size[level] = len(raw)
+	}
+	if size[9] >= size[1] {
+		t.Errorf("gzip level 9 gives %d bytes, level 1 %d", size[9], size[1])
+	}
+	b.SetCodecLevel(compress.Zstd, 23)
+	if _, err := b.Finish(); err == nil {
+		t.Error("zstd level 23 built")
+	}
+	b.SetCodec(compress.Zstd) // back to the default level
+	if _, err := b.Finish(); err != nil {
+		t.Errorf("SetCodec keeps the bad level: %v", err)
+	}
+}
+
 // TestFinishInPlace checks the Builder's two outputs against each other for every codec:
 // Finish, which seals an uncompressed batch in the record buffer itself, and AppendBatch,
 // which copies. It also pins that an uncompressed Finish copies nothing: the batch is the

@@ -26,6 +26,7 @@ type CompressFunc func(dst, src []byte) ([]byte, error)
 // the transactional nor the control bit.
 type Builder struct {
 	codec           compress.Codec
+	level           int // the codec's Kafka compression level; 0: its default
 	compressor      CompressFunc
 	skipIneffective bool
 
@@ -93,8 +94,13 @@ func (b *Builder) records() []byte { return b.buf[HeaderSize:] }
 
 // SetCodec selects the codec that Finish compresses the records with, in Spool's framing (see
 // package compress).
-func (b *Builder) SetCodec(c compress.Codec) {
+func (b *Builder) SetCodec(c compress.Codec) { b.SetCodecLevel(c, 0) }
+
+// SetCodecLevel is SetCodec at a compression level in Kafka's terms (compress.CompressLevel;
+// 0: the codec's default). A level out of the codec's range makes Finish fail.
+func (b *Builder) SetCodecLevel(c compress.Codec, level int) {
 	b.codec = c
+	b.level = level
 	b.compressor = nil
 }
 
@@ -303,7 +309,7 @@ func (b *Builder) appendCompressed(dst []byte) ([]byte, compress.Codec, error) {
 	if b.compressor != nil {
 		dst, err = b.compressor(dst, recs)
 	} else {
-		dst, err = compress.Compress(dst, recs, b.codec)
+		dst, err = compress.CompressLevel(dst, recs, b.codec, b.level)
 	}
 	if err != nil {
 		return dst[:start], compress.None, fmt.Errorf("batch: compressing records: %w", err)

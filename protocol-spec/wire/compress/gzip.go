@@ -26,6 +26,11 @@ var gzipEncoders = sync.Pool{New: func() any {
 func compressGzip(dst, src []byte) ([]byte, error) {
 	e := gzipEncoders.Get().(*gzipEncoder)
 	defer gzipEncoders.Put(e)
+	return e.compress(dst, src)
+}
+
+// compress appends src as one gzip member at e's level to dst.
+func (e *gzipEncoder) compress(dst, src []byte) ([]byte, error) {
 	e.out.b = dst
 	e.w.Reset(&e.out)
 	_, err := e.w.Write(src)

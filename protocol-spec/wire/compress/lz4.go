@@ -89,6 +89,16 @@ var lz4Encoders = sync.Pool{New: func() any {
 
 func compressLZ4(dst, src []byte) ([]byte, error) {
 	e := lz4Encoders.Get().(*lz4Encoder)
+	out, err := e.compress(dst, src)
+	if err == nil {
+		lz4Encoders.Put(e)
+	}
+	return out, err
+}
+
+// compress appends src as an LZ4 frame to dst. After an error the writer may be in an error
+// state: the caller drops e rather than pool it.
+func (e *lz4Encoder) compress(dst, src []byte) ([]byte, error) {
 	e.out.b = dst
 	e.w.Reset(&e.out)
 	_, err := e.w.Write(src)
@@ -99,10 +109,8 @@ func compressLZ4(dst, src []byte) ([]byte, error) {
 	e.out.b = nil
 	e.w.Reset(nil)
 	if err != nil {
-		// The writer may be in an error state: drop it rather than pool it.
 		return dst, fmt.Errorf("compress: lz4: %w", err)
 	}
-	lz4Encoders.Put(e)
 	return out, nil
 }
 

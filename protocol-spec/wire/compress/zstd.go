@@ -19,9 +19,13 @@ const zstdMaxWindow = 64 << 20
 // zstdWindow is the encoder window: 2 MiB, what the reference library uses at level 3.
 const zstdWindow = 2 << 20
 
-var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+// zstdEncoder is the shared encoder at zstd's default level (3).
+var zstdEncoder = sync.OnceValue(func() *zstd.Encoder { return newZstdEncoder(zstd.SpeedDefault) })
+
+// newZstdEncoder makes an encoder at speed l; EncodeAll on it is safe for concurrent use.
+func newZstdEncoder(l zstd.EncoderLevel) *zstd.Encoder {
 	e, err := zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderLevel(l),
 		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
 		zstd.WithZeroFrames(true),
 		zstd.WithWindowSize(zstdWindow),
@@ -30,7 +34,7 @@ var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 		panic("compress: zstd encoder: " + err.Error()) // constant options cannot fail
 	}
 	return e
-})
+}
 
 func compressZstd(dst, src []byte) []byte {
 	return zstdEncoder().EncodeAll(src, dst)

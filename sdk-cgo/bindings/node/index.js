@@ -4,7 +4,7 @@
 // `kafka.consumer({groupId})` (`subscribe`, then `run({eachMessage})`: an async loop) and
 // `kafka.admin()`. README.md lists every difference from KafkaJS.
 const { EventEmitter } = require('node:events');
-const { koffi, fn, DrCb, readMessage } = require('./native');
+const { koffi, fn, DrCb, RebalanceCb, TopicPartition, readMessage } = require('./native');
 
 const PARTITION_UA = -1;
 
@@ -267,6 +267,25 @@ class Producer {
   }
 }
 
+// Group consumers by id, for the rebalance callback (the conf's opaque is the id).
+const consumers = new Map();
+let nextConsumerId = 1;
+const REBALANCE_ASSIGN = 1;
+
+const onRebalance = koffi.register((_consumer, what, parts, count, consumerId) => {
+  const c = consumers.get(Number(consumerId));
+  const n = Number(count);
+  if (c) c._rebalance(what, n > 0 ? koffi.decode(parts, TopicPartition, n) : []);
+}, koffi.pointer(RebalanceCb));
+
+// byTopic turns [{topic, partition}] into KafkaJS's {topic: [partitions]}.
+function byTopic(list) {
+  const out = {};
+  for (const { topic, partition } of list) (out[topic] ||= []).push(partition);
+  for (const t of Object.keys(out)) out[t].sort((a, b) => a - b);
+  return out;
+}
+
 class Consumer extends EventEmitter {
   constructor(keys) {
     super();
@@ -276,6 +295,31 @@ class Consumer extends EventEmitter {
     this.handle = null;
     this.running = null;
     this.events = Consumer.events;
+    this.assignment = new Map(); // topic → Set of partitions, as the rebalances said
+  }
+
+  // A rebalance of libspool's, as KafkaJS's events: GROUP_JOIN with the whole assignment
+  // (memberAssignment) and what was added (spool's `assigned`), before records of it reach
+  // eachMessage; REBALANCING with what is revoked or lost (spool's `revoked`), before the
+  // partitions go to another member.
+  _rebalance(what, list) {
+    const groupId = this.keys['group.id'];
+    try {
+      if (what === REBALANCE_ASSIGN) {
+        for (const { topic, partition } of list) {
+          if (!this.assignment.has(topic)) this.assignment.set(topic, new Set());
+          this.assignment.get(topic).add(partition);
+        }
+        const all = [];
+        for (const [topic, ps] of this.assignment) for (const partition of ps) all.push({ topic, partition });
+        this.emit(Consumer.events.GROUP_JOIN, { type: Consumer.events.GROUP_JOIN, payload: { groupId, memberAssignment: byTopic(all), assigned: byTopic(list) } });
+      } else {
+        for (const { topic, partition } of list) this.assignment.get(topic)?.delete(partition);
+        this.emit(Consumer.events.REBALANCING, { type: Consumer.events.REBALANCING, payload: { groupId, revoked: byTopic(list) } });
+      }
+    } catch (error) { // a listener's exception: libspool cannot carry it
+      this.emit(Consumer.events.CRASH, { type: Consumer.events.CRASH, payload: { error, groupId, restart: false } });
+    }
   }
 
   // Checks the configuration; the libspool consumer is made by run, once fromBeginning is
@@ -307,7 +351,12 @@ class Consumer extends EventEmitter {
       'enable.auto.commit': autoCommit,
       'auto.commit.interval.ms': autoCommitInterval,
     });
+    const id = nextConsumerId++;
+    fn.confSetRebalanceCb(conf, onRebalance);
+    fn.confSetOpaque(conf, id);
     this.handle = create(fn.consumerNew, conf);
+    this.id = id;
+    consumers.set(id, this);
     const err = fn.subscribe(this.handle, this.topics, this.topics.length);
     if (err !== 0) throw errorOf(err, 'subscribe');
     this.stopping = false;
@@ -372,9 +421,10 @@ class Consumer extends EventEmitter {
     await callAsync(fn.consumerClose, this.handle);
     fn.consumerDestroy(this.handle);
     this.handle = null;
+    consumers.delete(this.id);
   }
 }
-Consumer.events = Object.freeze({ CRASH: 'consumer.crash' });
+Consumer.events = Object.freeze({ CRASH: 'consumer.crash', GROUP_JOIN: 'consumer.group_join', REBALANCING: 'consumer.rebalancing' });
 
 class Admin {
   constructor(keys) {

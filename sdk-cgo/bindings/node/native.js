@@ -62,6 +62,15 @@ const MessageView = koffi.struct('spool_message_view_t', {
 // declared intptr_t, the same ABI as void *: this binding passes integer ids in them.
 const DrCb = koffi.proto('void spool_dr_cb_t(spool_producer_t *producer, const spool_message_t *msg, intptr_t opaque)');
 
+// The rebalance callback and its partitions (spool_topic_partition_t); libspool calls it
+// inside spool_consumer_poll_batch and spool_consumer_close, which this binding calls
+// asynchronously: koffi queues the call to the main thread while the worker waits.
+const TopicPartition = koffi.struct('spool_topic_partition_t', {
+  topic: 'const char *',
+  partition: 'int32_t',
+});
+const RebalanceCb = koffi.proto('void spool_rebalance_cb_t(spool_consumer_t *consumer, int what, spool_topic_partition_t *partitions, size_t count, intptr_t opaque)');
+
 const fn = {
   version: lib.func('const char *spool_version(void)'),
   handleCount: lib.func('int spool_handle_count(void)'),
@@ -70,6 +79,7 @@ const fn = {
   confNew: lib.func('spool_conf_t *spool_conf_new(void)'),
   confSet: lib.func('int spool_conf_set(spool_conf_t *conf, const char *key, const char *value, _Out_ char *errstr, size_t errstr_size)'),
   confSetDrCb: lib.func('void spool_conf_set_dr_cb(spool_conf_t *conf, spool_dr_cb_t *cb)'),
+  confSetRebalanceCb: lib.func('void spool_conf_set_rebalance_cb(spool_conf_t *conf, spool_rebalance_cb_t *cb)'),
   confSetOpaque: lib.func('void spool_conf_set_opaque(spool_conf_t *conf, intptr_t opaque)'),
   confDestroy: lib.func('void spool_conf_destroy(spool_conf_t *conf)'),
 
@@ -127,4 +137,4 @@ function readMessage(msg) {
   };
 }
 
-module.exports = { koffi, fn, DrCb, Header, Record, readMessage, libraryPath };
+module.exports = { koffi, fn, DrCb, RebalanceCb, TopicPartition, Header, Record, readMessage, libraryPath };

@@ -78,7 +78,7 @@ func TestCLIProducePartitioners(t *testing.T) {
 	}
 	// Keyed lines with --partitioner hash (the default) follow murmur2 whatever the codec.
 	ok(t, runCLI(t, addr, "", "topic", "create", "keyed", "--partitions", "3"))
-	ok(t, runCLI(t, addr, "key3=x\n", "produce", "--topic", "keyed", "--key-separator", "=", "--compression", "gzip", "--acks", "all"))
+	ok(t, runCLI(t, addr, "key3=x\n", "produce", "--topic", "keyed", "--key-separator", "=", "--compression", "gzip", "--compression-level", "9", "--acks", "all"))
 	r = ok(t, runCLI(t, addr, "", "consume", "--topic", "keyed", "--from-beginning", "--count", "1", "--format", `%p %k %v`))
 	if r.stdout != "1 key3 x" {
 		t.Fatalf("keyed record: %q, want partition 1", r.stdout)
@@ -119,6 +119,10 @@ func TestCLICommandsBadInput(t *testing.T) {
 		{"consume negative count", addr, []string{"consume", "--topic", "exists", "--count", "-1"}, 2, "--count must be >= 0"},
 		{"consume bad count", addr, []string{"consume", "--topic", "exists", "--count", "ten"}, 2, `invalid value "ten" for flag -count`},
 		{"produce bad flag value", addr, []string{"produce", "--topic", "exists", "--acks", "most"}, 2, `--acks "most": want all, 1 or 0`},
+		{"produce level out of range", addr, []string{"produce", "--topic", "exists", "--compression", "zstd", "--compression-level", "23"}, 2, "--compression-level: zstd level 23 is not from -131072 to 22"},
+		{"produce level gzip 0", addr, []string{"produce", "--topic", "exists", "--compression", "gzip", "--compression-level", "0"}, 2, "gzip level 0 is not from 1 to 9 or -1"},
+		{"produce level without codec", addr, []string{"produce", "--topic", "exists", "--compression-level", "5"}, 2, "--compression-level needs --compression gzip, lz4 or zstd, got none"},
+		{"produce level snappy", addr, []string{"produce", "--topic", "exists", "--compression", "snappy", "--compression-level", "5"}, 2, "got snappy"},
 		{"cluster no sub", addr, []string{"cluster"}, 2, "cluster: missing subcommand"},
 		{"cluster bad sub", addr, []string{"cluster", "health"}, 2, "cluster: unknown subcommand health"},
 		{"decommission no id", addr, []string{"cluster", "decommission"}, 2, "cluster decommission: missing broker id"},

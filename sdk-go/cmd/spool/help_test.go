@@ -21,7 +21,7 @@ var subcommandFlags = map[string][]string{
 	"topic alter-config":    {"set", "delete"},
 	"topic add-partitions":  {"num"},
 	"topic delete":          nil,
-	"produce":               {"topic", "key-separator", "key", "file", "json", "partitioner", "partition", "header", "null-empty", "max-message-bytes", "acks", "compression"},
+	"produce":               {"topic", "key-separator", "key", "file", "json", "partitioner", "partition", "header", "null-empty", "max-message-bytes", "acks", "compression", "compression-level"},
 	"consume":               {"topic", "group", "partition", "offset", "from-timestamp", "from-beginning", "exit-at-end", "count", "format", "null", "json"},
 	"group list":            {"json"},
 	"group describe":        {"json"},

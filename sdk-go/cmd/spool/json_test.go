@@ -68,6 +68,35 @@ func TestCLIJSONOutput(t *testing.T) {
 	}
 
 	ok(t, runCLI(t, addr, "", "consume", "--topic", "j", "--group", "gj", "--offset", "beginning", "--count", "3"))
+	// The human tables, byte for byte: columns two spaces apart, no trailing blanks.
+	for _, golden := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topic", "list"}, "" +
+			"NAME                PARTITIONS  REPLICAS\n" +
+			"__consumer_offsets  50          1\n" +
+			"j                   2           1\n"},
+		{[]string{"group", "list"}, "" +
+			"GROUP  STATE  PROTOCOL-TYPE  COORDINATOR  MEMBERS  LAG\n" +
+			"gj     Empty  consumer       0            0        0\n"},
+		{[]string{"group", "describe", "gj"}, "" +
+			"group gj state Empty protocol-type consumer protocol - members 0\n" +
+			"\n" +
+			"TOPIC  PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  HOST  CLIENT-ID\n" +
+			"j      1          3               3               0    -            -     -\n"},
+		{[]string{"cluster", "info"}, "" +
+			"cluster id: " + clusterID(t, addr) + "\n" +
+			"controller: 0\n" +
+			"brokers:\n" +
+			"  ID  ADDRESS" + strings.Repeat(" ", len(addr)-len("ADDRESS")+2) + "RACK\n" +
+			"  0   " + addr + "  -\n"},
+	} {
+		if got := ok(t, runCLI(t, addr, "", golden.args...)).stdout; got != golden.want {
+			t.Errorf("%v:\n%s\nwant:\n%s", golden.args, got, golden.want)
+		}
+	}
+
 	var groups []groupJSON
 	decode(t, ok(t, runCLI(t, addr, "", "group", "list", "--json")), &groups)
 	if len(groups) != 1 || groups[0].Group != "gj" || groups[0].Members == nil || *groups[0].Members != 0 || groups[0].Lag == nil || *groups[0].Lag != 0 {
@@ -105,6 +134,14 @@ func TestCLIJSONOutput(t *testing.T) {
 	if r := runCLI(t, addr, "", "consume", "--topic", "j", "--json", "--format", "%v"); r.code != 2 || !strings.Contains(r.stderr, "not both") {
 		t.Errorf("--json with --format: exit %d %q", r.code, r.stderr)
 	}
+}
+
+// clusterID is the cluster id that cluster info --json reports.
+func clusterID(t *testing.T, addr string) string {
+	t.Helper()
+	var ci clusterJSON
+	decode(t, ok(t, runCLI(t, addr, "", "cluster", "info", "--json")), &ci)
+	return ci.ClusterID
 }
 
 // logFileBytes sums the .log files of a partition directory.

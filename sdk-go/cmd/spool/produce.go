@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 	spool "github.com/spoolmq/spool/sdk-go"
 )
 
@@ -154,11 +155,20 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	maxBytes := fs.Int("max-message-bytes", defaultMaxMessageBytes, "longest record `BYTES` (a line with its key); the producer's batches grow to hold it. The broker's max.message.bytes (default 1048588) still applies")
 	acks := fs.String("acks", "all", "all, 1 or 0")
 	codec := fs.String("compression", "none", "none, gzip, snappy, lz4 or zstd")
+	level := fs.Int("compression-level", 0, "the --compression codec's `LEVEL`, as Kafka's compression.gzip.level (1 to 9, or -1), .lz4.level (1 to 17), .zstd.level (-131072 to 22) (default: the codec's)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c, err := compress.ParseCodec(*codec); set["compression-level"] && err == nil { // a bad --compression: producerOpts says so
+		if _, _, _, ok := compress.LevelRange(c); !ok {
+			return fs.bad("produce: --compression-level needs --compression gzip, lz4 or zstd, got %s", *codec)
+		}
+		if err := compress.CheckLevel(c, *level); err != nil {
+			return fs.bad("produce: --compression-level: %s", strings.TrimPrefix(err.Error(), "compress: "))
+		}
+	}
 	switch {
 	case *topic == "":
 		return fs.bad("produce: --topic is required")
@@ -178,6 +188,10 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	opts, err := producerOpts(*acks, *codec, *part)
 	if err != nil {
 		return err
+	}
+	if set["compression-level"] {
+		c, _ := compress.ParseCodec(*codec)
+		opts = append(opts, spool.CompressionLevel(c, *level))
 	}
 	if *partition >= 0 {
 		opts = append(opts, spool.WithPartitioner(spool.ManualPartitioner()))
@@ -248,7 +262,11 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	if first != nil {
 		return first
 	}
-	fmt.Fprintf(stderr, "produced %d records\n", n)
+	if n == 1 {
+		fmt.Fprintln(stderr, "produced 1 record")
+	} else {
+		fmt.Fprintf(stderr, "produced %d records\n", n)
+	}
 	return nil
 }
 

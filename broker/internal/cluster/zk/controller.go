@@ -233,6 +233,7 @@ func (c *controller) reconcile() error {
 		}
 		unclean := s.cfg.Unclean != nil && s.cfg.Unclean(t.Configs)
 		for _, p := range t.Partitions {
+			began := time.Now()
 			st, has := s.state(t.Name, p.Index)
 			next, ok := decide(p.Replicas, st, has, alive, unclean)
 			if !ok {
@@ -252,7 +253,7 @@ func (c *controller) reconcile() error {
 			if !has || next.Leader != st.Leader {
 				s.log.Info("partition leader elected", "topic", t.Name, "partition", p.Index, "leader", next.Leader,
 					"leader_epoch", next.LeaderEpoch, "isr", next.ISR)
-				metrics.LeaderElected()
+				metrics.LeaderElected(time.Since(began))
 			} else {
 				s.log.Info("partition ISR changed by the controller", "topic", t.Name, "partition", p.Index, "isr", next.ISR)
 			}

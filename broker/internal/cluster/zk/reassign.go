@@ -313,6 +313,7 @@ func (c *controller) completeMoves(alive func(int32) bool) error {
 		if len(finished) == 0 {
 			continue
 		}
+		began := time.Now()
 		ops := []any{&zk.SetDataRequest{Path: s.p(topicPath(m.name)), Data: encodeTopic(ta), Version: m.version}}
 		for _, f := range finished {
 			ops = append(ops, &zk.SetDataRequest{Path: s.p(partitionStatePath(m.name, f.p)), Data: encodePartitionState(f.next), Version: f.old.ZkVersion})
@@ -329,7 +330,7 @@ func (c *controller) completeMoves(alive func(int32) bool) error {
 		}
 		for _, f := range finished {
 			if f.next.Leader != f.old.Leader {
-				metrics.LeaderElected()
+				metrics.LeaderElected(time.Since(began))
 			}
 			metrics.ISRChanged(len(f.old.ISR), len(f.next.ISR))
 			s.log.Info("partition reassignment completed", "topic", m.name, "partition", f.p, "replicas", ta.Replicas[f.p],
@@ -400,6 +401,7 @@ func (c *controller) runElections(alive func(int32) bool) error {
 // elect runs one election if it is still needed.
 func (c *controller) elect(topic string, p int32, typ cluster.ElectionType, alive func(int32) bool) error {
 	s := c.s
+	began := time.Now()
 	t, ok := s.Topic(topic)
 	st, has := s.state(topic, p)
 	if !ok || !has || int(p) >= len(t.Partitions) {
@@ -427,7 +429,7 @@ func (c *controller) elect(topic string, p int32, typ cluster.ElectionType, aliv
 		return nil
 	}
 	if err == nil {
-		metrics.LeaderElected()
+		metrics.LeaderElected(time.Since(began))
 		s.log.Info("partition leader elected on request", "topic", topic, "partition", p, "leader", next.Leader,
 			"leader_epoch", next.LeaderEpoch, "election_type", typ)
 	}

@@ -48,6 +48,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
+	"github.com/spoolmq/spool/broker/internal/metrics"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -87,7 +88,7 @@ type Config struct {
 // Store is the ZooKeeper metadata store. See the package documentation.
 type Store struct {
 	cfg    Config
-	conn   *zk.Conn
+	conn   timedConn
 	chroot string
 	log    *slog.Logger
 
@@ -148,7 +149,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to zookeeper %s: %w", cfg.Connect, err)
 	}
-	s.conn = conn
+	s.conn = timedConn{conn}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.waitSession(ctx, events); err != nil {
 		s.Close()
@@ -267,9 +268,11 @@ func (s *Store) sessionLoop(events <-chan zk.Event) {
 			}
 			switch ev.State {
 			case zk.StateExpired:
+				metrics.ZooKeeperSessionExpired()
 				s.log.Warn("zookeeper session expired; re-registering when a new session is up")
 				s.stopController()
 			case zk.StateDisconnected:
+				metrics.ZooKeeperDisconnected()
 				s.log.Info("zookeeper disconnected; reconnecting")
 			case zk.StateHasSession:
 				id := s.conn.SessionID()

@@ -91,9 +91,29 @@ test('a group of two consumers shares the partitions', async () => {
   const parts = [new Set(), new Set()];
   let done;
   const finished = new Promise((resolve) => (done = resolve));
+  // What each consumer's GROUP_JOIN and REBALANCING events say it owns.
+  const owned = [new Set(), new Set()];
+  const crashes = []; // an assertion failing in an event handler surfaces as a CRASH event
+  let allFour;
+  const gotAllFour = new Promise((resolve) => (allFour = resolve));
   const consumers = [0, 1].map((i) => {
     const c = kafka.consumer({ groupId, sessionTimeout: 6000, heartbeatInterval: 500 });
+    c.on(c.events.GROUP_JOIN, ({ payload }) => {
+      for (const p of payload.assigned[topic] || []) {
+        assert.ok(!owned[i].has(p), `assigned twice: ${p}`);
+        owned[i].add(p);
+      }
+      assert.deepEqual(payload.memberAssignment[topic], [...owned[i]].sort((a, b) => a - b));
+      if (owned[i].size === 4) allFour();
+    });
+    c.on(c.events.CRASH, ({ payload }) => crashes.push(payload.error));
+    c.on(c.events.REBALANCING, ({ payload }) => {
+      for (const p of payload.revoked[topic] || []) {
+        assert.ok(owned[i].delete(p), `revoked what was not assigned: ${p}`);
+      }
+    });
     return { c, eachMessage: async ({ partition, message }) => {
+      assert.ok(owned[i].has(partition), `a record of ${partition} before its assignment`);
       seen.add(message.value.toString());
       parts[i].add(partition);
       if (seen.size === n && parts[0].size > 0 && parts[1].size > 0) done();
@@ -106,7 +126,14 @@ test('a group of two consumers shares the partitions', async () => {
     await c.run({ eachMessage, autoCommit: false });
   }
   await finished;
-  for (const { c } of consumers) await c.disconnect();
+  assert.ok(owned[0].size > 0 && owned[1].size > 0 && [...owned[0]].every((p) => !owned[1].has(p)));
+  // The second leaves: its partitions are revoked while it disconnects, the first gets all four.
+  await consumers[1].c.disconnect();
+  assert.equal(owned[1].size, 0);
+  await gotAllFour;
+  await consumers[0].c.disconnect();
+  assert.equal(owned[0].size, 0);
+  assert.deepEqual(crashes, []);
   assert.equal(seen.size, n);
   assert.ok(parts[0].size > 0 && parts[1].size > 0);
 });
@@ -136,7 +163,7 @@ test('errors are KafkaJSErrors with libspool codes', async () => {
   const producer = kafka.producer();
   await producer.connect();
   await assert.rejects(producer.send({ topic: t2, messages: [{ value: 'v', partition: 7 }] }),
-    (e) => e.code === ErrorCodes.FAIL && /partition 7 of 1/.test(e.message));
+    (e) => e.code === ErrorCodes.UNKNOWN_TOPIC_OR_PARTITION && /partition 7 of 1/.test(e.message));
   // One bad record fails the whole send (one spool_produce_batch call buffers all or none).
   await assert.rejects(producer.send({ topic: t2, messages: [{ value: 'ok' }, { value: 'bad', partition: -5 }] }),
     (e) => e.code === ErrorCodes.BAD_ARG);

@@ -9,11 +9,12 @@ import threading
 
 from . import _lib as L
 
-__all__ = ["Producer", "Consumer", "Message", "KafkaError", "KafkaException", "TopicPartition",
+__all__ = ["Producer", "Consumer", "Message", "KafkaError", "KafkaException", "TopicPartition", "OFFSET_INVALID",
            "OFFSET_BEGINNING", "OFFSET_END", "TIMESTAMP_NOT_AVAILABLE", "TIMESTAMP_CREATE_TIME",
            "version", "libversion"]
 
 OFFSET_BEGINNING, OFFSET_END = L.OFFSET_BEGINNING, L.OFFSET_END
+OFFSET_INVALID = -1001  # confluent-kafka's: no offset (the partitions of a rebalance callback)
 TIMESTAMP_NOT_AVAILABLE, TIMESTAMP_CREATE_TIME = 0, 1
 
 
@@ -328,14 +329,49 @@ class Consumer:
 
     def __init__(self, conf):
         self._c = None
-        self._c = _new_handle(L.spool_consumer_new, _new_conf(conf, set()))
+        self._on = {}  # rebalance callbacks given to subscribe
+        self._errors = []
+        self._held = []  # messages taken by a poll that raised a callback's exception
+        c = _new_conf(conf, set())
+        if "group.id" in conf:
+            self._rb = L.REBALANCE_CB(self._on_rebalance)  # kept alive as long as the consumer
+            L.spool_conf_set_rebalance_cb(c, self._rb)
+        self._c = _new_handle(L.spool_consumer_new, c)
+
+    def _on_rebalance(self, _consumer, what, parts, count, _opaque):
+        """Runs inside poll(), consume() and close(), on their thread; the callbacks of
+        subscribe() are called as cb(consumer, [TopicPartition])."""
+        try:
+            tps = [TopicPartition(parts[i].topic.decode(), parts[i].partition, OFFSET_INVALID) for i in range(count)]
+            if what == L.REBALANCE_ASSIGN:
+                cb = self._on.get("on_assign")
+            elif what == L.REBALANCE_REVOKE:
+                cb = self._on.get("on_revoke")
+            else:  # like confluent-kafka: on_revoke when on_lost is not given
+                cb = self._on.get("on_lost") or self._on.get("on_revoke")
+            if cb is not None:
+                cb(self, tps)
+        except BaseException as e:  # re-raised by the call that served it: ctypes cannot carry it
+            self._errors.append(e)
+
+    def _raise_callback_errors(self):
+        if self._errors:
+            e, self._errors = self._errors[0], []
+            raise e
 
     def _handle(self):
         if not self._c:
             raise RuntimeError("Consumer closed")
         return self._c
 
-    def subscribe(self, topics):
+    def subscribe(self, topics, on_assign=None, on_revoke=None, on_lost=None):
+        """Joins the group. on_assign(consumer, partitions) runs before records of newly
+        assigned partitions are returned; on_revoke(consumer, partitions) before partitions go
+        to another member (the group waits for it: keep polling) and on close; on_lost when
+        the member left the group without a rebalance (on_revoke if on_lost is not given).
+        They run inside poll(), consume() and close(). Unlike confluent-kafka, the consumer
+        assigns by itself: the callbacks need not call assign()."""
+        self._on = {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_lost}
         arr = (ctypes.c_char_p * len(topics))(*[t.encode() for t in topics])
         _check(L.spool_consumer_subscribe(self._handle(), arr, len(topics)), "subscribe")
 
@@ -350,7 +386,14 @@ class Consumer:
 
     def poll(self, timeout=None):
         """The next message (check msg.error()), or None after timeout seconds."""
+        if self._held:
+            return self._held.pop(0)
         m = L.spool_consumer_poll(self._handle(), _timeout_ms(timeout))
+        if self._errors:
+            if m:
+                self._held.append(Message(m))  # the next poll returns it
+                L.spool_message_destroy(m)
+            self._raise_callback_errors()
         if not m:
             return None
         try:
@@ -363,8 +406,16 @@ class Consumer:
         timeout seconds for the first, then takes those ready; [] on timeout."""
         if num_messages < 1:
             raise ValueError("num_messages must be at least 1")
+        if self._held:
+            out, self._held = self._held[:num_messages], self._held[num_messages:]
+            return out
         arr = (L.P * num_messages)()
         n = L.spool_consumer_poll_batch(self._handle(), _timeout_ms(timeout), arr, num_messages)
+        if self._errors:
+            for i in range(n):
+                self._held.append(Message(arr[i]))  # the next poll or consume returns them
+                L.spool_message_destroy(arr[i])
+            self._raise_callback_errors()
         out = []
         try:
             for i in range(n):
@@ -389,6 +440,7 @@ class Consumer:
             finally:
                 L.spool_consumer_destroy(self._c)
                 self._c = None
+            self._raise_callback_errors()
 
     def __iter__(self):
         while self._c:

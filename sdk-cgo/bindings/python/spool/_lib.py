@@ -48,6 +48,15 @@ class MessageView(ctypes.Structure):
 DR_CB = ctypes.CFUNCTYPE(None, P, P, c_void_p)
 
 
+class TopicPartitionC(ctypes.Structure):
+    """spool_topic_partition_t."""
+    _fields_ = [("topic", c_char_p), ("partition", c_int32)]
+
+
+REBALANCE_ASSIGN, REBALANCE_REVOKE, REBALANCE_LOST = 1, 2, 3
+REBALANCE_CB = ctypes.CFUNCTYPE(None, P, c_int, ctypes.POINTER(TopicPartitionC), c_size_t, c_void_p)
+
+
 def _fn(name, restype, *argtypes):
     f = getattr(lib, name)
     f.restype, f.argtypes = restype, list(argtypes)
@@ -61,6 +70,7 @@ spool_handle_count = _fn("spool_handle_count", c_int)
 spool_conf_new = _fn("spool_conf_new", P)
 spool_conf_set = _fn("spool_conf_set", c_int, P, c_char_p, c_char_p, c_char_p, c_size_t)
 spool_conf_set_dr_cb = _fn("spool_conf_set_dr_cb", None, P, DR_CB)
+spool_conf_set_rebalance_cb = _fn("spool_conf_set_rebalance_cb", None, P, REBALANCE_CB)
 spool_conf_destroy = _fn("spool_conf_destroy", None, P)
 
 spool_producer_new = _fn("spool_producer_new", P, P, c_char_p, c_size_t)

@@ -84,23 +84,66 @@ def test_group_of_two(brokers, topic_name):
     produce_records(brokers, topic_name, n)
     conf = {"bootstrap.servers": brokers, "group.id": "g-" + topic_name, "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    owned = {}  # id(consumer) → partitions its rebalance callbacks say it owns
+    events = []
+
+    def on_assign(consumer, partitions):
+        assert all(p.topic == topic_name for p in partitions)
+        mine = owned.setdefault(id(consumer), set())
+        assert not mine & {p.partition for p in partitions}, "assigned twice"
+        mine.update(p.partition for p in partitions)
+        events.append(("assign", id(consumer)))
+
+    def on_revoke(consumer, partitions):
+        mine = owned[id(consumer)]
+        assert {p.partition for p in partitions} <= mine, "revoked what was not assigned"
+        consumer.commit(asynchronous=False)  # before the partitions go: auto commit is off
+        mine.difference_update(p.partition for p in partitions)
+        events.append(("revoke", id(consumer)))
+
     with Consumer(conf) as a, Consumer(conf) as b:
-        a.subscribe([topic_name])
-        b.subscribe([topic_name])
+        a.subscribe([topic_name], on_assign=on_assign, on_revoke=on_revoke)
+        b.subscribe([topic_name], on_assign=on_assign, on_revoke=on_revoke)
         seen, by = set(), {id(a): set(), id(b): set()}
         for _ in range(3000):
             for c in (a, b):
                 msg = c.poll(0.02)
                 if msg is not None:
                     assert msg.error() is None
+                    # the assignment reached on_assign before any record of it
+                    assert msg.partition() in owned[id(c)]
                     seen.add(msg.value())
                     by[id(c)].add(msg.partition())
             if len(seen) == n and by[id(a)] and by[id(b)]:
                 break
         assert len(seen) == n
         assert by[id(a)] and by[id(b)], "one consumer got nothing"
+        assert owned[id(a)] and owned[id(b)] and not owned[id(a)] & owned[id(b)]
         a.commit(asynchronous=False)
         b.commit(asynchronous=False)
+        # b leaves: on_revoke runs inside close, then a is given all four partitions
+        b.close()
+        assert owned[id(b)] == set() and ("revoke", id(b)) in events
+        for _ in range(1500):
+            a.poll(0.02)
+            if owned[id(a)] == {0, 1, 2, 3}:
+                break
+        assert owned[id(a)] == {0, 1, 2, 3}
+
+
+def test_rebalance_callback_exception(brokers, topic_name):
+    make_topic(brokers, topic_name, 1)
+    conf = {"bootstrap.servers": brokers, "group.id": "g-" + topic_name, "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500}
+
+    def on_assign(consumer, partitions):
+        raise ValueError("from on_assign")
+
+    with Consumer(conf) as c:
+        c.subscribe([topic_name], on_assign=on_assign)
+        with pytest.raises(ValueError, match="from on_assign"):
+            for _ in range(1500):
+                c.poll(0.02)
 
 
 def test_iterate_and_context_managers(brokers, topic_name):

@@ -4,9 +4,66 @@ use crate::error::{check, ErrorCode, KafkaError, KafkaResult};
 use crate::message::BorrowedMessage;
 use crate::sys;
 use crate::topic_partition_list::{Offset, TopicPartitionList};
-use crate::util::Timeout;
+use crate::util::{cstr_to_string, Timeout};
+use std::any::Any;
 use std::ffi::CString;
-use std::os::raw::c_char;
+use std::os::raw::{c_char, c_void};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+/// A rebalance, as rdkafka's: the partitions assigned to this consumer or revoked from it
+/// (partitions lost when the member left the group without a rebalance are a `Revoke` too).
+#[derive(Debug)]
+pub enum Rebalance<'a> {
+    Assign(&'a TopicPartitionList),
+    Revoke(&'a TopicPartitionList),
+}
+
+/// What a group consumer tells its context, as rdkafka's `ConsumerContext`: both methods run
+/// inside `poll`, `close` and drop, on their thread, `Assign` before records of those
+/// partitions are returned, `Revoke` before they go to another member (which waits for it:
+/// keep polling). Unlike rdkafka's, libspool has assigned or revoked already: `pre_rebalance`
+/// and `post_rebalance` run one after the other, and neither needs to call `assign`. A panic
+/// in them is resumed by the call that ran them.
+pub trait ConsumerContext: Send + Sync {
+    fn pre_rebalance(&self, _rebalance: &Rebalance<'_>) {}
+    fn post_rebalance(&self, _rebalance: &Rebalance<'_>) {}
+}
+
+/// The context of a consumer made with `create`: does nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DefaultConsumerContext;
+
+impl ConsumerContext for DefaultConsumerContext {}
+
+/// What libspool's rebalance callback reaches through its opaque pointer; boxed, so that its
+/// address stays put while the consumer lives.
+struct Shared<C> {
+    context: C,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+unsafe extern "C" fn rebalance_cb<C: ConsumerContext>(
+    _consumer: *mut sys::spool_consumer_t,
+    what: sys::spool_rebalance_t,
+    parts: *const sys::spool_topic_partition_t,
+    count: usize,
+    opaque: *mut c_void,
+) {
+    let shared = &*(opaque as *const Shared<C>);
+    let mut list = TopicPartitionList::new();
+    for p in std::slice::from_raw_parts(parts, count) {
+        list.add_partition(&cstr_to_string(p.topic), p.partition);
+    }
+    let r = if what == sys::SPOOL_REBALANCE_ASSIGN { Rebalance::Assign(&list) } else { Rebalance::Revoke(&list) };
+    // A panic must not unwind into C: keep it for the call that served the callback.
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| {
+        shared.context.pre_rebalance(&r);
+        shared.context.post_rebalance(&r);
+    })) {
+        shared.panic.lock().unwrap().get_or_insert(panic);
+    }
+}
 
 /// `Sync` commits wait for the broker; `Async` ones do not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,18 +86,52 @@ pub trait Consumer {
 
 /// A consumer read by calling `poll`, as rdkafka's `BaseConsumer`. Dropping it commits (with
 /// `enable.auto.commit`), leaves the group and frees it; `close` does the first two earlier.
-pub struct BaseConsumer {
+pub struct BaseConsumer<C: ConsumerContext + 'static = DefaultConsumerContext> {
     handle: *mut sys::spool_consumer_t,
+    shared: Box<Shared<C>>, // after handle: dropped once the consumer is destroyed
 }
 
 // libspool's consumer may be used from several threads at once (spool.h).
-unsafe impl Send for BaseConsumer {}
-unsafe impl Sync for BaseConsumer {}
+unsafe impl<C: ConsumerContext> Send for BaseConsumer<C> {}
+unsafe impl<C: ConsumerContext> Sync for BaseConsumer<C> {}
 
 impl FromClientConfig for BaseConsumer {
     fn from_config(config: &ClientConfig) -> KafkaResult<BaseConsumer> {
-        let handle = config.create_native_config()?.create_client(sys::spool_consumer_new)?;
-        Ok(BaseConsumer { handle })
+        BaseConsumer::with_context(config, DefaultConsumerContext)
+    }
+}
+
+impl ClientConfig {
+    /// A consumer whose context is told of rebalances (rdkafka's `create_with_context`).
+    pub fn create_with_context<C: ConsumerContext + 'static>(&self, context: C) -> KafkaResult<BaseConsumer<C>> {
+        BaseConsumer::with_context(self, context)
+    }
+}
+
+impl<C: ConsumerContext + 'static> BaseConsumer<C> {
+    fn with_context(config: &ClientConfig, context: C) -> KafkaResult<BaseConsumer<C>> {
+        let shared = Box::new(Shared { context, panic: Mutex::new(None) });
+        let native = config.create_native_config()?;
+        if config.get("group.id").is_some() {
+            unsafe {
+                sys::spool_conf_set_rebalance_cb(native.0, Some(rebalance_cb::<C>));
+                sys::spool_conf_set_opaque(native.0, &*shared as *const Shared<C> as *mut c_void);
+            }
+        }
+        let handle = native.create_client(sys::spool_consumer_new)?;
+        Ok(BaseConsumer { handle, shared })
+    }
+
+    /// The consumer's context.
+    pub fn context(&self) -> &C {
+        &self.shared.context
+    }
+
+    /// Resumes a panic of the context's methods, on the thread of the call that ran them.
+    fn resume_panic(&self) {
+        if let Some(panic) = self.shared.panic.lock().unwrap().take() {
+            resume_unwind(panic);
+        }
     }
 }
 
@@ -48,7 +139,7 @@ fn c_topic(topic: &str, wrap: fn(ErrorCode) -> KafkaError) -> KafkaResult<CStrin
     CString::new(topic).map_err(|_| wrap(ErrorCode::BAD_ARG))
 }
 
-impl Consumer for BaseConsumer {
+impl<C: ConsumerContext + 'static> Consumer for BaseConsumer<C> {
     fn subscribe(&self, topics: &[&str]) -> KafkaResult<()> {
         let owned = topics.iter().map(|t| c_topic(t, KafkaError::Subscription)).collect::<KafkaResult<Vec<_>>>()?;
         let ptrs: Vec<*const c_char> = owned.iter().map(|t| t.as_ptr()).collect();
@@ -83,11 +174,17 @@ impl Consumer for BaseConsumer {
     }
 }
 
-impl BaseConsumer {
+impl<C: ConsumerContext + 'static> BaseConsumer<C> {
     /// Waits up to timeout for the next record: None on timeout, Some(Err) for an error the
     /// consumer met (e.g. `TRANSPORT`, `UNKNOWN_TOPIC_OR_PARTITION`).
     pub fn poll<T: Into<Timeout>>(&self, timeout: T) -> Option<KafkaResult<BorrowedMessage<'_>>> {
         let msg = unsafe { sys::spool_consumer_poll(self.handle, timeout.into().as_millis()) };
+        if self.shared.panic.lock().unwrap().is_some() {
+            if !msg.is_null() {
+                unsafe { sys::spool_message_destroy(msg) };
+            }
+            self.resume_panic();
+        }
         if msg.is_null() {
             return None;
         }
@@ -99,26 +196,28 @@ impl BaseConsumer {
     }
 
     /// Messages as they come, waiting without limit: `for m in consumer.iter() { ... }`.
-    pub fn iter(&self) -> Iter<'_> {
+    pub fn iter(&self) -> Iter<'_, C> {
         Iter(self)
     }
 
     /// Commits (with `enable.auto.commit`) and leaves the group now; `poll` then returns None.
     pub fn close(&self) -> KafkaResult<()> {
-        check(unsafe { sys::spool_consumer_close(self.handle) }, KafkaError::Subscription)
+        let r = check(unsafe { sys::spool_consumer_close(self.handle) }, KafkaError::Subscription);
+        self.resume_panic();
+        r
     }
 }
 
-impl Drop for BaseConsumer {
+impl<C: ConsumerContext + 'static> Drop for BaseConsumer<C> {
     fn drop(&mut self) {
         unsafe { sys::spool_consumer_destroy(self.handle) }
     }
 }
 
 /// The iterator of `BaseConsumer::iter`; it ends when the consumer is closed.
-pub struct Iter<'a>(&'a BaseConsumer);
+pub struct Iter<'a, C: ConsumerContext + 'static = DefaultConsumerContext>(&'a BaseConsumer<C>);
 
-impl<'a> Iterator for Iter<'a> {
+impl<'a, C: ConsumerContext + 'static> Iterator for Iter<'a, C> {
     type Item = KafkaResult<BorrowedMessage<'a>>;
     fn next(&mut self) -> Option<Self::Item> {
         self.0.poll(Timeout::Never)

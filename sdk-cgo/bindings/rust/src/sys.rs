@@ -61,6 +61,21 @@ pub struct spool_message_view_t {
 
 pub type spool_dr_cb_t = Option<unsafe extern "C" fn(*mut spool_producer_t, *const spool_message_t, *mut c_void)>;
 
+pub type spool_rebalance_t = c_int;
+pub const SPOOL_REBALANCE_ASSIGN: spool_rebalance_t = 1;
+pub const SPOOL_REBALANCE_REVOKE: spool_rebalance_t = 2;
+pub const SPOOL_REBALANCE_LOST: spool_rebalance_t = 3;
+
+#[repr(C)]
+pub struct spool_topic_partition_t {
+    pub topic: *const c_char,
+    pub partition: i32,
+}
+
+pub type spool_rebalance_cb_t = Option<
+    unsafe extern "C" fn(*mut spool_consumer_t, spool_rebalance_t, *const spool_topic_partition_t, usize, *mut c_void),
+>;
+
 extern "C" {
     pub fn spool_version() -> *const c_char;
     pub fn spool_handle_count() -> c_int;
@@ -82,6 +97,7 @@ extern "C" {
         dest_size: *mut usize,
     ) -> spool_conf_res_t;
     pub fn spool_conf_set_dr_cb(conf: *mut spool_conf_t, dr_cb: spool_dr_cb_t);
+    pub fn spool_conf_set_rebalance_cb(conf: *mut spool_conf_t, rebalance_cb: spool_rebalance_cb_t);
     pub fn spool_conf_set_opaque(conf: *mut spool_conf_t, opaque: *mut c_void);
     pub fn spool_conf_destroy(conf: *mut spool_conf_t);
 

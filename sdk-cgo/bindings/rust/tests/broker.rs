@@ -1,7 +1,7 @@
 //! Against a real broker at $SPOOL_BROKERS (sdk-cgo's TestRust starts one): round trips,
 //! a group of two consumers, error mapping, and every handle freed on drop.
 use spool::config::ClientConfig;
-use spool::consumer::{BaseConsumer, CommitMode, Consumer};
+use spool::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use spool::error::{ErrorCode, KafkaError};
 use spool::message::{Header, Headers, Message, OwnedHeaders};
 use spool::producer::{FutureProducer, FutureRecord};
@@ -102,6 +102,40 @@ fn round_trip_with_keys_null_keys_and_headers() {
     assert_no_handles();
 }
 
+/// A consumer context that keeps what its rebalances say the consumer owns.
+struct Owned {
+    topic: String,
+    owned: Mutex<BTreeSet<i32>>,
+}
+
+impl Owned {
+    fn new(topic: &str) -> Owned {
+        Owned { topic: topic.to_string(), owned: Mutex::new(BTreeSet::new()) }
+    }
+    fn owned(&self) -> BTreeSet<i32> {
+        self.owned.lock().unwrap().clone()
+    }
+}
+
+impl ConsumerContext for Owned {
+    fn post_rebalance(&self, rebalance: &Rebalance<'_>) {
+        let mut owned = self.owned.lock().unwrap();
+        match rebalance {
+            Rebalance::Assign(l) => {
+                for e in l.elements() {
+                    assert_eq!(e.topic, self.topic);
+                    assert!(owned.insert(e.partition), "assigned twice: {}", e.partition);
+                }
+            }
+            Rebalance::Revoke(l) => {
+                for e in l.elements() {
+                    assert!(owned.remove(&e.partition), "revoked what was not assigned: {}", e.partition);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn group_of_two_consumers_shares_partitions() {
     let _g = serial();
@@ -128,8 +162,8 @@ fn group_of_two_consumers_shares_partitions() {
             .set("heartbeat.interval.ms", "500")
             .set("enable.auto.commit", "false")
             .clone();
-        let a: BaseConsumer = conf.create().expect("consumer a");
-        let b: BaseConsumer = conf.create().expect("consumer b");
+        let a: BaseConsumer<Owned> = conf.create_with_context(Owned::new(topic)).expect("consumer a");
+        let b: BaseConsumer<Owned> = conf.create_with_context(Owned::new(topic)).expect("consumer b");
         a.subscribe(&[topic]).expect("subscribe a");
         b.subscribe(&[topic]).expect("subscribe b");
         let mut seen = BTreeSet::new();
@@ -138,6 +172,12 @@ fn group_of_two_consumers_shares_partitions() {
             for (i, c) in [&a, &b].into_iter().enumerate() {
                 if let Some(m) = c.poll(Duration::from_millis(20)) {
                     let m = m.expect("poll");
+                    // the assignment reached the context before any record of it
+                    assert!(
+                        c.context().owned().contains(&m.partition()),
+                        "record of {} before its assignment",
+                        m.partition()
+                    );
                     seen.insert(m.payload().unwrap().to_vec());
                     parts[i].insert(m.partition());
                 }
@@ -148,9 +188,22 @@ fn group_of_two_consumers_shares_partitions() {
         }
         assert_eq!(seen.len(), n, "records missing");
         assert!(!parts[0].is_empty() && !parts[1].is_empty(), "one consumer got nothing: {parts:?}");
+        let (oa, ob) = (a.context().owned(), b.context().owned());
+        assert!(!oa.is_empty() && !ob.is_empty() && oa.is_disjoint(&ob), "owned {oa:?} and {ob:?}");
         a.commit_consumer_state(CommitMode::Sync).expect("commit a");
         b.commit_consumer_state(CommitMode::Sync).expect("commit b");
+        // b leaves: its partitions are revoked inside close, and a is given all four
+        b.close().expect("close b");
+        assert!(b.context().owned().is_empty(), "b still owns {:?}", b.context().owned());
+        for _ in 0..1500 {
+            if a.context().owned().len() == 4 {
+                break;
+            }
+            a.poll(Duration::from_millis(20));
+        }
+        assert_eq!(a.context().owned(), BTreeSet::from([0, 1, 2, 3]));
         a.close().expect("close a");
+        assert!(a.context().owned().is_empty());
         assert!(a.poll(Duration::from_millis(10)).is_none(), "poll after close");
     }
     assert_no_handles();
@@ -206,8 +259,8 @@ fn errors_map_to_kafka_errors() {
         let r = block_on(p.send(FutureRecord::to(t2).key("k").payload("v").partition(7), Duration::ZERO));
         match r {
             Err((KafkaError::MessageProduction(code, text), msg)) => {
-                // libspool refuses it locally (partition 7 of 1), with its description.
-                assert_eq!(code, ErrorCode::FAIL, "{text}");
+                // libspool refuses it locally (partition 7 of 1) with the code a broker would answer.
+                assert_eq!(code, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "{text}");
                 assert!(text.contains("partition 7 of 1"), "{text}");
                 assert_eq!((msg.topic(), msg.key(), msg.payload()), (t2.as_str(), Some(&b"k"[..]), Some(&b"v"[..])));
             }

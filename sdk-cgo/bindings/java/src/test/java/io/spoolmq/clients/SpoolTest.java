@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.spoolmq.clients.consumer.ConsumerRebalanceListener;
 import io.spoolmq.clients.consumer.ConsumerRecord;
 import io.spoolmq.clients.consumer.KafkaConsumer;
 import io.spoolmq.clients.internal.LibSpool;
@@ -27,6 +28,7 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -144,6 +146,7 @@ class SpoolTest {
     }
 
     @Test
+    @SuppressWarnings("try") // closes b inside its try, to see the revocation
     void groupOfTwoConsumersSharesPartitions() throws Exception {
         String topic = unique("java-group");
         int n = 80;
@@ -164,12 +167,34 @@ class SpoolTest {
         List<Set<Integer>> parts = List.of(new HashSet<>(), new HashSet<>());
         try (KafkaConsumer<String, String> a = new KafkaConsumer<>(conf, new StringDeserializer(), new StringDeserializer());
              KafkaConsumer<String, String> b = new KafkaConsumer<>(conf, new StringDeserializer(), new StringDeserializer())) {
-            a.subscribe(List.of(topic));
-            b.subscribe(List.of(topic));
+            // What each consumer's ConsumerRebalanceListener says it owns.
+            List<Set<Integer>> owned = List.of(new HashSet<>(), new HashSet<>());
             List<KafkaConsumer<String, String>> cs = List.of(a, b);
+            for (int i = 0; i < 2; i++) {
+                Set<Integer> mine = owned.get(i);
+                KafkaConsumer<String, String> c = cs.get(i);
+                c.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+                    @Override
+                    public void onPartitionsAssigned(Collection<TopicPartition> ps) {
+                        for (TopicPartition tp : ps) {
+                            assertEquals(topic, tp.topic());
+                            assertTrue(mine.add(tp.partition()), "assigned twice: " + tp);
+                        }
+                    }
+
+                    @Override
+                    public void onPartitionsRevoked(Collection<TopicPartition> ps) {
+                        c.commitSync(); // before the partitions go: auto commit is off
+                        for (TopicPartition tp : ps) {
+                            assertTrue(mine.remove(tp.partition()), "revoked what was not assigned: " + tp);
+                        }
+                    }
+                });
+            }
             for (int round = 0; round < 3000; round++) {
                 for (int i = 0; i < 2; i++) {
                     for (ConsumerRecord<String, String> r : cs.get(i).poll(Duration.ofMillis(20))) {
+                        assertTrue(owned.get(i).contains(r.partition()), "a record before its assignment: " + r.partition());
                         seen.add(r.value());
                         parts.get(i).add(r.partition());
                     }
@@ -180,8 +205,16 @@ class SpoolTest {
             }
             assertEquals(n, seen.size(), "records missing");
             assertFalse(parts.get(0).isEmpty() || parts.get(1).isEmpty(), "one consumer got nothing: " + parts);
+            assertFalse(owned.get(0).isEmpty() || owned.get(1).isEmpty(), "owned: " + owned);
             a.commitSync();
             b.commitSync();
+            // b leaves: its partitions are revoked inside close, and a is given all four
+            b.close();
+            assertTrue(owned.get(1).isEmpty(), "b still owns " + owned.get(1));
+            for (int round = 0; round < 1500 && owned.get(0).size() < 4; round++) {
+                a.poll(Duration.ofMillis(20));
+            }
+            assertEquals(Set.of(0, 1, 2, 3), owned.get(0));
         }
     }
 
@@ -223,7 +256,7 @@ class SpoolTest {
             Future<RecordMetadata> f = p.send(new ProducerRecord<>(t2, 7, "k", "v"), (md, e) -> told.set(e));
             ExecutionException ee = assertThrows(ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS));
             KafkaException ke = (KafkaException) ee.getCause();
-            assertEquals(KafkaException.FAIL, ke.code());
+            assertEquals(KafkaException.UNKNOWN_TOPIC_OR_PARTITION, ke.code());
             assertTrue(ke.getMessage().contains("partition 7 of 1"), ke.getMessage());
             assertEquals(ke, told.get());
             p.deleteTopic(t2, TEN_SECONDS);

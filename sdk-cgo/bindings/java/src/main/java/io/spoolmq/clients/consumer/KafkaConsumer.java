@@ -37,6 +37,13 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
     private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
     // An error poll met after records it returned: thrown by the next poll.
     private volatile KafkaException pendingError;
+    // The listener of subscribe, and the native callback that calls it (kept reachable as long
+    // as the consumer: libspool holds its address).
+    private volatile ConsumerRebalanceListener listener;
+    private final LibSpool.RebalanceCallback rebalanceCb = this::onRebalance;
+    // An exception or error of the listener: thrown by the poll or close that ran it (JNA
+    // cannot carry it through libspool).
+    private volatile Throwable listenerError;
 
     public KafkaConsumer(Properties props) {
         this(NativeConfig.toMap(props), null, null);
@@ -57,7 +64,48 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
         Object reset = configs.get("auto.offset.reset");
         this.resetOffset = reset != null && String.valueOf(reset).matches("latest|largest|end")
                 ? LibSpool.SPOOL_OFFSET_END : LibSpool.SPOOL_OFFSET_BEGINNING;
-        handle = NativeConfig.client(NativeConfig.create(configs), LibSpool.LIB::spool_consumer_new);
+        Pointer conf = NativeConfig.create(configs);
+        if (configs.get("group.id") != null) {
+            LibSpool.LIB.spool_conf_set_rebalance_cb(conf, rebalanceCb);
+        }
+        handle = NativeConfig.client(conf, LibSpool.LIB::spool_consumer_new);
+    }
+
+    /** spool_rebalance_cb_t: on the thread of poll or close, which hold the lifecycle lock. */
+    private void onRebalance(Pointer consumer, int what, Pointer parts, long count, Pointer opaque) {
+        ConsumerRebalanceListener l = listener;
+        if (l == null) {
+            return;
+        }
+        // spool_topic_partition_t: a pointer, then an int32, padded to two pointers
+        int size = 2 * com.sun.jna.Native.POINTER_SIZE;
+        List<TopicPartition> tps = new ArrayList<>((int) count);
+        for (long i = 0; i < count; i++) {
+            Pointer tp = parts.share(i * size);
+            tps.add(new TopicPartition(tp.getPointer(0).getString(0, "UTF-8"), tp.getInt(com.sun.jna.Native.POINTER_SIZE)));
+        }
+        try {
+            switch (what) {
+                case LibSpool.SPOOL_REBALANCE_ASSIGN -> l.onPartitionsAssigned(tps);
+                case LibSpool.SPOOL_REBALANCE_REVOKE -> l.onPartitionsRevoked(tps);
+                default -> l.onPartitionsLost(tps);
+            }
+        } catch (RuntimeException | Error e) {
+            if (listenerError == null) {
+                listenerError = e;
+            }
+        }
+    }
+
+    private void throwListenerError() {
+        Throwable e = listenerError;
+        if (e != null) {
+            listenerError = null;
+            if (e instanceof Error err) {
+                throw err;
+            }
+            throw (RuntimeException) e;
+        }
     }
 
     /** Runs call on the live handle; IllegalStateException after close, as the Java client. */
@@ -82,6 +130,15 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
 
     /** Joins the group ({@code group.id}) with a subscription to topics; once per consumer. */
     public void subscribe(Collection<String> topics) {
+        subscribe(topics, null);
+    }
+
+    /**
+     * Joins the group with a subscription to topics, telling listener of assignments and
+     * revocations (inside poll and close). Unlike the Java client's, once per consumer.
+     */
+    public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) {
+        this.listener = listener;
         String[] ts = topics.toArray(new String[0]);
         check(withHandle(h -> LibSpool.LIB.spool_consumer_subscribe(h, ts, ts.length)), "subscribe");
     }
@@ -113,6 +170,7 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
      * consumer met is thrown as a {@link KafkaException} with libspool's code.
      */
     public ConsumerRecords<K, V> poll(Duration timeout) {
+        throwListenerError(); // met by an earlier poll that returned records
         KafkaException earlier = pendingError;
         if (earlier != null) {
             pendingError = null;
@@ -147,6 +205,9 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
                 throw error;
             }
             pendingError = error;
+        }
+        if (records.isEmpty()) {
+            throwListenerError(); // else thrown by the next poll
         }
         return new ConsumerRecords<>(records);
     }
@@ -184,12 +245,16 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
             if (h == null) {
                 return;
             }
-            handle = null;
+            // The handle stays set during close: the listener's onPartitionsRevoked runs in it,
+            // on this thread (which holds the write lock, so it may take the read lock), and
+            // may commit.
             LibSpool.LIB.spool_consumer_close(h);
+            handle = null;
             LibSpool.LIB.spool_consumer_destroy(h);
         } finally {
             lifecycle.writeLock().unlock();
         }
+        throwListenerError();
     }
 
     public void close(Duration timeout) {

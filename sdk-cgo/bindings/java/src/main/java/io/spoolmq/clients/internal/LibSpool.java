@@ -31,6 +31,15 @@ public interface LibSpool extends Library {
         void invoke(Pointer producer, Pointer msg, Pointer opaque);
     }
 
+    /** spool_rebalance_cb_t: called inside spool_consumer_poll_batch/close, on the calling thread. */
+    interface RebalanceCallback extends Callback {
+        void invoke(Pointer consumer, int what, Pointer partitions, long count, Pointer opaque);
+    }
+
+    int SPOOL_REBALANCE_ASSIGN = 1;
+    int SPOOL_REBALANCE_REVOKE = 2;
+    int SPOOL_REBALANCE_LOST = 3;
+
     String spool_version();
     int spool_handle_count();
     String spool_err2str(int err);
@@ -38,6 +47,7 @@ public interface LibSpool extends Library {
     Pointer spool_conf_new();
     int spool_conf_set(Pointer conf, String key, String value, byte[] errstr, long errstrSize);
     void spool_conf_set_dr_cb(Pointer conf, DeliveryCallback cb);
+    void spool_conf_set_rebalance_cb(Pointer conf, RebalanceCallback cb);
     void spool_conf_destroy(Pointer conf);
 
     Pointer spool_producer_new(Pointer conf, byte[] errstr, long errstrSize);

@@ -109,7 +109,7 @@ func (c *Cluster) WaitBrokers(t testing.TB, n int) {
 
 // brokerCount asks addr for metadata and counts the brokers it lists.
 func brokerCount(addr string) (int, error) {
-	conn, err := peer.Dial(context.Background(), addr, time.Second)
+	conn, err := peer.Dial(context.Background(), addr, time.Second, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -300,7 +300,6 @@ func TestBadSSLSettings(t *testing.T) {
 		"bad cipher":           {[]string{"ssl.cipher.suites=TLS_RSA_WITH_RC4_128_SHA"}, "cipher suite TLS_RSA_WITH_RC4_128_SHA"},
 		"unknown advertised":   {[]string{"advertised.listeners=OTHER://h:1"}, "OTHER is no listener"},
 		"unknown inter-broker": {[]string{"inter.broker.listener.name=OTHER"}, "no such listener"},
-		"ssl between brokers":  {[]string{"zookeeper.connect=127.0.0.1:2181"}, "inter-broker listener SSL uses SSL"},
 	}
 	for name, tc := range cases {
 		args := slices.Clone(ssl)
@@ -346,6 +345,39 @@ func TestSASLListeners(t *testing.T) {
 		"bad override value": {[]string{"listener.name.ssl.ssl.client.auth=sometimes", "sasl.enabled.mechanisms=PLAIN"}, "sometimes"},
 	} {
 		args := []string{"--set", "listeners=SASL_PLAINTEXT://127.0.0.1:9094,SSL://127.0.0.1:9093", "--set", "ssl.keystore.type=PEM", "--set", "ssl.keystore.location=/k.pem"}
+		for _, kv := range tc.set {
+			args = append(args, "--set", kv)
+		}
+		if _, err := Load(args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want it to say %q", name, err, tc.says)
+		}
+	}
+}
+
+// In cluster mode a SASL inter-broker listener takes the broker's own credentials from the
+// listener's JAAS config for sasl.mechanism.inter.broker.protocol, as Kafka does.
+func TestInterBrokerSASL(t *testing.T) {
+	base := []string{"--set", "listeners=SASL_SSL://127.0.0.1:9094", "--set", "ssl.keystore.type=PEM", "--set", "ssl.keystore.location=/k.pem",
+		"--set", "zookeeper.connect=127.0.0.1:2181", "--set", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512",
+		"--set", `listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="b-secret" user_broker="b-secret";`}
+	c, err := Load(append(slices.Clone(base), "--set", "sasl.mechanism.inter.broker.protocol=PLAIN"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := c.InterBrokerSASL()
+	if err != nil || cr != (InterBrokerCredentials{Mechanism: "PLAIN", User: "broker", Password: "b-secret"}) || c.InterBrokerListener() != "SASL_SSL" {
+		t.Errorf("credentials %+v, %v, listener %s", cr, err, c.InterBrokerListener())
+	}
+	for name, tc := range map[string]struct {
+		set  []string
+		says string
+	}{
+		"kafka's default GSSAPI": {nil, "sasl.mechanism.inter.broker.protocol=GSSAPI: the inter-broker listener SASL_SSL enables PLAIN,SCRAM-SHA-512"},
+		"no jaas for scram":      {[]string{"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512"}, "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config (the broker's own credentials for SCRAM-SHA-512)"},
+		"no password": {[]string{"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+			`listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker";`}, "set both"},
+	} {
+		args := slices.Clone(base)
 		for _, kv := range tc.set {
 			args = append(args, "--set", kv)
 		}

@@ -225,11 +225,43 @@ func (c *Config) resolveInterBroker() error {
 		i = 0
 	}
 	l := c.listeners[i]
-	if l.Protocol != "PLAINTEXT" && c.values[ZooKeeperConnect] != "" {
-		return fmt.Errorf("inter-broker listener %s uses %s; brokers connect to each other in PLAINTEXT only so far: add a PLAINTEXT listener and name it in inter.broker.listener.name", l.Name, l.Protocol)
-	}
 	c.interBroker = l.Name
+	if l.SASL() && c.values[ZooKeeperConnect] != "" {
+		if _, err := c.InterBrokerSASL(); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// InterBrokerCredentials are what a broker authenticates as to the others on a SASL
+// inter-broker listener.
+type InterBrokerCredentials struct {
+	Mechanism      string // sasl.mechanism.inter.broker.protocol
+	User, Password string // username and password of listener.name.<l>.<mechanism>.sasl.jaas.config
+}
+
+// InterBrokerSASL reads the broker's own SASL credentials as Kafka does: the mechanism from
+// sasl.mechanism.inter.broker.protocol, the username and password options of the
+// inter-broker listener's JAAS config for that mechanism.
+func (c *Config) InterBrokerSASL() (InterBrokerCredentials, error) {
+	l := c.interBroker
+	mech := strings.ToUpper(strings.TrimSpace(c.values["sasl.mechanism.inter.broker.protocol"]))
+	enabled := SplitList(c.ListenerValue(l, "sasl.enabled.mechanisms"))
+	if !slices.Contains(enabled, mech) {
+		return InterBrokerCredentials{}, fmt.Errorf("sasl.mechanism.inter.broker.protocol=%s: the inter-broker listener %s enables %s; set it to one of them",
+			mech, l, strings.Join(enabled, ","))
+	}
+	key := listenerPrefix(l) + strings.ToLower(mech) + ".sasl.jaas.config"
+	j, err := ParseJAAS(c.values[key])
+	if err != nil {
+		return InterBrokerCredentials{}, fmt.Errorf("%s (the broker's own credentials for %s): %w", key, mech, err)
+	}
+	cr := InterBrokerCredentials{Mechanism: mech, User: j.Options["username"], Password: j.Options["password"]}
+	if cr.User == "" || cr.Password == "" {
+		return InterBrokerCredentials{}, fmt.Errorf("%s: the broker authenticates to the others with its username=\"...\" and password=\"...\" options; set both", key)
+	}
+	return cr, nil
 }
 
 func containsFold(list []string, s string) bool {

@@ -35,8 +35,9 @@ type Conn struct {
 	rbuf []byte
 }
 
-// Dial connects to addr (HOST:PORT) within timeout.
-func Dial(ctx context.Context, addr string, timeout time.Duration) (*Conn, error) {
+// Dial connects to addr (HOST:PORT) within timeout, with TLS and SASL as sec says (nil:
+// PLAINTEXT).
+func Dial(ctx context.Context, addr string, timeout time.Duration, sec *Security) (*Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -45,7 +46,25 @@ func Dial(ctx context.Context, addr string, timeout time.Duration) (*Conn, error
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}, nil
+	if sec == nil {
+		return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}, nil
+	}
+	deadline := time.Now().Add(timeout)
+	sc, err := sec.secure(ctx, nc, addr, deadline)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	}
+	nc = sc
+	c := &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}
+	if sec.Mechanism != "" {
+		host, _, _ := net.SplitHostPort(addr)
+		if err := c.authenticate(ctx, sec, host, deadline); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+		}
+	}
+	return c, nil
 }
 
 // Close closes the connection; a RoundTrip blocked on it returns.

@@ -33,7 +33,8 @@ type FetchSettings struct {
 	Log              *slog.Logger
 	RequestTimeout   time.Duration
 	ConnectTimeout   time.Duration
-	OnLeaderGoneHint func() // a hint that the metadata may be stale (not used for safety)
+	Security         *peer.Security // the inter-broker listener's TLS and SASL; nil: PLAINTEXT
+	OnLeaderGoneHint func()         // a hint that the metadata may be stale (not used for safety)
 	// ThrottleRate is the byte rate of throttled partitions (follower.replication.throttled.rate;
 	// 0 or nil: no limit), read before every fetch so that a change applies at once.
 	ThrottleRate func() int64
@@ -163,7 +164,7 @@ func (f *fetcher) run(ctx context.Context) {
 				sleepCtx(ctx, f.f.set.Backoff)
 				continue
 			}
-			c, err := peer.Dial(ctx, addr, f.f.set.ConnectTimeout)
+			c, err := peer.Dial(ctx, addr, f.f.set.ConnectTimeout, f.f.set.Security)
 			if err != nil {
 				log.Debug("follower fetcher cannot connect", "err", err)
 				sleepCtx(ctx, f.f.set.Backoff)

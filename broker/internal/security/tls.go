@@ -167,3 +167,13 @@ func normalizePEM(v string) string {
 	}
 	return string(out)
 }
+
+// ClientConfig is the client side of the setup, for a broker connecting to the others on its
+// inter-broker listener, as Kafka uses the listener's stores: the truststore checks the peer's
+// certificate and the keystore's certificate is offered when the peer asks for one. It is
+// the current setup at each call (the files are reloaded as for the listener).
+func (t *TLS) ClientConfig() *tls.Config {
+	cur := t.current()
+	return &tls.Config{RootCAs: cur.ClientCAs, Certificates: cur.Certificates,
+		MinVersion: cur.MinVersion, MaxVersion: cur.MaxVersion, CipherSuites: cur.CipherSuites}
+}

@@ -257,7 +257,7 @@ type clusterView struct {
 // viewFrom asks one broker directly (no client-side caching, no retries elsewhere), so a test
 // can ask only the brokers it knows are up.
 func viewFrom(addr, topic string) (clusterView, error) {
-	conn, err := peer.Dial(context.Background(), addr, time.Second)
+	conn, err := peer.Dial(context.Background(), addr, time.Second, nil)
 	if err != nil {
 		return clusterView{}, err
 	}

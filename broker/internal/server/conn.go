@@ -182,8 +182,7 @@ func (c *conn) readLoop(ctx context.Context) error {
 			// Refused before allocating anything for it.
 			return fmt.Errorf("request of %d bytes is outside 8..%d (socket.request.max.bytes)", size, maxSize)
 		}
-		c.nc.SetReadDeadline(time.Time{})
-		frame, held, err := c.readFrame(ctx, r, int(size))
+		frame, held, err := c.readFrame(ctx, r, int(size)) // sets the body's deadlines
 		if err != nil {
 			return err
 		}

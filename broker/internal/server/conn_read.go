@@ -99,10 +99,15 @@ func waitReadable(raw syscall.RawConn) error {
 func (c *conn) readFrame(ctx context.Context, r *frameReader, size int) (frame []byte, held int64, err error) {
 	if size <= readBufSize {
 		// Small: wait until it is all in the read buffer, then copy it out. It needs no
-		// request memory: the connection's buffer bounds it.
+		// request memory: the connection's buffer bounds it. A body that stops arriving is
+		// an idle connection.
+		if idle := c.s.cfg.idleTimeout; idle > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(idle))
+			defer c.nc.SetReadDeadline(time.Time{})
+		}
 		b, err := r.br.Peek(size)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, fmt.Errorf("reading a %d-byte request: %w", size, err)
 		}
 		frame = getFrame(size)
 		copy(frame, b)

@@ -176,3 +176,21 @@ func TestRequestMemoryBound(t *testing.T) {
 		return used == 0, fmt.Sprintf("%v bytes held", used)
 	})
 }
+
+// A request whose body stops arriving, small or large, is an idle connection: it is closed
+// after connections.max.idle.ms, and its request memory comes back.
+func TestStalledRequestBodyCloses(t *testing.T) {
+	b := startBroker(t, map[string]string{"connections.max.idle.ms": "300", "spool.metrics.listener": "127.0.0.1:0"})
+	for _, size := range []int{1000, 1 << 20} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			c := dial(t, b.Addr)
+			msg := make([]byte, 4+size/2)
+			binary.BigEndian.PutUint32(msg, uint32(size))
+			c.writeRaw(msg)
+			c.expectClosed()
+			brokertest.WaitFor(t, 10*time.Second, "the request memory to be released", func() bool {
+				return value(scrape(t, b.MetricsAddr), "spool_request_memory_used_bytes", nil) == 0
+			})
+		})
+	}
+}

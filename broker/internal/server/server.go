@@ -21,6 +21,7 @@ import (
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/metrics"
+	"github.com/spoolmq/spool/broker/internal/peer"
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/broker/internal/storage"
@@ -116,11 +117,15 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 	if r := conf.Get(config.BrokerRack); r != "" {
 		s.self.Rack = &r
 	}
+	peerSec, err := s.peerSecurity()
+	if err != nil {
+		return nil, err
+	}
 	dataDir := conf.Get(config.LogDirs)
 	if s.logs, err = storage.OpenManager(dataDir, log); err != nil {
 		return nil, fmt.Errorf("opening logs: %w", err)
 	}
-	if err := s.openMetadata(dataDir); err != nil {
+	if err := s.openMetadata(dataDir, peerSec); err != nil {
 		s.logs.Close()
 		return nil, fmt.Errorf("opening metadata: %w", err)
 	}
@@ -153,6 +158,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		Log:            log.With("component", "fetcher"),
 		RequestTimeout: 30 * time.Second,
 		ConnectTimeout: 5 * time.Second,
+		Security:       peerSec,
 		ThrottleRate:   s.followerThrottleRate,
 	})
 	s.parts.init()
@@ -179,7 +185,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 
 // openMetadata opens the metadata store: ZooKeeper when zookeeper.connect is set, else the
 // embedded single-node store in the data directory.
-func (s *Server) openMetadata(dataDir string) error {
+func (s *Server) openMetadata(dataDir string, peerSec *peer.Security) error {
 	connect := s.conf.Get(config.ZooKeeperConnect)
 	if connect == "" {
 		md, err := cluster.OpenEmbedded(dataDir, s.self)
@@ -203,6 +209,7 @@ func (s *Server) openMetadata(dataDir string) error {
 		ConnectTimeout:          ms(config.ZooKeeperConnectionTimeoutMs),
 		Self:                    s.self,
 		InterBrokerListener:     s.conf.InterBrokerListener(),
+		PeerSecurity:            peerSec,
 		LivenessTimeout:         ms(config.BrokerSessionTimeoutMs),
 		ProbeInterval:           ms(config.BrokerHeartbeatIntervalMs),
 		LeaderImbalancePercent:  int(s.conf.Int64(config.LeaderImbalancePerBroker)),

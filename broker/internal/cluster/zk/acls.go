@@ -152,7 +152,7 @@ func (s *Store) updateACL(p security.Pattern, update func([]security.Entry) []se
 	if err := s.ensurePath(changes); err != nil {
 		return err
 	}
-	if _, err := s.conn.Create(s.p(changes+"/"+aclChangePrefix), data, zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+	if err := s.notify(changes, aclChangePrefix, data); err != nil {
 		return fmt.Errorf("announcing the ACL change of %s: %w", p, err)
 	}
 	return nil

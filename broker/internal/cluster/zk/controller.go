@@ -472,7 +472,7 @@ func (s *Store) watchController(id int32) {
 			}
 			return joinAddr(b.broker.Host, b.broker.Port)
 		}
-		if !probeUntilDead(ctx, addr, s.cfg.ProbeInterval, s.cfg.LivenessTimeout) {
+		if !probeUntilDead(ctx, addr, s.cfg.ProbeInterval, s.cfg.LivenessTimeout, s.cfg.PeerSecurity) {
 			return
 		}
 		_, stat, err = s.conn.Get(s.p(controllerPath))

@@ -98,7 +98,7 @@ func (l *liveness) set(id int32, p *probe, dead bool) {
 func (l *liveness) run(ctx context.Context, id int32, p *probe) {
 	interval, timeout := l.s.cfg.ProbeInterval, l.s.cfg.LivenessTimeout
 	for ctx.Err() == nil {
-		ok := probeConn(ctx, p.addr, interval, timeout, func() { l.set(id, p, false) })
+		ok := probeConn(ctx, p.addr, interval, timeout, l.s.cfg.PeerSecurity, func() { l.set(id, p, false) })
 		if ctx.Err() != nil {
 			return
 		}
@@ -111,8 +111,8 @@ func (l *liveness) run(ctx context.Context, id int32, p *probe) {
 
 // probeConn connects and probes until the connection fails; up is called after each answer.
 // It returns false when the peer failed (refused, closed or too slow), true when ctx ended.
-func probeConn(ctx context.Context, addr string, interval, timeout time.Duration, up func()) bool {
-	c, err := peer.Dial(ctx, addr, timeout)
+func probeConn(ctx context.Context, addr string, interval, timeout time.Duration, sec *peer.Security, up func()) bool {
+	c, err := peer.Dial(ctx, addr, timeout, sec)
 	if err != nil {
 		return ctx.Err() != nil
 	}
@@ -132,14 +132,14 @@ func probeConn(ctx context.Context, addr string, interval, timeout time.Duration
 }
 
 // probeUntilDead probes the broker addr() names until it fails (true) or ctx ends (false).
-func probeUntilDead(ctx context.Context, addr func() string, interval, timeout time.Duration) bool {
+func probeUntilDead(ctx context.Context, addr func() string, interval, timeout time.Duration, sec *peer.Security) bool {
 	for ctx.Err() == nil {
 		a := addr()
 		if a == "" {
 			sleep(ctx, interval)
 			continue
 		}
-		if !probeConn(ctx, a, interval, timeout, func() {}) {
+		if !probeConn(ctx, a, interval, timeout, sec, func() {}) {
 			return true
 		}
 	}

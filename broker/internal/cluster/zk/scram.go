@@ -135,7 +135,7 @@ func (s *Store) UpdateScramCredentials(user string, update func(map[security.Scr
 		return err
 	}
 	note := mustJSON(map[string]any{"version": 2, "entity_path": "users/" + su})
-	if _, err := s.conn.Create(s.p(configChangesPath+"/"+configChangePfx), note, zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+	if err := s.notify(configChangesPath, configChangePfx, note); err != nil {
 		return fmt.Errorf("announcing the config change of user %s: %w", user, err)
 	}
 	return nil

@@ -36,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spoolmq/spool/broker/internal/peer"
 	"log/slog"
 	"maps"
 	"slices"
@@ -63,6 +64,11 @@ type Config struct {
 	// InterBrokerListener names the endpoint of other brokers' registrations that replication
 	// and liveness probes connect to (inter.broker.listener.name); empty: the first one.
 	InterBrokerListener string
+	// PeerSecurity is how the controller's liveness probes connect (nil: PLAINTEXT).
+	PeerSecurity *peer.Security
+	// NotificationExpiry is how long ACL and config change notifications are kept; 0:
+	// Kafka's 15 minutes (notifications.go).
+	NotificationExpiry time.Duration
 	// LivenessTimeout: a broker that answers no probe for this long is taken for dead by the
 	// controller (broker.session.timeout.ms).
 	LivenessTimeout time.Duration

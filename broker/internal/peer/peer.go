@@ -58,8 +58,7 @@ func Dial(ctx context.Context, addr string, timeout time.Duration, sec *Security
 	nc = sc
 	c := &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}
 	if sec.Mechanism != "" {
-		host, _, _ := net.SplitHostPort(addr)
-		if err := c.authenticate(ctx, sec, host, deadline); err != nil {
+		if err := c.authenticate(sec, deadline); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("connecting to %s: %w", addr, err)
 		}

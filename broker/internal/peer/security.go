@@ -7,10 +7,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
-
+	"github.com/spoolmq/spool/protocol-spec/scram"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -49,22 +46,36 @@ func (s *Security) secure(ctx context.Context, nc net.Conn, addr string, deadlin
 	return nc, nil
 }
 
-// mechanism is the SASL client for s.Mechanism.
-func (s *Security) mechanism() (sasl.Mechanism, error) {
+// exchange is one SASL authentication, client side: given the server's last message (nil at
+// first) it returns the next one to send, or done.
+type exchange func(server []byte) (msg []byte, done bool, err error)
+
+// start begins an exchange of s.Mechanism: PLAIN (RFC 4616) sends the credentials once;
+// SCRAM is the protocol's one client (protocol-spec/scram), as the SDK's.
+func (s *Security) start() (exchange, error) {
 	switch s.Mechanism {
 	case "PLAIN":
-		return plain.Auth{User: s.User, Pass: s.Password}.AsMechanism(), nil
-	case "SCRAM-SHA-256":
-		return scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism(), nil
-	case "SCRAM-SHA-512":
-		return scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism(), nil
+		sent := false
+		return func([]byte) ([]byte, bool, error) {
+			if sent {
+				return nil, true, nil
+			}
+			sent = true
+			return []byte("\x00" + s.User + "\x00" + s.Password), false, nil
+		}, nil
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		m, err := scram.ParseMechanism(s.Mechanism)
+		if err != nil {
+			return nil, err
+		}
+		return scram.NewClient(m, s.User, s.Password).Step, nil
 	}
 	return nil, fmt.Errorf("SASL mechanism %q is not supported between brokers", s.Mechanism)
 }
 
 // authenticate runs SaslHandshake v1 and SaslAuthenticate v2 until the mechanism is done.
-func (c *Conn) authenticate(ctx context.Context, s *Security, host string, deadline time.Time) error {
-	m, err := s.mechanism()
+func (c *Conn) authenticate(s *Security, deadline time.Time) error {
+	step, err := s.start()
 	if err != nil {
 		return err
 	}
@@ -75,7 +86,7 @@ func (c *Conn) authenticate(ctx context.Context, s *Security, host string, deadl
 	if hs.ErrorCode != 0 {
 		return fmt.Errorf("SASL handshake for %s: %w (the peer offers %v)", s.Mechanism, wire.ErrorForCode(hs.ErrorCode), hs.Mechanisms)
 	}
-	session, msg, err := m.Authenticate(ctx, host)
+	msg, _, err := step(nil)
 	if err != nil {
 		return fmt.Errorf("SASL %s: %w", s.Mechanism, err)
 	}
@@ -91,7 +102,7 @@ func (c *Conn) authenticate(ctx context.Context, s *Security, host string, deadl
 			}
 			return fmt.Errorf("SASL %s as %s: %w%s", s.Mechanism, s.User, wire.ErrorForCode(resp.ErrorCode), detail)
 		}
-		done, next, err := session.Challenge(resp.AuthBytes)
+		next, done, err := step(resp.AuthBytes)
 		if err != nil {
 			return fmt.Errorf("SASL %s: %w", s.Mechanism, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,6 +43,11 @@ echo RECOVERED
 	text, err := runReadmeScript(t, dir, script)
 	if err != nil {
 		t.Fatalf("quick start failed: %v\n--- script\n%s\n--- output\n%s", err, script, text)
+	}
+	// spool topic describe on the cluster: each of the 6 partitions with a leader among its
+	// 3 replicas, and an ISR.
+	if rows := regexp.MustCompile(`(?m)^\s+[0-5]\s+[1-4]\s+[1-4],[1-4],[1-4]\s+[1-4](,[1-4])*\s+\d+\s+\d+`).FindAllString(text, -1); len(rows) < 6 {
+		t.Errorf("topic describe shows %d partitions with leader, 3 replicas and ISR:\n%s", len(rows), text)
 	}
 	for _, want := range []string{`topic "orders" with 6 partitions`, " 2 brokers:", "replicas to copy", "throttled to 50.0 MB/s", "partitions moved in", "RECOVERED"} {
 		if !strings.Contains(text, want) {

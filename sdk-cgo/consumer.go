@@ -202,6 +202,8 @@ func spoolgo_consumer_take_rebalance(h C.uintptr_t, what *C.int, parts **C.spool
 	if base == nil {
 		panic("libspool: out of memory")
 	}
+	// Zeroed before the typed stores (see fillMessage): malloc'd memory may hold stale pointers.
+	clear(unsafe.Slice((*byte)(base), arrBytes))
 	arr := unsafe.Slice((*C.spool_topic_partition_t)(base), n)
 	names := unsafe.Slice((*byte)(unsafe.Add(base, arrBytes)), size+1)
 	i, at := 0, 0
@@ -332,7 +334,7 @@ func spoolgo_consumer_poll_batch(h C.uintptr_t, timeoutMS C.int, msgs **C.spool_
 	out := unsafe.Slice(msgs, int(max))
 	n := 0
 	for m := c.poll(timeoutMS); m != nil; m = c.next() {
-		out[n] = m
+		storeC(unsafe.Pointer(&out[n]), unsafe.Pointer(m))
 		if n++; n == len(out) {
 			break
 		}

@@ -142,6 +142,12 @@ func goBytes(p unsafe.Pointer, n C.size_t) []byte {
 	return C.GoBytes(p, C.int(n))
 }
 
+// storeC writes the C pointer v at dst, in C memory, without a write barrier: a typed store
+// would read the old value at dst for the GC, and C memory may hold anything there.
+func storeC(dst, v unsafe.Pointer) {
+	*(*uintptr)(dst) = uintptr(v)
+}
+
 // timeoutCtx is a context ending after ms milliseconds; a negative ms never ends.
 func timeoutCtx(ms C.int) (context.Context, context.CancelFunc) {
 	if ms < 0 {

@@ -202,6 +202,8 @@ func spoolgo_consumer_take_rebalance(h C.uintptr_t, what *C.int, parts **C.spool
 	if base == nil {
 		panic("libspool: out of memory")
 	}
+	// Zeroed before the typed stores (see fillMessage): malloc'd memory may hold stale pointers.
+	clear(unsafe.Slice((*byte)(base), arrBytes))
 	arr := unsafe.Slice((*C.spool_topic_partition_t)(base), n)
 	names := unsafe.Slice((*byte)(unsafe.Add(base, arrBytes)), size+1)
 	i, at := 0, 0
@@ -315,24 +317,24 @@ func spoolgo_consumer_assign(h C.uintptr_t, topic *C.char, partition C.int32_t, 
 }
 
 //export spoolgo_consumer_poll
-func spoolgo_consumer_poll(h C.uintptr_t, timeoutMS C.int) *C.spool_message_t {
+func spoolgo_consumer_poll(h C.uintptr_t, timeoutMS C.int, woken *C.int) *C.spool_message_t {
 	c := value[consumer](h)
 	if c == nil {
 		return nil
 	}
-	return c.poll(timeoutMS)
+	return c.poll(timeoutMS, woken)
 }
 
 //export spoolgo_consumer_poll_batch
-func spoolgo_consumer_poll_batch(h C.uintptr_t, timeoutMS C.int, msgs **C.spool_message_t, max C.size_t) C.size_t {
+func spoolgo_consumer_poll_batch(h C.uintptr_t, timeoutMS C.int, msgs **C.spool_message_t, max C.size_t, woken *C.int) C.size_t {
 	c := value[consumer](h)
 	if c == nil {
 		return 0
 	}
 	out := unsafe.Slice(msgs, int(max))
 	n := 0
-	for m := c.poll(timeoutMS); m != nil; m = c.next() {
-		out[n] = m
+	for m := c.poll(timeoutMS, woken); m != nil; m = c.next() {
+		storeC(unsafe.Pointer(&out[n]), unsafe.Pointer(m))
 		if n++; n == len(out) {
 			break
 		}
@@ -340,8 +342,10 @@ func spoolgo_consumer_poll_batch(h C.uintptr_t, timeoutMS C.int, msgs **C.spool_
 	return C.size_t(n)
 }
 
-// poll returns the next message, waiting up to timeoutMS for records.
-func (c *consumer) poll(timeoutMS C.int) *C.spool_message_t {
+// poll returns the next message, waiting up to timeoutMS for records. It sets *woken when it
+// returns nil early because a rebalance event is queued: the shim serves it and polls again
+// for the rest of the timeout.
+func (c *consumer) poll(timeoutMS C.int, woken *C.int) *C.spool_message_t {
 	if m := c.next(); m != nil {
 		return m
 	}
@@ -360,6 +364,7 @@ func (c *consumer) poll(timeoutMS C.int) *C.spool_message_t {
 		queued, wakeCtx := len(c.events) > 0, c.wakeCtx
 		c.mu.Unlock()
 		if queued {
+			*woken = 1
 			return nil
 		}
 		defer context.AfterFunc(wakeCtx, cancel)()
@@ -372,7 +377,11 @@ func (c *consumer) poll(timeoutMS C.int) *C.spool_message_t {
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !(closed && errors.Is(err, spool.ErrClosed)) {
 		return newMessage(nil, err, 0)
 	}
-	return c.next()
+	m := c.next()
+	if m == nil && errors.Is(err, context.Canceled) {
+		*woken = 1 // only wakeCtx cancels ctx early
+	}
+	return m
 }
 
 // next hands the first pending record to C, and commits in the background when auto commit

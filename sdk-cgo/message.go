@@ -71,6 +71,10 @@ func fillMessage(base unsafe.Pointer, size int, r *spool.Record, err error, errs
 		}
 	}
 	block := unsafe.Slice((*byte)(base), size)
+	// Zero the struct and the headers array before the typed stores below: a pointer store
+	// has a write barrier that reads the old value, and malloc'd memory may hold a stale Go
+	// pointer (a freed report that pointed at pinned bytes), which the GC would find bad.
+	clear(block[:messageSize+len(hdrs)*headerSize])
 	m := (*C.spool_message_t)(base)
 	headers := unsafe.Slice((*C.spool_header_t)(unsafe.Add(base, messageSize)), len(hdrs))
 	at := messageSize + len(hdrs)*headerSize

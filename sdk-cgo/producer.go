@@ -239,7 +239,7 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	arr := unsafe.Slice((**C.spool_message_t)(base), len(got))
 	at := ptrs
 	for i, rep := range got {
-		arr[i] = fillMessage(unsafe.Add(base, at), sizes[i], rep.r, rep.err, errstrs[i], rep.opaque, pin)
+		storeC(unsafe.Pointer(&arr[i]), unsafe.Pointer(fillMessage(unsafe.Add(base, at), sizes[i], rep.r, rep.err, errstrs[i], rep.opaque, pin)))
 		at += sizes[i]
 	}
 	p.mu.Lock()

@@ -3,6 +3,7 @@
  * the caller's thread, never from Go. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "_cgo_export.h"
 #include "spool_impl.h"
@@ -258,23 +259,46 @@ static void serve_rebalance(spool_consumer_t *c) {
     }
 }
 
+/* now_ms is a monotonic clock in milliseconds, for what is left of a poll's timeout. */
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* left is what remains of timeout_ms (-1: no limit) started at start, at least 0. */
+static int left_ms(int timeout_ms, int64_t start) {
+    if (timeout_ms < 0) return -1;
+    int64_t left = (int64_t)timeout_ms - (now_ms() - start);
+    return left > 0 ? (int)left : 0;
+}
+
 /* Events are served before the wait and again after it, so that an assignment made during
- * the wait reaches the callback before its records reach the caller. */
+ * the wait reaches the callback before its records reach the caller. A wait ended early by
+ * a rebalance event (woken) goes on for the rest of the timeout once the event is served. */
 spool_message_t *spool_consumer_poll(spool_consumer_t *c, int timeout_ms) {
     if (c == NULL) return NULL;
-    serve_rebalance(c);
-    spool_message_t *m = spoolgo_consumer_poll(c->h, timeout_ms);
-    serve_rebalance(c);
-    return m;
+    int64_t start = now_ms();
+    for (;;) {
+        int woken = 0;
+        serve_rebalance(c);
+        spool_message_t *m = spoolgo_consumer_poll(c->h, left_ms(timeout_ms, start), &woken);
+        serve_rebalance(c);
+        if (m != NULL || !woken || left_ms(timeout_ms, start) == 0) return m;
+    }
 }
 
 size_t spool_consumer_poll_batch(spool_consumer_t *c, int timeout_ms, spool_message_t **msgs,
                                  size_t max) {
     if (c == NULL || msgs == NULL || max == 0) return 0;
-    serve_rebalance(c);
-    size_t n = spoolgo_consumer_poll_batch(c->h, timeout_ms, msgs, max);
-    serve_rebalance(c);
-    return n;
+    int64_t start = now_ms();
+    for (;;) {
+        int woken = 0;
+        serve_rebalance(c);
+        size_t n = spoolgo_consumer_poll_batch(c->h, left_ms(timeout_ms, start), msgs, max, &woken);
+        serve_rebalance(c);
+        if (n > 0 || !woken || left_ms(timeout_ms, start) == 0) return n;
+    }
 }
 
 spool_err_t spool_consumer_commit(spool_consumer_t *c, int async) {

@@ -1,8 +1,11 @@
 """py_bench.py: the Python side of the benchmark; one script for both libraries, so only the
 import differs: `spool` (this binding) or `confluent_kafka` (librdkafka underneath).
 usage: py_bench.py spool|confluent_kafka BROKER TOPIC PARTITIONS N SIZE
+With SPOOL_BENCH_BATCH=K in the environment, a library that has Producer.produce_batch (this
+binding) produces K records a call with it; the other still calls produce per record.
 prints: produce_rps consume_rps peak_rss_kib"""
 import importlib
+import os
 import resource
 import sys
 import time
@@ -22,8 +25,14 @@ def on_delivery(err, msg):
 
 p = k.Producer({"bootstrap.servers": broker, "acks": "all", "linger.ms": 5, "batch.size": 1048576,
                 "on_delivery": on_delivery})
+batch = int(os.environ.get("SPOOL_BENCH_BATCH", "0"))
 t0 = time.monotonic()
-for i in range(n):
+if batch > 0 and hasattr(p, "produce_batch"):
+    msgs = [{"value": value}] * batch
+    for i in range(0, n, batch):
+        p.produce_batch(topic, msgs[:min(batch, n - i)])
+        p.poll(0)
+for i in range(n if not (batch > 0 and hasattr(p, "produce_batch")) else 0):
     while True:
         try:
             p.produce(topic, value)

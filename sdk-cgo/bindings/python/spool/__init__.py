@@ -281,6 +281,45 @@ class Producer:
                 self._callbacks.pop(ident, None)
             _check(err, "produce")
 
+    def produce_batch(self, topic, messages, partition=-1, on_delivery=None, callback=None):
+        """Buffers many records with one call into libspool (spool_produce_batch), as
+        confluent-kafka's produce_batch: messages is a list of dicts with "value", and
+        optionally "key", "partition" and "callback" (or "on_delivery"), each called as
+        cb(err, msg) in a later poll() or flush(); the call's own callback is the default.
+        All are buffered or, when one is bad, none (KafkaException); returns len(messages).
+        Not supported in a message: "headers", "timestamp"."""
+        t = self._topics.get(topic)
+        if t is None:
+            t = self._topics[topic] = topic.encode()
+        default = on_delivery or callback
+        recs, idents = [], []
+        for m in messages:
+            if "headers" in m or "timestamp" in m:
+                raise NotImplementedError("produce_batch with headers or timestamp is not supported by libspool yet")
+            v, k = m.get("value"), m.get("key")
+            k = k if k is None or type(k) is bytes else _bytes(k, "key")
+            v = v if v is None or type(v) is bytes else _bytes(v, "value")
+            cb = m.get("callback") or m.get("on_delivery") or default
+            ident = None
+            if cb is not None and cb is not self._default_cb:
+                ident = next(self._ids)
+                idents.append((ident, cb))
+            recs.append((m.get("partition", partition), k, 0 if k is None else len(k),
+                         v, 0 if v is None else len(v), None, 0, ident))
+        if not recs:
+            return 0
+        if idents:
+            with self._lock:
+                self._callbacks.update(idents)
+        arr = (L.Record * len(recs))(*recs)
+        err = L.spool_produce_batch(self._handle(), t, arr, len(recs))
+        if err:
+            with self._lock:
+                for ident, _ in idents:
+                    self._callbacks.pop(ident, None)
+            _check(err, "produce_batch")
+        return len(recs)
+
     def poll(self, timeout=None):
         """Serves delivery callbacks, waiting up to timeout seconds for one; returns how many ran."""
         n = L.spool_producer_poll(self._handle(), _timeout_ms(timeout))

@@ -38,6 +38,14 @@ class Header(ctypes.Structure):
     _fields_ = [("key", c_char_p), ("key_len", c_size_t), ("value", c_void_p), ("value_len", c_size_t)]
 
 
+class Record(ctypes.Structure):
+    """spool_record_t. Keys and values are c_char_p so that a bytes object is passed without a
+    copy (the array keeps it alive); None is NULL."""
+    _fields_ = [("partition", c_int32), ("key", c_char_p), ("key_len", c_size_t), ("value", c_char_p),
+                ("value_len", c_size_t), ("headers", ctypes.POINTER(Header)), ("header_count", c_size_t),
+                ("msg_opaque", c_void_p)]
+
+
 class MessageView(ctypes.Structure):
     """spool_message_view_t."""
     _fields_ = [("err", c_int), ("partition", c_int32), ("offset", c_int64), ("timestamp", c_int64),
@@ -77,6 +85,7 @@ spool_producer_new = _fn("spool_producer_new", P, P, c_char_p, c_size_t)
 spool_produce = _fn("spool_produce", c_int, P, c_char_p, c_int32, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p)
 spool_produce_headers = _fn("spool_produce_headers", c_int, P, c_char_p, c_int32, c_char_p, c_size_t,
                             c_char_p, c_size_t, ctypes.POINTER(Header), c_size_t, c_void_p)
+spool_produce_batch = _fn("spool_produce_batch", c_int, P, c_char_p, ctypes.POINTER(Record), c_size_t)
 spool_producer_poll = _fn("spool_producer_poll", c_int, P, c_int)
 spool_producer_flush = _fn("spool_producer_flush", c_int, P, c_int)
 spool_producer_outq_len = _fn("spool_producer_outq_len", c_int, P)

@@ -78,6 +78,37 @@ def test_roundtrip(brokers, topic_name):
         assert len(parts) == 1
 
 
+def test_produce_batch(brokers, topic_name):
+    make_topic(brokers, topic_name, 2)
+    reports, own = {}, []
+
+    def on_delivery(err, msg):
+        reports[msg.value()] = (err, msg.partition(), msg.key())
+
+    with Producer({"bootstrap.servers": brokers, "linger.ms": 2}) as p:
+        msgs = [{"value": b"b%d" % i, "key": None if i % 2 else "k%d" % i} for i in range(20)]
+        msgs.append({"value": b"explicit", "partition": 1, "callback": lambda err, msg: own.append((err, msg.value()))})
+        assert p.produce_batch(topic_name, msgs, on_delivery=on_delivery) == 21
+        # one bad record: none of the batch is buffered
+        with pytest.raises(KafkaException) as e:
+            p.produce_batch(topic_name, [{"value": b"ok"}, {"value": b"bad", "partition": -5}])
+        assert e.value.error().code() == KafkaError._BAD_ARG
+        assert p.flush(30) == 0
+    assert own == [(None, b"explicit")]
+    assert set(reports) == {b"b%d" % i for i in range(20)}
+    for i in range(20):
+        err, partition, key = reports[b"b%d" % i]
+        assert err is None and 0 <= partition < 2 and key == (None if i % 2 else b"k%d" % i)
+    with Consumer({"bootstrap.servers": brokers}) as c:
+        c.assign([TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)])
+        got = []
+        for _ in range(500):
+            got += [m.value() for m in c.consume(100, 0.05)]
+            if len(got) >= 21:
+                break
+    assert sorted(got) == sorted([b"b%d" % i for i in range(20)] + [b"explicit"])
+
+
 def test_group_of_two(brokers, topic_name):
     n = 120
     make_topic(brokers, topic_name, 4)

@@ -149,10 +149,15 @@ public class KafkaProducer<K, V> implements AutoCloseable {
             return;
         }
         if (v.err == 0) {
+            // As the Java client: the callback runs before the future completes, so that get()
+            // returns after it.
             RecordMetadata md = new RecordMetadata(v.topic, v.partition, v.offset);
-            p.future().complete(md);
-            if (p.callback() != null) {
-                p.callback().onCompletion(md, null);
+            try {
+                if (p.callback() != null) {
+                    p.callback().onCompletion(md, null);
+                }
+            } finally {
+                p.future().complete(md);
             }
         } else {
             fail(p, new KafkaException(v.err, "delivery to " + v.topic + ": " + v.errstr));
@@ -160,9 +165,12 @@ public class KafkaProducer<K, V> implements AutoCloseable {
     }
 
     private static void fail(Pending p, KafkaException e) {
-        p.future().completeExceptionally(e);
-        if (p.callback() != null) {
-            p.callback().onCompletion(new RecordMetadata(p.topic(), -1, -1), e);
+        try {
+            if (p.callback() != null) {
+                p.callback().onCompletion(new RecordMetadata(p.topic(), -1, -1), e);
+            }
+        } finally {
+            p.future().completeExceptionally(e);
         }
     }
 

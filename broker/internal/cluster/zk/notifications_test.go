@@ -45,7 +45,7 @@ func TestChangeNotificationsExpire(t *testing.T) {
 		t.Helper()
 		m := security.ScramMechanisms["SCRAM-SHA-512"]
 		salt := []byte("0123456789abcdef")
-		cred := m.CredentialFromSalted(salt, m.SaltPassword("secret", salt, 4096), 4096)
+		cred := security.CredentialFromSalted(m, salt, m.SaltPassword("secret", salt, 4096), 4096)
 		if err := s.UpdateScramCredentials(user, func(cur map[security.ScramMechanism]security.ScramCredential) map[security.ScramMechanism]security.ScramCredential {
 			cur[m] = cred
 			return cur

@@ -16,24 +16,28 @@ import (
 
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/conformance"
-	"github.com/spoolmq/spool/conformance/drivers"
 )
 
-// TestSuiteCluster runs the cluster cases and the client-level cases (with the go driver)
-// against a 3-broker Spool cluster and a 3-broker Apache
-// Kafka 3.9 cluster in ZooKeeper mode, each on its own ZooKeeper (Debian's zookeeper package).
+// TestSuiteCluster runs the cluster cases and the client-level cases against a 3-broker
+// Spool cluster and a 3-broker Apache Kafka 3.9 cluster in ZooKeeper mode, each on its own
+// ZooKeeper (Debian's zookeeper package): every case with the go driver, and the client cases
+// again with each further driver. make conformance-matrix runs every driver on both
+// clusters; make test adds the c driver on the Spool cluster (a few seconds) to go.
 func TestSuiteCluster(t *testing.T) {
 	t.Parallel()
-	d, err := drivers.Builtin("go")
-	if err != nil {
-		t.Fatal(err)
+	matrixRun := os.Getenv("CONFORMANCE_MATRIX") != ""
+	all := builtinDrivers(t)
+	all = append(all, externalDrivers(t)...)
+	byName := map[string]conformance.Driver{}
+	for _, d := range all {
+		byName[d.Name()] = d
 	}
 	// The cluster cases, and the client-level ones: an SDK must find every partition's leader.
 	cases, err := conformance.Select("cluster,client")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if os.Getenv("CONFORMANCE_MATRIX") == "" {
+	if !matrixRun {
 		// Each fault case crashes and restarts brokers, a minute or more on Kafka: make test
 		// keeps the leader's crash, make conformance-matrix runs them all.
 		cases = slices.DeleteFunc(cases, func(c *conformance.Case) bool { return c.Faults && c.ID != "cluster/leader-failover" })
@@ -41,15 +45,16 @@ func TestSuiteCluster(t *testing.T) {
 	// Followers out of the ISR after 10 s behind (Kafka's default is 30 s), so the fault case
 	// waits less, yet not so short that a starved follower drops out on a loaded machine.
 	for _, tg := range []struct {
-		name  string
-		start func(t *testing.T) (string, conformance.Faults)
+		name    string
+		drivers []string // for make test; make conformance-matrix runs them all
+		start   func(t *testing.T) (string, conformance.Faults)
 	}{
-		{"spool-cluster", func(t *testing.T) (string, conformance.Faults) {
+		{"spool-cluster", []string{"go", "c"}, func(t *testing.T) (string, conformance.Faults) {
 			zk := brokertest.StartZooKeeper(t)
 			c := brokertest.StartCluster(t, 3, zk.Connect(""), map[string]string{"group.initial.rebalance.delay.ms": "0", "replica.lag.time.max.ms": "10000"})
 			return c.Addrs()[0], spoolFaults{t, c}
 		}},
-		{"kafka-cluster", func(t *testing.T) (string, conformance.Faults) {
+		{"kafka-cluster", []string{"go"}, func(t *testing.T) (string, conformance.Faults) {
 			zk := brokertest.StartZooKeeper(t)
 			k := startKafkaZK(t, 3, zk.Connect("/kafka"))
 			return k.addrs[1], k
@@ -58,14 +63,42 @@ func TestSuiteCluster(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			t.Parallel()
 			addr, faults := tg.start(t)
-			results := conformance.Run(context.Background(), conformance.Config{Bootstrap: addr, Driver: d, Parallel: 4, Faults: faults, CaseTimeout: 3 * time.Minute}, cases)
-			for _, r := range results {
-				if r.Outcome != conformance.Pass {
-					t.Errorf("%s: %s: %s", r.Case.ID, r.Outcome, r.Message)
+			names := tg.drivers
+			if matrixRun {
+				names = nil
+				for _, d := range all {
+					names = append(names, d.Name())
 				}
 			}
-			recordRun(tg.name, "go", results)
-			t.Logf("%s: %d cluster cases run", tg.name, len(results))
+			for i, name := range names {
+				run := cases
+				if i > 0 {
+					run = clientCases(cases)
+				}
+				start := time.Now()
+				cfg := conformance.Config{Bootstrap: addr, Driver: byName[name], Parallel: 4, Faults: faults, CaseTimeout: 3 * time.Minute}
+				if name == "java" {
+					cfg.Parallel = 3 // a JVM per client
+				}
+				results := conformance.Run(context.Background(), cfg, run)
+				passed, skipped := 0, 0
+				for _, r := range results {
+					if why, ok := unsupported[name][r.Case.ID]; ok {
+						if r.Outcome != conformance.Skip || !strings.Contains(r.Message, why) {
+							t.Errorf("%s with driver %s: %s (%s), want skipped as unsupported: %s", r.Case.ID, name, r.Outcome, r.Message, why)
+						}
+						skipped++
+						continue
+					}
+					if r.Outcome != conformance.Pass {
+						t.Errorf("%s with driver %s: %s: %s", r.Case.ID, name, r.Outcome, r.Message)
+						continue
+					}
+					passed++
+				}
+				recordRun(tg.name, name, results)
+				t.Logf("%s, driver %s: %d of %d cases passed, %d unsupported by the SDK (%s)", tg.name, name, passed, len(results), skipped, time.Since(start).Round(time.Millisecond))
+			}
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spoolmq/spool/conformance"
 	spool "github.com/spoolmq/spool/sdk-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -138,7 +139,9 @@ func (c *franzClient) poll(ctx context.Context, count int, wait time.Duration) (
 		}
 		var errs []error
 		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			// A retriable error (COORDINATOR_NOT_AVAILABLE while a fresh cluster creates
+			// __consumer_offsets) is one franz-go retries itself: keep polling.
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !kerr.IsRetriable(err) {
 				errs = append(errs, fmt.Errorf("%s/%d: %w", t, p, err))
 			}
 		})

@@ -435,6 +435,11 @@ func (c *controller) deleteTopic(name string) error {
 		if errors.Is(err, errFenced) {
 			return err
 		}
+		if errors.Is(err, zk.ErrNoNode) {
+			// An earlier pass deleted it all (the multi is atomic) and this pass's image had
+			// not caught up yet: nothing is left to do.
+			return nil
+		}
 		return fmt.Errorf("deleting topic %s: %w", name, err)
 	}
 	s.log.Info("topic deleted by the controller", "topic", name)

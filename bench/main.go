@@ -49,7 +49,7 @@ func run() error {
 	quick := flag.Bool("quick", os.Getenv("QUICK") != "" && os.Getenv("QUICK") != "0", "smoke mode: tiny workloads, 1 repetition; results go to the work dir, not docs/ (also QUICK=1)")
 	reps := flag.Int("reps", 3, "repetitions per workload and broker (full mode)")
 	scale := flag.Float64("scale", 1, "multiply every workload's record count by this (e.g. 0.1 for a short run of the full shapes)")
-	only := flag.String("only", "", "comma-separated workload ids to run, W1..W6 and C1 (the cluster workload) (default: all)")
+	only := flag.String("only", "", "comma-separated workload ids to run, W1..W6, TLS (PLAINTEXT against SSL listeners) and C1 (the cluster workload) (default: all; TLS not in -quick)")
 	lgFlag := flag.String("loadgens", "kafka-tools,spool-bench", "load generators: kafka-tools (Kafka's perf tools), spool-bench (bin/spool bench)")
 	sysFlag := flag.String("systems", "kafka,spool,spool-nofsync", "brokers to compare, in interleaving order")
 	docs := flag.String("docs", "", "directory for benchmarks.md and the PNG charts (default ../docs; in -quick mode the work dir)")
@@ -105,13 +105,20 @@ func run() error {
 		csz = quickClusterSizes
 	}
 	csz = csz.scaled(*scale)
+	tsz := fullTLSSizes
+	if *quick {
+		tsz = quickTLSSizes
+	}
+	tsz = tsz.scaled(*scale)
 	ws := workloads(sz)
 	withCluster := true
+	withTLSWorkload := !*quick // the smoke run leaves it out: make test's bench-smoke stays short
 	if *only != "" {
 		ids := strings.Split(*only, ",")
 		ws = slices.DeleteFunc(ws, func(w workload) bool { return !slices.Contains(ids, w.ID) })
 		withCluster = slices.Contains(ids, clusterID)
-		if len(ws) == 0 && !withCluster {
+		withTLSWorkload = slices.Contains(ids, tlsID)
+		if len(ws) == 0 && !withCluster && !withTLSWorkload {
 			return fmt.Errorf("-only %q matches no workload", *only)
 		}
 	}
@@ -162,7 +169,12 @@ func run() error {
 	}
 	logf("mode %s, %d repetition(s), brokers %s, work dir %s", mode, n, *sysFlag, h.workDir)
 	est, runs := estimate(ws, chosen, lgs, n)
-	var cest time.Duration
+	var cest, test time.Duration
+	if withTLSWorkload {
+		test = tlsEstimate(tsz, chosen, lgs, n)
+		est += test
+		runs += n * len(chosen) * len(lgs)
+	}
 	if withCluster {
 		cest = clusterEstimate(csz, chosen, lgs, n)
 		est += cest
@@ -172,6 +184,9 @@ func run() error {
 	for _, w := range ws {
 		d, k := workloadEstimate(w, chosen, lgs, n)
 		logf("  %-4s %s (%d runs)  %s", w.ID, d.Round(time.Second), k, w.Title)
+	}
+	if withTLSWorkload {
+		logf("  %-4s %s (%d runs)  produce and fetch, 100 B and 1 KiB, over PLAINTEXT and SSL listeners", tlsID, test.Round(time.Second), n*len(chosen)*len(lgs))
 	}
 	if withCluster {
 		logf("  %-4s %s (%d cluster starts)  3-broker clusters: acks=all throughput, failover under kill -9 of a leader", clusterID, cest.Round(time.Second), n*len(chosen))
@@ -184,6 +199,9 @@ func run() error {
 	}
 	r := &report{h: h, systems: chosen, lgs: lgs, res: map[string]map[string]map[string][]result{}, reps: n, mode: mode, spoolNote: spoolNote, loadStart: loadAverage(), args: os.Args[1:], outDir: outDir}
 	err = h.runAll(ctx, ws, r)
+	if err == nil && withTLSWorkload {
+		err = h.runTLSReport(ctx, r, tsz, test)
+	}
 	if err == nil && withCluster {
 		err = h.runClusterReport(ctx, r, csz, cest)
 	}
@@ -197,6 +215,7 @@ func run() error {
 	if len(r.ws) > 0 {
 		fmt.Println(r.table())
 	}
+	fmt.Println(r.tlsMarkdown())
 	fmt.Println(r.clusterMarkdown())
 	logf("wrote %s/benchmarks.md and charts; %s run took %s (estimated %s)", outDir, mode, r.elapsed.Round(time.Second), est.Round(time.Second))
 	return r.failed()
@@ -301,7 +320,7 @@ func (h *harness) loadgens(list string) ([]loadgen, string, error) {
 			if found, _ := detectSpoolBench(h.spool); !found {
 				return nil, "", fmt.Errorf("%s has no bench command, which fills W5 for every load generator: run `make build`", h.spool)
 			}
-			lgs = append(lgs, kafkaTools{h})
+			lgs = append(lgs, kafkaTools{h: h})
 		case "spool-bench":
 			found, ext := detectSpoolBench(h.spool)
 			if !found {

@@ -35,6 +35,8 @@ type report struct {
 	failures []failure
 	// cluster holds the cluster workload's runs; nil when it did not run.
 	cluster *clusterResults
+	// tls holds the TLS workload's runs; nil when it did not run.
+	tls *tlsResults
 }
 
 // write puts benchmarks.md and the charts into outDir.
@@ -44,10 +46,19 @@ func (r *report) write() error {
 	}
 	path := filepath.Join(r.outDir, "benchmarks.md")
 	doc := r.markdown()
-	if len(r.ws) == 0 && r.cluster != nil {
-		// A cluster-only run (-only C1) keeps the single-node results already in the file.
+	if len(r.ws) == 0 {
+		// A run of only the cluster or TLS workload (-only C1, -only TLS) keeps the other
+		// results already in the file and replaces its own section.
 		if old, err := os.ReadFile(path); err == nil {
-			doc = spliceSection(string(old), clusterHeading, r.clusterMarkdown())
+			doc = string(old)
+			if i := strings.Index(doc, clusterHeading); r.tls != nil && i >= 0 && !strings.Contains(doc, tlsHeading) {
+				doc = doc[:i] + r.tlsMarkdown() + doc[i:] // where a full run puts it: before the cluster
+			} else if r.tls != nil {
+				doc = spliceSection(doc, tlsHeading, r.tlsMarkdown())
+			}
+			if r.cluster != nil {
+				doc = spliceSection(doc, clusterHeading, r.clusterMarkdown())
+			}
 		}
 	}
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
@@ -270,7 +281,8 @@ func (r *report) markdown() string {
 	if len(r.ws) > 0 {
 		b.WriteString(r.table())
 	}
-	b.WriteString("\n" + r.clusterMarkdown())
+	b.WriteString("\n" + r.tlsMarkdown())
+	b.WriteString(r.clusterMarkdown())
 	b.WriteString(r.failuresMarkdown())
 	b.WriteString("MB/s is 10^6 bytes of record values per second. Peak RSS is the broker's VmHWM (sampled from /proc every 100 ms) over its life in that run, including startup and, for W5, the fill. CPU is the broker's utime+stime during the measured phase only; client CPU is the load generator's over the same phase (a JVM's start included). Where client CPU nears the core count times the phase's wall time, the client, not the broker, sets the pace, and the ratio then shows how much CPU each broker leaves it.\n\n")
 	b.WriteString("![throughput](bench-throughput.png)\n\n![latency](bench-latency.png)\n\n")
@@ -285,7 +297,8 @@ func (r *report) markdown() string {
 	b.WriteString("\nEvery topic is created by the load generator's own tool (TopicCommand, `spool topic create`; replication factor 1) before its workload; no compression; the tools' client defaults otherwise. Each run starts a fresh broker.\n\n")
 	b.WriteString("## Commands\n\n```sh\nmake bench-compare            # full run, writes docs/benchmarks.md and docs/bench-*.png\nmake bench-compare QUICK=1    # smoke run (part of make test), report under bench/.cache/quick-report/\n")
 	b.WriteString("cd bench && GOWORK=off go run . -help   # -reps, -only W1,W4, -systems, -loadgens, -scale, -n, -keep, -v\n")
-	b.WriteString("cd bench && GOWORK=off go run . -only C1 -systems kafka,spool   # the cluster workload alone: rewrites only its section\n```\n\n")
+	b.WriteString("cd bench && GOWORK=off go run . -only C1 -systems kafka,spool   # the cluster workload alone: rewrites only its section\n")
+	b.WriteString("cd bench && GOWORK=off go run . -only TLS -systems kafka,spool  # PLAINTEXT against SSL listeners alone: rewrites only its section\n```\n\n")
 	fmt.Fprintf(&b, "This run: `cd bench && GOWORK=off go run . %s`\n", strings.Join(r.args, " "))
 	return b.String()
 }

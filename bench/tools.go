@@ -113,7 +113,12 @@ type produceSpec struct {
 	Fill bool
 }
 
-type kafkaTools struct{ h *harness }
+type kafkaTools struct {
+	h *harness
+	// clientConfig, when set, is a client.properties file (security.protocol=SSL and its
+	// truststore) given to the producer and consumer tools: the TLS workload's client side.
+	clientConfig string
+}
 
 func (k kafkaTools) Name() string         { return "kafka-tools " + kafkaVersion }
 func (k kafkaTools) Short() string        { return "KT" }
@@ -139,6 +144,9 @@ func (k kafkaTools) Produce(ctx context.Context, addr string, p produceSpec) (re
 	args := append([]string{"--topic", p.Topic, "--num-records", strconv.FormatInt(p.Records, 10), "--record-size", strconv.Itoa(p.Size),
 		"--throughput", strconv.Itoa(p.Throughput),
 		"--producer-props", "bootstrap.servers=" + addr, "acks=" + p.Acks}, kafkaProducerProps(p)...)
+	if k.clientConfig != "" {
+		args = append(args, "--producer.config", k.clientConfig)
+	}
 	out, err := k.h.java(ctx, 30*time.Minute, k.h.toolJVM(), "org.apache.kafka.tools.ProducerPerformance", args...)
 	if err != nil {
 		return result{}, fmt.Errorf("ProducerPerformance: %v\n%s", err, tail(out, 3000))
@@ -160,8 +168,11 @@ func (k kafkaTools) Produce(ctx context.Context, addr string, p produceSpec) (re
 }
 
 func (k kafkaTools) Consume(ctx context.Context, addr, topic string, records int64) (result, error) {
-	out, err := k.h.java(ctx, 30*time.Minute, k.h.toolJVM(), "org.apache.kafka.tools.ConsumerPerformance",
-		"--bootstrap-server", addr, "--topic", topic, "--messages", strconv.FormatInt(records, 10), "--timeout", "60000")
+	args := []string{"--bootstrap-server", addr, "--topic", topic, "--messages", strconv.FormatInt(records, 10), "--timeout", "60000"}
+	if k.clientConfig != "" {
+		args = append(args, "--consumer.config", k.clientConfig)
+	}
+	out, err := k.h.java(ctx, 30*time.Minute, k.h.toolJVM(), "org.apache.kafka.tools.ConsumerPerformance", args...)
 	if err != nil {
 		return result{}, fmt.Errorf("ConsumerPerformance: %v\n%s", err, tail(out, 3000))
 	}
@@ -219,6 +230,9 @@ type spoolBench struct {
 	// extended: this bin/spool has `bench e2e` and `bench produce --rate` (detected by
 	// detectSpoolBench); without them it drives only the unthrottled produce and consume rows.
 	extended bool
+	// tlsCA, when set, makes every command connect over TLS trusting this CA (--tls-ca): the
+	// TLS workload's client side.
+	tlsCA string
 }
 
 // detectSpoolBench finds out what the spool CLI at path can do: found is false when it has no
@@ -251,6 +265,9 @@ func (s spoolBench) Can(need string) bool {
 func (s spoolBench) spool(ctx context.Context, timeout time.Duration, addr string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if s.tlsCA != "" {
+		args = append([]string{"--tls-ca", s.tlsCA}, args...)
+	}
 	args = append([]string{"--brokers", addr}, args...)
 	if s.h.verbose {
 		logf("  $ spool %s", strings.Join(args, " "))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/fsutil"
 	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/scram"
 )
 
 // ScramFile is the embedded store's file of SCRAM credentials in the data directory (only
@@ -21,14 +22,14 @@ type scramFile struct {
 }
 
 // ScramCredentials reads every user's credentials (security.ScramStore).
-func (e *Embedded) ScramCredentials() (map[string]map[security.ScramMechanism]security.ScramCredential, error) {
+func (e *Embedded) ScramCredentials() (map[string]map[scram.Mechanism]security.ScramCredential, error) {
 	e.aclMu.Lock()
 	defer e.aclMu.Unlock()
 	return e.readScram()
 }
 
-func (e *Embedded) readScram() (map[string]map[security.ScramMechanism]security.ScramCredential, error) {
-	out := map[string]map[security.ScramMechanism]security.ScramCredential{}
+func (e *Embedded) readScram() (map[string]map[scram.Mechanism]security.ScramCredential, error) {
+	out := map[string]map[scram.Mechanism]security.ScramCredential{}
 	data, err := os.ReadFile(filepath.Join(e.dir, ScramFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
@@ -51,7 +52,7 @@ func (e *Embedded) readScram() (map[string]map[security.ScramMechanism]security.
 				return nil, fmt.Errorf("%s: user %s: %w", ScramFile, user, err)
 			}
 			if out[user] == nil {
-				out[user] = map[security.ScramMechanism]security.ScramCredential{}
+				out[user] = map[scram.Mechanism]security.ScramCredential{}
 			}
 			out[user][m] = c
 		}
@@ -61,7 +62,7 @@ func (e *Embedded) readScram() (map[string]map[security.ScramMechanism]security.
 
 // UpdateScramCredentials replaces one user's credentials by update's result
 // (security.ScramStore).
-func (e *Embedded) UpdateScramCredentials(user string, update func(map[security.ScramMechanism]security.ScramCredential) map[security.ScramMechanism]security.ScramCredential) error {
+func (e *Embedded) UpdateScramCredentials(user string, update func(map[scram.Mechanism]security.ScramCredential) map[scram.Mechanism]security.ScramCredential) error {
 	e.aclMu.Lock()
 	defer e.aclMu.Unlock()
 	all, err := e.readScram()
@@ -70,7 +71,7 @@ func (e *Embedded) UpdateScramCredentials(user string, update func(map[security.
 	}
 	cur := all[user]
 	if cur == nil {
-		cur = map[security.ScramMechanism]security.ScramCredential{}
+		cur = map[scram.Mechanism]security.ScramCredential{}
 	}
 	next := update(cur)
 	if len(next) == 0 {

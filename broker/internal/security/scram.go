@@ -18,23 +18,8 @@ import (
 // password; no channel binding; iterations from 4096 to 16384. The mechanisms, the key
 // derivation and the client side are protocol-spec/scram's, shared with the SDK.
 
-// ScramMechanism is a SCRAM mechanism, numbered as AlterUserScramCredentials numbers it.
-type ScramMechanism = scram.Mechanism
-
-// The mechanisms.
-const (
-	ScramSHA256 = scram.SHA256
-	ScramSHA512 = scram.SHA512
-)
-
-// Iteration bounds of Kafka's ScramMechanism.
-const (
-	MinScramIterations = scram.MinIterations
-	MaxScramIterations = scram.MaxIterations
-)
-
 // ScramMechanisms by their SASL names.
-var ScramMechanisms = map[string]ScramMechanism{"SCRAM-SHA-256": ScramSHA256, "SCRAM-SHA-512": ScramSHA512}
+var ScramMechanisms = map[string]scram.Mechanism{"SCRAM-SHA-256": scram.SHA256, "SCRAM-SHA-512": scram.SHA512}
 
 // ScramCredential is what the broker keeps of a user's password for one mechanism.
 type ScramCredential struct {
@@ -47,7 +32,7 @@ type ScramCredential struct {
 // CredentialFromSalted derives the stored credential from a salted password (what
 // AlterUserScramCredentials carries): the salt, the iterations, and scram's StoredKey and
 // ServerKey.
-func CredentialFromSalted(m ScramMechanism, salt, salted []byte, iterations int) ScramCredential {
+func CredentialFromSalted(m scram.Mechanism, salt, salted []byte, iterations int) ScramCredential {
 	stored, server := m.Keys(salted)
 	return ScramCredential{Salt: bytes.Clone(salt), Iterations: iterations, StoredKey: stored, ServerKey: server}
 }
@@ -82,18 +67,18 @@ func ParseScramCredential(s string) (ScramCredential, error) {
 			return c, fmt.Errorf("SCRAM credential %s: %w", k, err)
 		}
 	}
-	if len(c.Salt) == 0 || len(c.StoredKey) == 0 || len(c.ServerKey) == 0 || c.Iterations < MinScramIterations {
+	if len(c.Salt) == 0 || len(c.StoredKey) == 0 || len(c.ServerKey) == 0 || c.Iterations < scram.MinIterations {
 		return c, errors.New("SCRAM credential: missing salt, keys or iterations")
 	}
 	return c, nil
 }
 
 // ScramLookup finds a user's credential for a mechanism.
-type ScramLookup func(user string, m ScramMechanism) (ScramCredential, bool)
+type ScramLookup func(user string, m scram.Mechanism) (ScramCredential, bool)
 
 // ScramServer is the server side of one SCRAM exchange: two client messages, two answers.
 type ScramServer struct {
-	mech   ScramMechanism
+	mech   scram.Mechanism
 	lookup ScramLookup
 	step   int
 	user   string
@@ -105,7 +90,7 @@ type ScramServer struct {
 }
 
 // NewScramServer starts an exchange for mechanism m.
-func NewScramServer(m ScramMechanism, lookup ScramLookup) *ScramServer {
+func NewScramServer(m scram.Mechanism, lookup ScramLookup) *ScramServer {
 	return &ScramServer{mech: m, lookup: lookup}
 }
 
@@ -190,8 +175,8 @@ func (s *ScramServer) clientFinal(msg string) ([]byte, bool, error) {
 // ZooKeeper's /config/users/<user> in a cluster.
 type ScramStore interface {
 	// ScramCredentials reads every user's credentials.
-	ScramCredentials() (map[string]map[ScramMechanism]ScramCredential, error)
+	ScramCredentials() (map[string]map[scram.Mechanism]ScramCredential, error)
 	// UpdateScramCredentials replaces one user's credentials by update's result from the
 	// current ones (none left: the user is removed).
-	UpdateScramCredentials(user string, update func(cur map[ScramMechanism]ScramCredential) map[ScramMechanism]ScramCredential) error
+	UpdateScramCredentials(user string, update func(cur map[scram.Mechanism]ScramCredential) map[scram.Mechanism]ScramCredential) error
 }

@@ -11,7 +11,7 @@ import (
 
 // scramClient runs the protocol's SCRAM client (the one the SDK and the brokers use) against
 // srv: the server's principal, or the server's refusal.
-func scramClient(t *testing.T, m ScramMechanism, srv *ScramServer, user, password string) (string, error) {
+func scramClient(t *testing.T, m scram.Mechanism, srv *ScramServer, user, password string) (string, error) {
 	t.Helper()
 	c := scram.NewClient(m, user, password)
 	var server []byte
@@ -30,10 +30,10 @@ func scramClient(t *testing.T, m ScramMechanism, srv *ScramServer, user, passwor
 }
 
 func TestScramExchange(t *testing.T) {
-	for _, m := range []ScramMechanism{ScramSHA256, ScramSHA512} {
+	for _, m := range []scram.Mechanism{scram.SHA256, scram.SHA512} {
 		salt := []byte("0123456789abcdef")
 		cred := CredentialFromSalted(m, salt, m.SaltPassword("pencil", salt, 4096), 4096)
-		lookup := func(user string, mech ScramMechanism) (ScramCredential, bool) {
+		lookup := func(user string, mech scram.Mechanism) (ScramCredential, bool) {
 			return cred, user == "user" && mech == m
 		}
 		p, err := scramClient(t, m, NewScramServer(m, lookup), "user", "pencil")
@@ -51,7 +51,7 @@ func TestScramExchange(t *testing.T) {
 // RFC 7677's SCRAM-SHA-256 example: the salted password of "pencil" gives these keys.
 func TestScramRFC7677Keys(t *testing.T) {
 	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
-	c := CredentialFromSalted(ScramSHA256, salt, ScramSHA256.SaltPassword("pencil", salt, 4096), 4096)
+	c := CredentialFromSalted(scram.SHA256, salt, scram.SHA256.SaltPassword("pencil", salt, 4096), 4096)
 	// StoredKey and ServerKey follow from the RFC's SaltedPassword; checked by round trip
 	// through Kafka's encoding.
 	back, err := ParseScramCredential(c.String())
@@ -64,15 +64,15 @@ func TestScramRFC7677Keys(t *testing.T) {
 	final := "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
 	proof, _ := base64.StdEncoding.DecodeString("dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
 	auth := []byte(first + "," + sfirst + "," + final)
-	sig := ScramSHA256.HMAC(c.StoredKey, auth)
+	sig := scram.SHA256.HMAC(c.StoredKey, auth)
 	key := make([]byte, len(proof))
 	for i := range key {
 		key[i] = proof[i] ^ sig[i]
 	}
-	if !bytes.Equal(ScramSHA256.H(key), c.StoredKey) {
+	if !bytes.Equal(scram.SHA256.H(key), c.StoredKey) {
 		t.Error("RFC 7677's client proof does not verify against the derived StoredKey")
 	}
-	if got := base64.StdEncoding.EncodeToString(ScramSHA256.HMAC(c.ServerKey, auth)); got != "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=" {
+	if got := base64.StdEncoding.EncodeToString(scram.SHA256.HMAC(c.ServerKey, auth)); got != "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=" {
 		t.Errorf("server signature %s, want RFC 7677's", got)
 	}
 }
@@ -85,10 +85,10 @@ func FuzzScramServer(f *testing.F) {
 	f.Add([]byte("p=tls-unique,,n=u,r=1"), []byte(""))
 	f.Add([]byte("n,,n=us=2Cer,r=abc,e=1"), []byte("c=biws,r=abc,p=,p=AAAA"))
 	salt := []byte("salt")
-	cred := CredentialFromSalted(ScramSHA512, salt, ScramSHA512.SaltPassword("secret", salt, 4096), 4096)
-	lookup := func(string, ScramMechanism) (ScramCredential, bool) { return cred, true }
+	cred := CredentialFromSalted(scram.SHA512, salt, scram.SHA512.SaltPassword("secret", salt, 4096), 4096)
+	lookup := func(string, scram.Mechanism) (ScramCredential, bool) { return cred, true }
 	f.Fuzz(func(t *testing.T, first, final []byte) {
-		s := NewScramServer(ScramSHA512, lookup)
+		s := NewScramServer(scram.SHA512, lookup)
 		if _, done, err := s.Next(first); err != nil || done {
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"slices"
 
 	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/scram"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -28,7 +29,7 @@ func handleDescribeUserScramCredentials(s *Server, _ context.Context, req *reque
 		resp.ErrorCode, resp.ErrorMessage = wire.ErrClusterAuthorizationFailed.Code, &msg
 		return ready(reply{msg: resp})
 	}
-	all := map[string]map[security.ScramMechanism]security.ScramCredential{}
+	all := map[string]map[scram.Mechanism]security.ScramCredential{}
 	if p := s.scram.creds.Load(); p != nil {
 		all = *p
 	}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 
 	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/scram"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -29,7 +30,7 @@ func handleAlterUserScramCredentials(s *Server, _ context.Context, req *request)
 	resp.Default()
 	type change struct {
 		del      bool
-		mech     security.ScramMechanism
+		mech     scram.Mechanism
 		iter     int
 		salt     []byte
 		salted   []byte
@@ -44,10 +45,10 @@ func handleAlterUserScramCredentials(s *Server, _ context.Context, req *request)
 		changes[user] = append(changes[user], c)
 	}
 	for _, d := range r.Deletions {
-		add(d.Name, change{del: true, mech: security.ScramMechanism(d.Mechanism), mechName: d.Mechanism})
+		add(d.Name, change{del: true, mech: scram.Mechanism(d.Mechanism), mechName: d.Mechanism})
 	}
 	for _, u := range r.Upsertions {
-		add(u.Name, change{mech: security.ScramMechanism(u.Mechanism), mechName: u.Mechanism, iter: int(u.Iterations), salt: u.Salt, salted: u.SaltedPassword})
+		add(u.Name, change{mech: scram.Mechanism(u.Mechanism), mechName: u.Mechanism, iter: int(u.Iterations), salt: u.Salt, salted: u.SaltedPassword})
 	}
 	allowed := s.allowedCluster(req, security.OpAlter)
 	changed := false
@@ -58,25 +59,25 @@ func handleAlterUserScramCredentials(s *Server, _ context.Context, req *request)
 				return fmt.Errorf("%w: AlterUserScramCredentials needs Alter on the cluster", wire.ErrClusterAuthorizationFailed)
 			}
 			cs := changes[user]
-			seen := map[security.ScramMechanism]bool{}
+			seen := map[scram.Mechanism]bool{}
 			for _, c := range cs {
 				switch {
 				case user == "":
 					return fmt.Errorf("%w: empty user name", wire.ErrUnacceptableCredential)
-				case c.mech != security.ScramSHA256 && c.mech != security.ScramSHA512:
+				case c.mech != scram.SHA256 && c.mech != scram.SHA512:
 					return fmt.Errorf("%w: unknown SCRAM mechanism %d", wire.ErrUnsupportedSaslMechanism, c.mechName)
 				case seen[c.mech]:
 					return fmt.Errorf("%w: user %s has more than one alteration of %s", wire.ErrDuplicateResource, user, c.mech)
-				case !c.del && (c.iter < security.MinScramIterations || c.iter > security.MaxScramIterations):
-					return fmt.Errorf("%w: %d iterations is outside %d-%d", wire.ErrUnacceptableCredential, c.iter, security.MinScramIterations, security.MaxScramIterations)
+				case !c.del && (c.iter < scram.MinIterations || c.iter > scram.MaxIterations):
+					return fmt.Errorf("%w: %d iterations is outside %d-%d", wire.ErrUnacceptableCredential, c.iter, scram.MinIterations, scram.MaxIterations)
 				case !c.del && (len(c.salt) == 0 || len(c.salted) == 0):
 					return fmt.Errorf("%w: empty salt or salted password", wire.ErrUnacceptableCredential)
 				}
 				seen[c.mech] = true
 			}
 			var missing error
-			err := s.scram.store.UpdateScramCredentials(user, func(cur map[security.ScramMechanism]security.ScramCredential) map[security.ScramMechanism]security.ScramCredential {
-				next := map[security.ScramMechanism]security.ScramCredential{}
+			err := s.scram.store.UpdateScramCredentials(user, func(cur map[scram.Mechanism]security.ScramCredential) map[scram.Mechanism]security.ScramCredential {
+				next := map[scram.Mechanism]security.ScramCredential{}
 				for m, c := range cur {
 					next[m] = c
 				}

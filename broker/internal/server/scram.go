@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/scram"
 )
 
 // scramUsers is the broker's SCRAM credentials: an immutable snapshot read by SASL
@@ -14,7 +15,7 @@ import (
 type scramUsers struct {
 	store security.ScramStore
 	mu    sync.Mutex // serialises reloads
-	creds atomic.Pointer[map[string]map[security.ScramMechanism]security.ScramCredential]
+	creds atomic.Pointer[map[string]map[scram.Mechanism]security.ScramCredential]
 }
 
 // openScram loads the SCRAM credentials and, in cluster mode, follows their changes.
@@ -57,7 +58,7 @@ func (s *Server) reloadScram() error {
 }
 
 // scramCredential is a user's credential for a mechanism (security.ScramLookup).
-func (s *Server) scramCredential(user string, m security.ScramMechanism) (security.ScramCredential, bool) {
+func (s *Server) scramCredential(user string, m scram.Mechanism) (security.ScramCredential, bool) {
 	creds := s.scram.creds.Load()
 	if creds == nil {
 		return security.ScramCredential{}, false

@@ -12,6 +12,7 @@ import (
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	zkstore "github.com/spoolmq/spool/broker/internal/cluster/zk"
 	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/scram"
 )
 
 // ACL and SCRAM change notifications are deleted once expired, as Kafka's brokers delete
@@ -46,7 +47,7 @@ func TestChangeNotificationsExpire(t *testing.T) {
 		m := security.ScramMechanisms["SCRAM-SHA-512"]
 		salt := []byte("0123456789abcdef")
 		cred := security.CredentialFromSalted(m, salt, m.SaltPassword("secret", salt, 4096), 4096)
-		if err := s.UpdateScramCredentials(user, func(cur map[security.ScramMechanism]security.ScramCredential) map[security.ScramMechanism]security.ScramCredential {
+		if err := s.UpdateScramCredentials(user, func(cur map[scram.Mechanism]security.ScramCredential) map[scram.Mechanism]security.ScramCredential {
 			cur[m] = cred
 			return cur
 		}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/scram"
 )
 
 // SCRAM credentials live where Kafka's ZooKeeper mode keeps them: /config/users/<user> (the
@@ -31,8 +32,8 @@ func sanitizeUser(u string) string {
 }
 
 // ScramCredentials reads every user's SCRAM credentials (security.ScramStore).
-func (s *Store) ScramCredentials() (map[string]map[security.ScramMechanism]security.ScramCredential, error) {
-	out := map[string]map[security.ScramMechanism]security.ScramCredential{}
+func (s *Store) ScramCredentials() (map[string]map[scram.Mechanism]security.ScramCredential, error) {
+	out := map[string]map[scram.Mechanism]security.ScramCredential{}
 	users, _, err := s.conn.Children(s.p(configUsersPath))
 	if errors.Is(err, zk.ErrNoNode) {
 		return out, nil
@@ -57,7 +58,7 @@ func (s *Store) ScramCredentials() (map[string]map[security.ScramMechanism]secur
 }
 
 // userCredentials reads one user's znode: its SCRAM credentials and version (-1: none).
-func (s *Store) userCredentials(sanitized string) (map[security.ScramMechanism]security.ScramCredential, int32, error) {
+func (s *Store) userCredentials(sanitized string) (map[scram.Mechanism]security.ScramCredential, int32, error) {
 	path := configUsersPath + "/" + sanitized
 	data, st, err := s.conn.Get(s.p(path))
 	if errors.Is(err, zk.ErrNoNode) {
@@ -70,7 +71,7 @@ func (s *Store) userCredentials(sanitized string) (map[security.ScramMechanism]s
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	creds := map[security.ScramMechanism]security.ScramCredential{}
+	creds := map[scram.Mechanism]security.ScramCredential{}
 	for name, m := range security.ScramMechanisms {
 		if v, ok := cfg[name]; ok {
 			c, err := security.ParseScramCredential(v)
@@ -85,7 +86,7 @@ func (s *Store) userCredentials(sanitized string) (map[security.ScramMechanism]s
 
 // UpdateScramCredentials rewrites one user's credentials with a conditional write (other
 // configs of the user, such as quotas, are kept) and announces the change.
-func (s *Store) UpdateScramCredentials(user string, update func(map[security.ScramMechanism]security.ScramCredential) map[security.ScramMechanism]security.ScramCredential) error {
+func (s *Store) UpdateScramCredentials(user string, update func(map[scram.Mechanism]security.ScramCredential) map[scram.Mechanism]security.ScramCredential) error {
 	su := sanitizeUser(user)
 	path := configUsersPath + "/" + su
 	for {
@@ -103,7 +104,7 @@ func (s *Store) UpdateScramCredentials(user string, update func(map[security.Scr
 				cfg = map[string]string{}
 			}
 		}
-		cur := map[security.ScramMechanism]security.ScramCredential{}
+		cur := map[scram.Mechanism]security.ScramCredential{}
 		for name, m := range security.ScramMechanisms {
 			if v, ok := cfg[name]; ok {
 				if c, err := security.ParseScramCredential(v); err == nil {

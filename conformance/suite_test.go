@@ -165,17 +165,14 @@ func TestSuite(t *testing.T) {
 
 // unsupported lists, per driver, the client cases its SDK cannot run, with the reason the
 // driver answers: libspool's C API (and so the Python binding over it) takes no producer
-// timestamp and reports no group assignment.
+// timestamp.
 var unsupported = map[string]map[string]string{
 	"c":      libspoolGaps,
 	"python": libspoolGaps,
 }
 
 var libspoolGaps = map[string]string{
-	"client/timestamps":               "no producer timestamp",
-	"client/group-unicast-and-leave":  "no rebalance callback",
-	"client/group-rebalance-on-crash": "no rebalance callback",
-	"client/group-cooperative":        "no rebalance callback",
+	"client/timestamps": "no producer timestamp",
 }
 
 func builtinDrivers(t *testing.T) []conformance.Driver {

@@ -4,8 +4,8 @@
  * group member at open, a consumer without a group at the first consume).
  *
  * Requests the C API cannot serve are answered with "unsupported" and the reason, which the
- * suite reports as a skipped case: a producer timestamp (spool_produce takes none) and a
- * group member's assignment (the API has no rebalance callback nor assignment query).
+ * suite reports as a skipped case: a producer timestamp (spool_produce takes none). A group
+ * member's assignment is what its rebalance callback was told, inside spool_consumer_poll.
  *
  * Build: cc -std=c11 -o spool-driver-c driver.c json.c $(pkg-config --cflags --libs spool) */
 #define _POSIX_C_SOURCE 200809L
@@ -89,6 +89,84 @@ static spool_conf_t *base_conf(void) {
     return c;
 }
 
+/* The partitions the rebalance callback named: owned now, and revoked or lost so far. */
+typedef struct {
+    char *topic;
+    int32_t partition;
+    int owned, revoked;
+} slot_t;
+
+static struct {
+    slot_t *slots;
+    size_t len, cap;
+} rb;
+
+static slot_t *slot(const char *topic, int32_t partition) {
+    for (size_t i = 0; i < rb.len; i++) {
+        if (rb.slots[i].partition == partition && strcmp(rb.slots[i].topic, topic) == 0) return &rb.slots[i];
+    }
+    if (rb.len == rb.cap) {
+        size_t cap = rb.cap ? 2 * rb.cap : 16;
+        slot_t *grown = realloc(rb.slots, cap * sizeof *grown);
+        if (grown == NULL) return NULL;
+        rb.slots = grown;
+        rb.cap = cap;
+    }
+    slot_t *s = &rb.slots[rb.len];
+    s->topic = strdup(topic);
+    if (s->topic == NULL) return NULL;
+    s->partition = partition;
+    s->owned = s->revoked = 0;
+    rb.len++;
+    return s;
+}
+
+static void on_rebalance(spool_consumer_t *consumer, spool_rebalance_t what, const spool_topic_partition_t *parts,
+                         size_t count, void *opaque) {
+    (void)consumer;
+    (void)opaque;
+    for (size_t i = 0; i < count; i++) {
+        slot_t *s = slot(parts[i].topic, parts[i].partition);
+        if (s == NULL) continue; /* out of memory: the assignment answer will say less */
+        s->owned = what == SPOOL_REBALANCE_ASSIGN;
+        if (what != SPOOL_REBALANCE_ASSIGN) s->revoked = 1;
+    }
+}
+
+/* write_partitions writes {"topic":[p,...],...} of the slots whose field (owned or revoked)
+ * is set, partitions in increasing order. */
+static void write_partitions(FILE *out, int revoked) {
+    fputc('{', out);
+    int first_topic = 1;
+    for (size_t i = 0; i < rb.len; i++) {
+        const char *t = rb.slots[i].topic;
+        int seen = 0; /* the topic was written already, at an earlier slot */
+        for (size_t j = 0; j < i && !seen; j++) seen = strcmp(rb.slots[j].topic, t) == 0;
+        if (seen) continue;
+        int first = 1;
+        for (int32_t p = 0;; p++) { /* partitions in order: scan for each next one */
+            int32_t next = INT32_MAX;
+            for (size_t j = 0; j < rb.len; j++) {
+                const slot_t *s = &rb.slots[j];
+                if ((revoked ? s->revoked : s->owned) && s->partition >= p && s->partition < next && strcmp(s->topic, t) == 0) next = s->partition;
+            }
+            if (next == INT32_MAX) break;
+            if (first) {
+                fputs(first_topic ? "" : ",", out);
+                json_write_str(out, t, strlen(t));
+                fputs(":[", out);
+                first = first_topic = 0;
+            } else {
+                fputc(',', out);
+            }
+            fprintf(out, "%" PRId32, next);
+            p = next;
+        }
+        if (!first) fputc(']', out);
+    }
+    fputc('}', out);
+}
+
 /* open: the producer now; with a group, the consumer too, subscribed. */
 static outcome_t do_open(const jval_t *req) {
     if (cl.producer != NULL) return fail("open: the client is open already%s", "");
@@ -133,6 +211,7 @@ static outcome_t do_open(const jval_t *req) {
         spool_conf_destroy(cc);
         return R_ERROR;
     }
+    spool_conf_set_rebalance_cb(cc, on_rebalance);
     cl.consumer = spool_consumer_new(cc, err, sizeof err);
     if (cl.consumer == NULL) {
         spool_conf_destroy(cc);
@@ -348,6 +427,9 @@ static void close_client(void) {
         spool_producer_destroy(cl.producer);
     }
     memset(&cl, 0, sizeof cl);
+    for (size_t i = 0; i < rb.len; i++) free(rb.slots[i].topic);
+    free(rb.slots);
+    memset(&rb, 0, sizeof rb);
 }
 
 /* Serves one request; R_OK when it wrote its own response line, else the outcome. */
@@ -374,7 +456,14 @@ static outcome_t serve(const jval_t *req, int64_t id, const char *cmd, FILE *out
         return e == SPOOL_ERR_NO_ERROR ? R_OK : fail("commit: %s", spool_err2str(e));
     }
     if (strcmp(cmd, "assignment") == 0) {
-        return unsupported("the C API has no rebalance callback nor assignment query");
+        if (!cl.group[0]) return fail("assignment: the client is not a group member%s", "");
+        *wrote = 1;
+        fprintf(out, "{\"id\":%" PRId64 ",\"ok\":true,\"assignment\":", id);
+        write_partitions(out, 0);
+        fputs(",\"revoked\":", out);
+        write_partitions(out, 1);
+        fputs("}\n", out);
+        return R_OK;
     }
     if (strcmp(cmd, "close") == 0) {
         close_client();

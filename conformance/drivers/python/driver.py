@@ -4,8 +4,9 @@ JSON lines on standard input, one response line per request on standard output
 first needed (a group member at open, a consumer without a group at the first consume).
 
 Requests the binding cannot serve are answered with "unsupported" and the reason, which the
-suite reports as a skipped case: a producer timestamp (libspool's produce takes none) and a
-group member's assignment (the binding has no on_assign/on_revoke callbacks).
+suite reports as a skipped case: a producer timestamp (libspool's produce takes none). A
+group member's assignment is what its on_assign, on_revoke and on_lost callbacks said, which
+run inside poll.
 
 Run: python3 driver.py, with the binding importable (PYTHONPATH or pip) and libspool found
 ($SPOOL_LIBRARY or pkg-config)."""
@@ -55,7 +56,24 @@ class Client:
             if req.get("balancer"):
                 cc["partition.assignment.strategy"] = req["balancer"]
             self.consumer = spool.Consumer(cc)
-            self.consumer.subscribe(req.get("topics") or [])
+            self.consumer.subscribe(req.get("topics") or [], on_assign=self.assigned,
+                                    on_revoke=self.revoked, on_lost=self.revoked)
+        self.owned, self.taken = {}, {}
+
+    def assigned(self, consumer, partitions):
+        for tp in partitions:
+            self.owned.setdefault(tp.topic, set()).add(tp.partition)
+
+    def revoked(self, consumer, partitions):
+        for tp in partitions:
+            self.owned.get(tp.topic, set()).discard(tp.partition)
+            self.taken.setdefault(tp.topic, set()).add(tp.partition)
+
+    def assignment(self):
+        if not self.group:
+            raise RuntimeError("assignment: the client is not a group member")
+        as_lists = lambda m: {t: sorted(ps) for t, ps in m.items() if ps}
+        return {"assignment": as_lists(self.owned), "revoked": as_lists(self.taken)}
 
     def produce(self, records):
         if any(r.get("timestamp_ms") for r in records):
@@ -153,7 +171,7 @@ def serve(client, req):
         client.commit()
         return {}, client
     if cmd == "assignment":
-        raise Unsupported("the binding has no rebalance callbacks nor assignment query")
+        return client.assignment(), client
     if cmd == "close":
         client.close()
         return {}, None

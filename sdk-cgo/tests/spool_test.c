@@ -20,23 +20,7 @@
 
 #include <spool.h>
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_ERR(call, want)                                                                   \
-    do {                                                                                        \
-        spool_err_t err_ = (call);                                                              \
-        if (err_ != (want)) {                                                                   \
-            fprintf(stderr, "%s:%d: %s = %d (%s), want %d\n", __FILE__, __LINE__, #call, err_, \
-                    spool_err2str(err_), (want));                                               \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
+#include "check.h"
 
 static char errstr[512];
 

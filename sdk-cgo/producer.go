@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,19 +29,93 @@ type producer struct {
 	cancel context.CancelFunc
 
 	topics sync.Map                   // topic name → the same string, so a produce allocates no name
-	doneFn func(*spool.Record, error) // done without an opaque, made once
+	doneFn func(*spool.Record, error) // done, made once
+
+	// The queue's bound, as librdkafka's: records (queue.buffering.max.messages) and bytes
+	// (queue.buffering.max.kbytes) produced whose report is not served yet. A produce beyond
+	// it is SPOOL_ERR__QUEUE_FULL, so that memory stays bounded even when reports are not
+	// polled; the caller polls and produces again.
+	maxMsgs, maxBytes int64
+	outq              atomic.Int64 // records produced whose report is not served yet
+	outqBytes         atomic.Int64 // their sizes (cRecord.size)
+	budget            atomic.Int64 // its share of the runtime's memory limit (addMemBudget)
+
+	slabMu sync.Mutex
+	slab   []cRecord // records not handed out yet, allocated 256 at a time
 
 	mu     sync.Mutex
 	queue  []report
+	spare  []report                           // the array of the queue taken last, reused
 	pins   map[unsafe.Pointer]*runtime.Pinner // block of reports taken → the pins of its keys and values
 	notify chan struct{}                      // a report was queued (capacity 1)
-	outq   atomic.Int64                       // records produced whose report is not served yet
+}
+
+// cRecord is a record produced from C, with what its report needs. The SDK's callbacks get
+// its Record, the first field, and done finds the rest from it.
+type cRecord struct {
+	spool.Record
+	opaque uintptr
+	size   int64 // what it counts against maxBytes
 }
 
 type report struct {
-	r      *spool.Record
-	err    error
-	opaque uintptr
+	r   *cRecord
+	err error
+}
+
+// slabSize is how many records spoolgo_produce allocates at once: one allocation per 256
+// records instead of one per record. A slab lives until its last record is reported.
+const slabSize = 256
+
+// newRecord returns a zeroed record from the slab.
+func (p *producer) newRecord() *cRecord {
+	p.slabMu.Lock()
+	if len(p.slab) == 0 {
+		p.slab = make([]cRecord, slabSize)
+	}
+	r := &p.slab[0]
+	p.slab = p.slab[1:]
+	p.slabMu.Unlock()
+	return r
+}
+
+// reserve takes room in the queue for n records of size bytes, or reports that it is full.
+// An empty queue takes anything, so that a batch larger than the bound still goes.
+func (p *producer) reserve(n, size int64) bool {
+	msgs, bytes := p.outq.Add(n), p.outqBytes.Add(size)
+	if (msgs > p.maxMsgs || bytes > p.maxBytes) && msgs != n {
+		p.outq.Add(-n)
+		p.outqBytes.Add(-size)
+		return false
+	}
+	return true
+}
+
+// unreserve gives back room reserved for n records of size bytes.
+func (p *producer) unreserve(n, size int64) {
+	p.outq.Add(-n)
+	p.outqBytes.Add(-size)
+}
+
+// recordSize is what a record counts against queue.buffering.max.kbytes: as the SDK counts
+// it against MaxBufferedBytes.
+func recordSize(keyLen, valLen C.size_t, hdrs []C.spool_header_t) int64 {
+	size := 21 + int64(keyLen) + int64(valLen)
+	for _, h := range hdrs {
+		size += 10 + int64(h.key_len) + int64(h.value_len)
+	}
+	return size
+}
+
+// confInt is the integer value of key in sc, or the key's default.
+func confInt(sc *spool.Conf, key string) int64 {
+	v, ok := sc.Get(key)
+	if !ok {
+		k, _ := spool.LookupConfKey(key)
+		v = k.Default
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
 }
 
 // explicitPartitioner uses a record's Partition when the caller gave one (>= 0) and asks
@@ -75,8 +150,11 @@ func spoolgo_producer_new(confH C.uintptr_t, hasDR C.int, errstr *C.char, size C
 		return 0
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &producer{cl: cl, reports: hasDR != 0, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1)}
-	p.doneFn = func(r *spool.Record, err error) { p.done(r, err, 0) }
+	p := &producer{cl: cl, reports: hasDR != 0, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1),
+		maxMsgs: confInt(sc, "queue.buffering.max.messages"), maxBytes: confInt(sc, "queue.buffering.max.kbytes") << 10}
+	p.doneFn = p.done
+	p.budget.Store(producerBudget(p.maxMsgs, p.maxBytes))
+	addMemBudget(p.budget.Load())
 	return newHandle(p)
 }
 
@@ -87,28 +165,23 @@ func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsa
 	if p == nil {
 		return errBadArg
 	}
-	r := &spool.Record{Topic: p.topic(topic), Partition: int32(partition)}
-	if key != nil && val != nil && keyLen > 0 && valLen > 0 {
-		// one allocation for both
-		kv := make([]byte, int(keyLen)+int(valLen))
-		copy(kv, unsafe.Slice((*byte)(key), int(keyLen)))
-		copy(kv[keyLen:], unsafe.Slice((*byte)(val), int(valLen)))
-		r.Key, r.Value = kv[:keyLen:keyLen], kv[keyLen:]
-	} else {
-		r.Key, r.Value = goBytes(key, keyLen), goBytes(val, valLen)
+	chdrs := unsafe.Slice(hdrs, int(hdrCount))
+	size := recordSize(keyLen, valLen, chdrs)
+	if !p.reserve(1, size) {
+		return errQueueFull
 	}
+	r := p.newRecord()
+	r.Topic, r.Partition, r.opaque, r.size = p.topic(topic), int32(partition), uintptr(opaque), size
+	// Key and value are C memory, read only during the call: the SDK copies them once, into
+	// the batch.
+	r.Key, r.Value = cBytes(key, keyLen), cBytes(val, valLen)
 	if hdrCount > 0 {
 		r.Headers = make([]spool.Header, hdrCount)
-		for i, ch := range unsafe.Slice(hdrs, int(hdrCount)) {
+		for i, ch := range chdrs {
 			r.Headers[i] = spool.Header{Key: goBytes(unsafe.Pointer(ch.key), ch.key_len), Value: goBytes(ch.value, ch.value_len)}
 		}
 	}
-	p.outq.Add(1)
-	cb := p.doneFn
-	if opaque != 0 {
-		cb = func(r *spool.Record, err error) { p.done(r, err, uintptr(opaque)) }
-	}
-	p.cl.Produce(p.ctx, r, cb)
+	p.cl.ProduceBorrowed(p.ctx, &r.Record, p.doneFn)
 	return 0
 }
 
@@ -119,18 +192,26 @@ func spoolgo_produce_batch(h C.uintptr_t, topic *C.char, recs *C.spool_record_t,
 		return errBadArg
 	}
 	cs := unsafe.Slice(recs, int(count))
-	// One buffer for every key, value and header of the batch, one array of records and one
-	// of headers: three allocations instead of several per record. The buffer lives until
-	// the last record of the batch is reported.
-	size, nhdrs := 0, 0
+	// One array of records, and one buffer for every header of the batch, which lives until
+	// the last record of the batch is reported; keys and values are copied by the SDK, once,
+	// into the batches.
+	var size, hdrBytes int64
+	nhdrs := 0
 	for i := range cs {
-		size += int(cs[i].key_len) + int(cs[i].value_len)
-		for _, ch := range unsafe.Slice(cs[i].headers, int(cs[i].header_count)) {
-			size += int(ch.key_len) + int(ch.value_len)
+		chdrs := unsafe.Slice(cs[i].headers, int(cs[i].header_count))
+		size += recordSize(cs[i].key_len, cs[i].value_len, chdrs)
+		for _, ch := range chdrs {
+			hdrBytes += int64(ch.key_len) + int64(ch.value_len)
 		}
-		nhdrs += int(cs[i].header_count)
+		nhdrs += len(chdrs)
 	}
-	buf := make([]byte, 0, size)
+	if !p.reserve(int64(len(cs)), size) {
+		return errQueueFull
+	}
+	var buf []byte
+	if nhdrs > 0 {
+		buf = make([]byte, 0, hdrBytes)
+	}
 	// bytesOf appends n bytes at c to buf and returns them (cap-limited); nil for NULL.
 	bytesOf := func(c unsafe.Pointer, n C.size_t) []byte {
 		if c == nil {
@@ -141,29 +222,39 @@ func spoolgo_produce_batch(h C.uintptr_t, topic *C.char, recs *C.spool_record_t,
 		return buf[off:len(buf):len(buf)]
 	}
 	name := p.topic(topic)
-	records := make([]spool.Record, len(cs))
-	headers := make([]spool.Header, nhdrs)
+	records := make([]cRecord, len(cs))
+	var headers []spool.Header
+	if nhdrs > 0 {
+		headers = make([]spool.Header, nhdrs)
+	}
 	for i := range cs {
 		c := &cs[i]
 		r := &records[i]
-		r.Topic, r.Partition = name, int32(c.partition)
-		r.Key, r.Value = bytesOf(c.key, c.key_len), bytesOf(c.value, c.value_len)
-		if n := int(c.header_count); n > 0 {
+		r.Topic, r.Partition, r.opaque = name, int32(c.partition), uintptr(c.msg_opaque)
+		r.Key, r.Value = cBytes(c.key, c.key_len), cBytes(c.value, c.value_len)
+		n := int(c.header_count)
+		if n > 0 {
 			r.Headers, headers = headers[:n:n], headers[n:]
 			for j, ch := range unsafe.Slice(c.headers, n) {
 				r.Headers[j] = spool.Header{Key: bytesOf(unsafe.Pointer(ch.key), ch.key_len), Value: bytesOf(ch.value, ch.value_len)}
 			}
 		}
-	}
-	p.outq.Add(int64(len(cs)))
-	for i := range records {
-		cb := p.doneFn
-		if opaque := uintptr(cs[i].msg_opaque); opaque != 0 {
-			cb = func(r *spool.Record, err error) { p.done(r, err, opaque) }
-		}
-		p.cl.Produce(p.ctx, &records[i], cb)
+		r.size = recordSize(c.key_len, c.value_len, unsafe.Slice(c.headers, n))
+		p.cl.ProduceBorrowed(p.ctx, &r.Record, p.doneFn)
 	}
 	return 0
+}
+
+// cBytes is a view of n bytes of C memory at c, valid while the C caller's call lasts; nil
+// for NULL (a null key or value), empty for n == 0.
+func cBytes(c unsafe.Pointer, n C.size_t) []byte {
+	if c == nil {
+		return nil
+	}
+	if n == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(c), int(n))
 }
 
 // topic returns the name at s as a Go string, the same one for every record of a topic.
@@ -178,16 +269,17 @@ func (p *producer) topic(s *C.char) string {
 }
 
 // done queues the report of a record, or drops it when nobody asked for reports.
-func (p *producer) done(r *spool.Record, err error, opaque uintptr) {
+func (p *producer) done(sr *spool.Record, err error) {
+	r := (*cRecord)(unsafe.Pointer(sr)) // every record produced here is a cRecord's first field
 	if err != nil {
 		r.Offset = -1
 	}
 	if !p.reports {
-		p.outq.Add(-1)
+		p.unreserve(1, r.size)
 		return
 	}
 	p.mu.Lock()
-	p.queue = append(p.queue, report{r, err, opaque})
+	p.queue = append(p.queue, report{r, err})
 	p.mu.Unlock()
 	select {
 	case p.notify <- struct{}{}:
@@ -214,9 +306,12 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	}
 	p.mu.Lock()
 	got := p.queue
-	p.queue = nil
+	p.queue, p.spare = p.spare[:0], nil
 	p.mu.Unlock()
 	if len(got) == 0 {
+		p.mu.Lock()
+		p.spare = got
+		p.mu.Unlock()
 		return 0
 	}
 	// One block for all: the array of pointers, then the messages; the shim frees it once,
@@ -226,10 +321,12 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	errstrs := make([]string, len(got))
 	sizes := make([]int, len(got))
 	total := ptrs
+	var served int64
 	for i, rep := range got {
 		errstrs[i] = errText(rep.err)
-		sizes[i] = messageBytes(rep.r, errstrs[i], true)
+		sizes[i] = messageBytes(&rep.r.Record, errstrs[i], true)
 		total += sizes[i]
+		served += rep.r.size
 	}
 	base := C.malloc(C.size_t(total))
 	if base == nil {
@@ -239,18 +336,23 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	arr := unsafe.Slice((**C.spool_message_t)(base), len(got))
 	at := ptrs
 	for i, rep := range got {
-		storeC(unsafe.Pointer(&arr[i]), unsafe.Pointer(fillMessage(unsafe.Add(base, at), sizes[i], rep.r, rep.err, errstrs[i], rep.opaque, pin)))
+		storeC(unsafe.Pointer(&arr[i]), unsafe.Pointer(fillMessage(unsafe.Add(base, at), sizes[i], &rep.r.Record, rep.err, errstrs[i], rep.r.opaque, pin)))
 		at += sizes[i]
 	}
+	n := len(got)
+	clear(got) // the records go once their reports are released
 	p.mu.Lock()
 	if p.pins == nil {
 		p.pins = map[unsafe.Pointer]*runtime.Pinner{}
 	}
 	p.pins[base] = pin
+	if p.spare == nil {
+		p.spare = got
+	}
 	p.mu.Unlock()
-	p.outq.Add(-int64(len(got)))
+	p.unreserve(int64(n), served)
 	*out = &arr[0]
-	return C.size_t(len(got))
+	return C.size_t(n)
 }
 
 // spoolgo_producer_release unpins the keys and values of a block of reports taken by
@@ -296,6 +398,7 @@ func spoolgo_producer_close(h C.uintptr_t) {
 	if p := value[producer](h); p != nil {
 		p.cancel()
 		p.cl.Close()
+		addMemBudget(-p.budget.Swap(0))
 	}
 }
 

@@ -76,6 +76,7 @@ type config struct {
 	linger          time.Duration
 	maxBatchBytes   int
 	maxBuffered     int
+	maxBufBytes     int64
 	blockOnFull     bool
 	codec           compress.Codec
 	codecLevels     [compress.Zstd + 1]int // per codec, Kafka's level (0: the codec's default)
@@ -111,6 +112,7 @@ func defaultConfig() config {
 		linger:             5 * time.Millisecond,
 		maxBatchBytes:      1 << 20,
 		maxBuffered:        50000,
+		maxBufBytes:        32 << 20,
 		blockOnFull:        true,
 		codec:              compress.None,
 		deliveryTimeout:    2 * time.Minute,
@@ -280,6 +282,22 @@ func MaxBufferedRecords(n int) Opt {
 			return fmt.Errorf("MaxBufferedRecords: %d < 1", n)
 		}
 		c.maxBuffered = n
+		return nil
+	}
+}
+
+// MaxBufferedBytes bounds the bytes of the records produced but not yet acknowledged: their
+// keys, values and headers plus 21 bytes of framing each (a record's size in its batch, about).
+// A record larger than the bound still goes when nothing else is buffered. Default: 32 MiB,
+// the Java producer's buffer.memory: a bound on the producer's memory (each buffered byte is
+// held once, in its batch) that still leaves MaxInFlight requests of full 1 MiB batches to
+// several partitions' leaders.
+func MaxBufferedBytes(n int64) Opt {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("MaxBufferedBytes: %d < 1", n)
+		}
+		c.maxBufBytes = n
 		return nil
 	}
 }

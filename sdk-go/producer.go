@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,17 @@ var ErrRecordTooLarge = errors.New("spool: record larger than MaxBatchBytes")
 type promise struct {
 	r  *Record
 	cb func(*Record, error)
+	// lent is where r's key and value are in the batch's buffer when ProduceBorrowed left
+	// them there (r.Key and r.Value are nil until the batch finishes).
+	lent lentBytes
+}
+
+// lentBytes locates a borrowed record's key and value in its batch's uncompressed buffer:
+// the value starts at valueAt and the key ends where the value's length prefix begins. A
+// length of -1 is a null key or value; valueAt 0 means nothing was lent.
+type lentBytes struct {
+	valueAt          int32
+	keyLen, valueLen int32
 }
 
 // pbatch is one partition's batch: open while records are added, then sent (with the same
@@ -35,6 +47,10 @@ type pbatch struct {
 	created time.Time
 	data    []byte // the encoded batch, fixed once sent
 	pidGen  uint64 // the producer id generation data was encoded with (idempotence)
+	// lent marks a batch whose buffer holds the only copy of some records' keys and values
+	// (ProduceBorrowed): once finished, the buffer belongs to those records and the batch is
+	// not recycled.
+	lent bool
 	// early marks data encoded by Produce (see encodeEarly) and not sent yet: under
 	// idempotence its numbers are only good while the producer id it used is current.
 	early    bool
@@ -139,7 +155,7 @@ func newProducer(cl *Client) *producer {
 		wakeCh: make(chan struct{}, 1), doneCh: make(chan struct{}), quit: make(chan struct{}),
 		free: make(chan *pbatch, 256), pipes: map[int32]*pipe{},
 	}
-	p.slots.max = int64(cl.cfg.maxBuffered)
+	p.slots.max, p.slots.maxBytes = int64(cl.cfg.maxBuffered), cl.cfg.maxBufBytes
 	p.idemp.Store(cl.cfg.idempotent)
 	p.needPID.Store(cl.cfg.idempotent)
 	return p
@@ -178,8 +194,25 @@ func (p *producer) wake() {
 // partition are delivered in the order they were produced. cb runs on an internal goroutine
 // and must not block for long.
 func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error)) {
+	cl.produce(ctx, r, cb, false)
+}
+
+// ProduceBorrowed is Produce for a record whose Key and Value are valid only during the call
+// (C memory, a buffer the caller reuses): they are copied once, into the partition's batch,
+// instead of being kept by the record until it is acknowledged. When the call returns r.Key
+// and r.Value are nil (compressed batches: a copy of their own, as their batch holds them
+// compressed); when cb runs they are the batch's copy, read-only, which r keeps alive with
+// its whole batch. Headers are kept as Produce keeps them.
+func (cl *Client) ProduceBorrowed(ctx context.Context, r *Record, cb func(*Record, error)) {
+	cl.produce(ctx, r, cb, true)
+}
+
+func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error), borrowed bool) {
 	p := cl.prod
 	fail := func(err error) {
+		if borrowed {
+			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value) // for cb, as promised
+		}
 		if cb != nil {
 			cb(r, err)
 		}
@@ -188,20 +221,21 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 		fail(ErrClosed)
 		return
 	}
-	if err := p.acquireSlot(ctx); err != nil {
+	size := recordSize(r)
+	if err := p.acquireSlot(ctx, int64(size)); err != nil {
 		fail(err)
 		return
 	}
 	tm, err := cl.topic(ctx, r.Topic)
 	if err != nil {
-		p.slots.release(1)
+		p.slots.release(1, int64(size))
 		fail(err)
 		return
 	}
 	n := len(tm.partitions)
 	part := cl.cfg.partitioner.Partition(r, n)
 	if part < 0 || part >= n {
-		p.slots.release(1)
+		p.slots.release(1, int64(size))
 		// The Kafka code for a partition the topic does not have, as a broker would answer.
 		fail(fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q: %w", part, n, r.Topic, wire.ErrUnknownTopicOrPartition))
 		return
@@ -212,13 +246,13 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	}
 	if cl.cfg.propagator != nil || cl.tel != nil {
 		cb = cl.traceProduce(ctx, r, cb)
-	}
-	size := 21 + len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		size += 10 + len(h.Key) + len(h.Value)
+		if n := recordSize(r); n != size { // the trace context went into the headers
+			p.slots.usedBytes.Add(int64(n - size))
+			size = n
+		}
 	}
 	if size+batch.HeaderSize > cl.cfg.maxBatchBytes {
-		p.slots.release(1)
+		p.slots.release(1, int64(size))
 		fail(ErrRecordTooLarge)
 		return
 	}
@@ -251,7 +285,20 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	}
 	b := pb.cur
 	b.b.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
-	b.proms = append(b.proms, promise{r, cb})
+	pr := promise{r: r, cb: cb}
+	if borrowed {
+		if cl.cfg.codec == compress.None {
+			pr.lent = lend(b.b.Size(), r)
+			r.Key, r.Value = nil, nil
+			b.lent = true
+		} else {
+			// The batch's buffer will hold the compressed records: keep a copy of our own.
+			kv := make([]byte, len(r.Key)+len(r.Value))
+			copy(kv[copy(kv, r.Key):], r.Value)
+			r.Key, r.Value = nilOr(r.Key, kv[:len(r.Key):len(r.Key)]), nilOr(r.Value, kv[len(r.Key):])
+		}
+	}
+	b.proms = append(b.proms, pr)
 	b.size += size
 	// A record joining an open batch needs no wake-up even without linger: the sender saw
 	// the batch when it was opened and takes it once a request slot frees up.
@@ -260,6 +307,55 @@ func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error
 	if wake {
 		p.wake()
 	}
+}
+
+// lend locates r's key and value in a batch buffer of end bytes whose last record is r.
+func lend(end int, r *Record) lentBytes {
+	// The record ends with its value, then the headers' count and the headers.
+	tail := wire.VarintLen(int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		tail += wire.VarintLen(int64(len(h.Key))) + len(h.Key) + wire.VarintLen(int64(nullLen(h.Value))) + len(h.Value)
+	}
+	return lentBytes{valueAt: int32(end - tail - len(r.Value)), keyLen: nullLen(r.Key), valueLen: nullLen(r.Value)}
+}
+
+// nullLen is the length of b on the wire: -1 for nil.
+func nullLen(b []byte) int32 {
+	if b == nil {
+		return -1
+	}
+	return int32(len(b))
+}
+
+// nilOr is b2, or nil when b is nil.
+func nilOr(b, b2 []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return b2
+}
+
+// bytes is where l's key and value are in buf, the batch's uncompressed buffer.
+func (l lentBytes) bytes(buf []byte) (key, value []byte) {
+	at := int(l.valueAt)
+	if l.valueLen >= 0 {
+		value = buf[at : at+int(l.valueLen) : at+int(l.valueLen)]
+	}
+	if l.keyLen >= 0 {
+		end := at - wire.VarintLen(int64(l.valueLen))
+		key = buf[end-int(l.keyLen) : end : end]
+	}
+	return key, value
+}
+
+// recordSize is what a record counts against MaxBatchBytes and MaxBufferedBytes: its bytes
+// plus the most framing it may need in a batch.
+func recordSize(r *Record) int {
+	size := 21 + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		size += 10 + len(h.Key) + len(h.Value)
+	}
+	return size
 }
 
 // ProduceSync produces the records and waits until all are acknowledged or failed, returning
@@ -445,6 +541,9 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 	if p.cl.tel != nil && err == nil && len(b.proms) > 0 {
 		p.cl.tel.batchAcked(b.proms[0].r.Topic, len(b.proms), b.size)
 	}
+	if b.lent {
+		b.giveBack()
+	}
 	for i, pr := range b.proms {
 		if err == nil {
 			if base >= 0 {
@@ -457,8 +556,13 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 			pr.cb(pr.r, err)
 		}
 	}
-	p.slots.release(len(b.proms))
+	p.slots.release(len(b.proms), int64(b.size-batch.HeaderSize))
 	p.buffered.Add(-int64(len(b.proms)))
+	if b.lent {
+		// The records own the buffer now.
+		p.batchDone()
+		return
+	}
 	clear(b.proms)
 	b.proms = b.proms[:0]
 	b.data, b.pidGen, b.early, b.attempts, b.lastErr = nil, 0, false, 0, nil
@@ -467,10 +571,32 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 	case p.free <- b:
 	default:
 	}
+	p.batchDone()
+}
+
+// batchDone wakes the Flush calls waiting for a batch to finish.
+func (p *producer) batchDone() {
 	p.doneMu.Lock()
 	close(p.doneCh)
 	p.doneCh = make(chan struct{})
 	p.doneMu.Unlock()
+}
+
+// giveBack points the borrowed records of b, which is finishing, at their bytes in its
+// buffer.
+func (b *pbatch) giveBack() {
+	buf := b.data // uncompressed: the builder's buffer
+	if buf == nil {
+		var err error
+		if buf, err = b.b.Finish(); err != nil {
+			return // not with records in it
+		}
+	}
+	for _, pr := range b.proms {
+		if pr.lent.valueAt > 0 {
+			pr.r.Key, pr.r.Value = pr.lent.bytes(buf)
+		}
+	}
 }
 
 // run is the sender: it collects ready batches into produce requests per leader (at most one

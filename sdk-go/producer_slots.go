@@ -6,28 +6,40 @@ import (
 	"sync/atomic"
 )
 
-// bufferSlots bounds the records produced and not yet finished (MaxBufferedRecords). A
-// finished batch frees all its records with one wake-up of the blocked producers; a channel
-// semaphore would instead hand the CPU back and forth between the producer and the sender
-// once per record.
+// bufferSlots bounds the records produced and not yet finished (MaxBufferedRecords) and their
+// bytes (MaxBufferedBytes). A finished batch frees all its records with one wake-up of the
+// blocked producers; a channel semaphore would instead hand the CPU back and forth between
+// the producer and the sender once per record.
 type bufferSlots struct {
-	max     int64
-	used    atomic.Int64
-	mu      sync.Mutex
-	waiters int
-	freed   chan struct{} // closed at the next release when someone waits
+	max       int64
+	maxBytes  int64
+	used      atomic.Int64
+	usedBytes atomic.Int64
+	mu        sync.Mutex
+	waiters   int
+	freed     chan struct{} // closed at the next release when someone waits
 }
 
-func (s *bufferSlots) tryAcquire() bool {
+// tryAcquire takes a slot for a record of size bytes. A record over the byte bound is let in
+// when nothing else is buffered, so that it does not wait forever.
+func (s *bufferSlots) tryAcquire(size int64) bool {
 	for {
 		n := s.used.Load()
 		if n >= s.max {
 			return false
 		}
 		if s.used.CompareAndSwap(n, n+1) {
-			return true
+			break
 		}
 	}
+	if b := s.usedBytes.Add(size); b > s.maxBytes && b != size {
+		// Not a release that frees room: records are buffered (b != size), and their
+		// release wakes the waiters.
+		s.usedBytes.Add(-size)
+		s.used.Add(-1)
+		return false
+	}
+	return true
 }
 
 // waitCh returns a channel closed by the next release. Callers try to acquire again after
@@ -42,7 +54,9 @@ func (s *bufferSlots) waitCh() <-chan struct{} {
 	return s.freed
 }
 
-func (s *bufferSlots) release(n int) {
+// release frees the slots of n records of size bytes in all.
+func (s *bufferSlots) release(n int, size int64) {
+	s.usedBytes.Add(-size)
 	s.used.Add(-int64(n))
 	s.mu.Lock()
 	if s.waiters > 0 {
@@ -52,10 +66,10 @@ func (s *bufferSlots) release(n int) {
 	s.mu.Unlock()
 }
 
-// acquireSlot takes a buffer slot, waiting for one when the buffer is full and
-// BlockOnFullBuffer is on.
-func (p *producer) acquireSlot(ctx context.Context) error {
-	if p.slots.tryAcquire() {
+// acquireSlot takes a buffer slot for a record of size bytes, waiting for one when the buffer
+// is full and BlockOnFullBuffer is on.
+func (p *producer) acquireSlot(ctx context.Context, size int64) error {
+	if p.slots.tryAcquire(size) {
 		return nil
 	}
 	if !p.cl.cfg.blockOnFull {
@@ -73,7 +87,7 @@ func (p *producer) acquireSlot(ctx context.Context) error {
 	p.wake()
 	for {
 		ch := p.slots.waitCh()
-		if p.slots.tryAcquire() {
+		if p.slots.tryAcquire(size) {
 			return nil
 		}
 		select {

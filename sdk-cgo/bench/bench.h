@@ -44,6 +44,14 @@ static void bench_delivered(const struct bench *b) {
     }
 }
 
+/* bench_phase writes the peak RSS so far to stderr, naming the phase that just ended, to tell
+ * the producer's peak from the consumer's. */
+static void bench_phase(const char *phase) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(stderr, "peak RSS after %s: %ld KiB\n", phase, ru.ru_maxrss);
+}
+
 /* bench_report prints "produce_rps consume_rps peak_rss_kib". */
 static void bench_report(struct bench *b, double produce_s, double consume_s) {
     struct rusage ru;

@@ -23,6 +23,12 @@ def on_delivery(err, msg):
         delivered += 1
 
 
+def queue_full(e):
+    """Whether e says the producer's queue is full: confluent_kafka raises BufferError, this
+    binding KafkaException(QUEUE_FULL); either way, serve reports and produce again."""
+    return isinstance(e, BufferError) or (e.args and getattr(e.args[0], "code", lambda: None)() == -104)
+
+
 p = k.Producer({"bootstrap.servers": broker, "acks": "all", "linger.ms": 5, "batch.size": 1048576,
                 "on_delivery": on_delivery})
 batch = int(os.environ.get("SPOOL_BENCH_BATCH", "0"))
@@ -30,14 +36,23 @@ t0 = time.monotonic()
 if batch > 0 and hasattr(p, "produce_batch"):
     msgs = [{"value": value}] * batch
     for i in range(0, n, batch):
-        p.produce_batch(topic, msgs[:min(batch, n - i)])
+        while True:
+            try:
+                p.produce_batch(topic, msgs[:min(batch, n - i)])
+                break
+            except Exception as e:
+                if not queue_full(e):
+                    raise
+                p.poll(0.01)
         p.poll(0)
 for i in range(n if not (batch > 0 and hasattr(p, "produce_batch")) else 0):
     while True:
         try:
             p.produce(topic, value)
             break
-        except BufferError:  # confluent_kafka's full queue
+        except Exception as e:
+            if not queue_full(e):
+                raise
             p.poll(0.01)
     if i % 1024 == 0:
         p.poll(0)

@@ -55,6 +55,7 @@ int main(int argc, char **argv) {
     double produce_s = now() - t0;
     rd_kafka_destroy(p);
     bench_delivered(&b);
+    bench_phase("produce");
 
     rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf(b.broker, 1), errstr, sizeof errstr);
     rd_kafka_topic_partition_list_t *tps = rd_kafka_topic_partition_list_new(b.partitions);

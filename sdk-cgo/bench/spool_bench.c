@@ -53,12 +53,25 @@ int main(int argc, char **argv) {
     if (per_call > 0) {
         for (long i = 0; i < b.n; i += per_call) {
             long k = b.n - i < per_call ? b.n - i : per_call;
-            spool_produce_batch(p, b.topic, recs, (size_t)k);
+            spool_err_t err;
+            while ((err = spool_produce_batch(p, b.topic, recs, (size_t)k)) == SPOOL_ERR__QUEUE_FULL)
+                spool_producer_poll(p, 10);
+            if (err) {
+                fprintf(stderr, "produce: %s\n", spool_err2str(err));
+                return 1;
+            }
             spool_producer_poll(p, 0);
         }
     } else {
         for (long i = 0; i < b.n; i++) {
-            spool_produce(p, b.topic, SPOOL_PARTITION_UA, NULL, 0, b.value, b.size, NULL);
+            spool_err_t err;
+            while ((err = spool_produce(p, b.topic, SPOOL_PARTITION_UA, NULL, 0, b.value, b.size, NULL)) ==
+                   SPOOL_ERR__QUEUE_FULL)
+                spool_producer_poll(p, 10);
+            if (err) {
+                fprintf(stderr, "produce: %s\n", spool_err2str(err));
+                return 1;
+            }
             if ((i & 1023) == 0) spool_producer_poll(p, 0);
         }
     }
@@ -67,6 +80,7 @@ int main(int argc, char **argv) {
     spool_producer_destroy(p);
     free(recs);
     bench_delivered(&b);
+    bench_phase("produce");
 
     spool_consumer_t *c = spool_consumer_new(conf(b.broker), errstr, sizeof errstr);
     for (int i = 0; i < b.partitions; i++) spool_consumer_assign(c, b.topic, i, SPOOL_OFFSET_BEGINNING);

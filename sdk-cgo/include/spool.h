@@ -23,6 +23,13 @@
  *
  * Limits: the library contains the Go runtime. It cannot be unloaded: do not dlclose() it.
  * It is not fork-safe: after the first call into the library, a forked child may only exec.
+ *
+ * Memory: the Go runtime's garbage collector runs under a soft memory limit that the library
+ * derives from its live producers' queue bounds (about 24 MiB plus 1.25 times each
+ * producer's queue.buffering.max.kbytes plus 200 bytes per queued record), so that peak
+ * memory follows what the handles hold. Go's own environment variables, read when the
+ * library loads, override it: GOMEMLIMIT (e.g. 512MiB, or off) replaces the derived limit,
+ * GOGC (default 100) sets how much the heap grows between collections.
  */
 #ifndef SPOOL_H
 #define SPOOL_H
@@ -68,7 +75,8 @@ enum {
     SPOOL_ERR__TRANSPORT = -102,
     /* The handle was closed (spool_consumer_close) or is shutting down. */
     SPOOL_ERR__CLOSED = -103,
-    /* The produce buffer (queue.buffering.max.messages) is full. */
+    /* The producer's queue (queue.buffering.max.messages, queue.buffering.max.kbytes) is
+     * full: serve delivery reports and produce again. */
     SPOOL_ERR__QUEUE_FULL = -104,
     /* The call does not fit the handle's state, e.g. subscribe without group.id, commit
      * without a group, assign in a group, subscribe twice. */
@@ -196,9 +204,13 @@ spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t er
  * Returns SPOOL_ERR_NO_ERROR when the record is buffered; its outcome then comes in exactly
  * one delivery report (if a dr_cb is set), including failures found later (unknown topic,
  * partition out of range, record too large, broker down past message.timeout.ms). The first
- * record to a topic may block while the topic is looked up (a few metadata requests), and a
- * full buffer (queue.buffering.max.messages) blocks until records are acknowledged. Thread-safe: records of one thread
- * to one partition are stored in call order. */
+ * record to a topic may block while the topic is looked up (a few metadata requests).
+ * SPOOL_ERR__QUEUE_FULL, and nothing buffered, when the queue is full: as librdkafka's, it
+ * holds the records produced whose delivery report has not been served yet, at most
+ * queue.buffering.max.messages records and queue.buffering.max.kbytes KiB of keys, values
+ * and headers (a record larger than that goes into an empty queue); serve reports
+ * (spool_producer_poll) and produce again. Thread-safe: records of one thread to one
+ * partition are stored in call order. */
 spool_err_t spool_produce(spool_producer_t *producer, const char *topic, int32_t partition,
                           const void *key, size_t key_len, const void *value,
                           size_t value_len, void *msg_opaque);
@@ -230,7 +242,8 @@ typedef struct spool_record_s {
  * gets its delivery report) or, when an argument is bad (NULL producer or topic, NULL
  * records with count > 0, a partition below SPOOL_PARTITION_UA, NULL headers or a NULL
  * header key with a length), none is (SPOOL_ERR__BAD_ARG). records is not used after the
- * call returns. Blocks and is thread-safe as spool_produce. */
+ * call returns. SPOOL_ERR__QUEUE_FULL, and none buffered, when the records do not fit in
+ * the queue (see spool_produce) unless it is empty. Thread-safe as spool_produce. */
 spool_err_t spool_produce_batch(spool_producer_t *producer, const char *topic,
                                 const spool_record_t *records, size_t count);
 

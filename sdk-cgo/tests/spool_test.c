@@ -3,7 +3,8 @@
  *
  * usage: spool_test SCENARIO BROKER [ARGS...]
  *   api      BROKER                  every public function, NULL arguments, config errors
- *   produce  BROKER TOPIC N          N records with keys and headers, delivery reports
+ *   produce  BROKER TOPIC N          N records with keys and headers, delivery reports;
+ *                                    the queue's bounds (SPOOL_ERR__QUEUE_FULL)
  *   consume  BROKER TOPIC N PARTS    the N records back from PARTS partitions, by assign
  *   group    BROKER TOPIC N GROUP    two consumers of one group share the N records
  *   down     BROKER                  a producer whose broker is down gets failed reports
@@ -281,6 +282,48 @@ static void produce(const char *broker, const char *topic, int n) {
     CHECK(d.reports == n + 2 && d.failed == 1);
     spool_producer_destroy(p);
     free(d.seen);
+}
+
+static void count_cb(spool_producer_t *p, const spool_message_t *m, void *opaque) {
+    CHECK(p != NULL);
+    CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+    (*(int *)opaque)++;
+}
+
+/* The queue's bounds, as librdkafka's: records and KiB produced whose report is not served
+ * yet. A produce beyond them is SPOOL_ERR__QUEUE_FULL and buffers nothing; serving reports
+ * makes room; a record larger than the byte bound goes into an empty queue. */
+static void queue_full(const char *broker, const char *topic) {
+    int reports = 0;
+    const char *kv[] = {"queue.buffering.max.messages", "3", "queue.buffering.max.kbytes", "1",
+                        "linger.ms", "60000", NULL};
+    spool_conf_t *conf = conf_with(broker, kv);
+    spool_conf_set_dr_cb(conf, count_cb);
+    spool_conf_set_opaque(conf, &reports);
+    spool_producer_t *p = spool_producer_new(conf, errstr, sizeof errstr);
+    CHECK(p != NULL);
+    char full[128];
+    snprintf(full, sizeof full, "%s-full", topic);
+    CHECK_ERR(spool_create_topic(p, full, 1, -1, 10000), SPOOL_ERR_NO_ERROR);
+    for (int i = 0; i < 3; i++) CHECK_ERR(spool_produce(p, full, 0, NULL, 0, "v", 1, NULL), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_produce(p, full, 0, NULL, 0, "v", 1, NULL), SPOOL_ERR__QUEUE_FULL);
+    spool_record_t one = {0, NULL, 0, "v", 1, NULL, 0, NULL};
+    CHECK_ERR(spool_produce_batch(p, full, &one, 1), SPOOL_ERR__QUEUE_FULL);
+    CHECK(spool_producer_outq_len(p) == 3);
+    CHECK_ERR(spool_producer_flush(p, 30000), SPOOL_ERR_NO_ERROR);
+    CHECK(reports == 3 && spool_producer_outq_len(p) == 0);
+    char *big = calloc(2048, 1);
+    CHECK(big != NULL);
+    CHECK_ERR(spool_produce(p, full, 0, NULL, 0, big, 2048, NULL), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_produce(p, full, 0, NULL, 0, "v", 1, NULL), SPOOL_ERR__QUEUE_FULL);
+    free(big);
+    CHECK_ERR(spool_producer_flush(p, 30000), SPOOL_ERR_NO_ERROR);
+    CHECK(reports == 4);
+    CHECK_ERR(spool_produce(p, full, 0, NULL, 0, "v", 1, NULL), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_producer_flush(p, 30000), SPOOL_ERR_NO_ERROR);
+    CHECK(reports == 5);
+    CHECK_ERR(spool_delete_topic(p, full, 10000), SPOOL_ERR_NO_ERROR);
+    spool_producer_destroy(p);
 }
 
 /* ---- consume ---- */
@@ -637,6 +680,7 @@ int main(int argc, char **argv) {
         api(broker);
     } else if (strcmp(scenario, "produce") == 0 && argc == 5) {
         produce(broker, argv[3], atoi(argv[4]));
+        queue_full(broker, argv[3]);
     } else if (strcmp(scenario, "consume") == 0 && argc == 6) {
         consume(broker, argv[3], atoi(argv[4]), atoi(argv[5]));
     } else if (strcmp(scenario, "group") == 0 && argc == 6) {

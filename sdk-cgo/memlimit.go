@@ -20,7 +20,7 @@ import (
 var memLimit struct {
 	mu     sync.Mutex
 	budget int64 // the live handles' budgets
-	user   bool  // GOMEMLIMIT is set: leave the limit alone
+	user   bool  // GOMEMLIMIT is set (or valgrindBuild): leave the limit alone
 }
 
 // memBase is what the runtime needs besides the handles' data: code, stacks, metadata,
@@ -29,6 +29,7 @@ const memBase = 24 << 20
 
 func init() {
 	_, memLimit.user = os.LookupEnv("GOMEMLIMIT")
+	memLimit.user = memLimit.user || valgrindBuild
 }
 
 // addMemBudget adds n bytes (negative: removes them) to the budget of the live handles and

@@ -28,8 +28,8 @@ type producer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	topics sync.Map                   // topic name → the same string, so a produce allocates no name
-	doneFn func(*spool.Record, error) // done, made once
+	topics sync.Map                                // topic name → the same string, so a produce allocates no name
+	doneFn func(*spool.Record, error, *spool.Lent) // done, made once
 
 	// The queue's bound, as librdkafka's: records (queue.buffering.max.messages) and bytes
 	// (queue.buffering.max.kbytes) produced whose report is not served yet. A produce beyond
@@ -45,9 +45,9 @@ type producer struct {
 
 	mu     sync.Mutex
 	queue  []report
-	spare  []report                           // the array of the queue taken last, reused
-	pins   map[unsafe.Pointer]*runtime.Pinner // block of reports taken → the pins of its keys and values
-	notify chan struct{}                      // a report was queued (capacity 1)
+	spare  []report                       // the array of the queue taken last, reused
+	taken  map[unsafe.Pointer]*takenBlock // block of reports taken → what its messages point at
+	notify chan struct{}                  // a report was queued (capacity 1)
 }
 
 // cRecord is a record produced from C, with what its report needs. The SDK's callbacks get
@@ -59,8 +59,16 @@ type cRecord struct {
 }
 
 type report struct {
-	r   *cRecord
-	err error
+	r     *cRecord
+	err   error
+	lease *spool.Lent // the batch buffer holding the key and value; nil if none
+}
+
+// takenBlock is what the messages of a block of reports point at, until C is done with
+// them: the keys and values in their batches' buffers, pinned, and the leases on those.
+type takenBlock struct {
+	pin    runtime.Pinner
+	leases []*spool.Lent
 }
 
 // slabSize is how many records spoolgo_produce allocates at once: one allocation per 256
@@ -269,17 +277,18 @@ func (p *producer) topic(s *C.char) string {
 }
 
 // done queues the report of a record, or drops it when nobody asked for reports.
-func (p *producer) done(sr *spool.Record, err error) {
+func (p *producer) done(sr *spool.Record, err error, lease *spool.Lent) {
 	r := (*cRecord)(unsafe.Pointer(sr)) // every record produced here is a cRecord's first field
 	if err != nil {
 		r.Offset = -1
 	}
 	if !p.reports {
+		lease.Release()
 		p.unreserve(1, r.size)
 		return
 	}
 	p.mu.Lock()
-	p.queue = append(p.queue, report{r, err})
+	p.queue = append(p.queue, report{r, err, lease})
 	p.mu.Unlock()
 	select {
 	case p.notify <- struct{}{}:
@@ -332,20 +341,21 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	if base == nil {
 		panic("libspool: out of memory")
 	}
-	pin := new(runtime.Pinner)
+	tb := &takenBlock{leases: make([]*spool.Lent, len(got))}
 	arr := unsafe.Slice((**C.spool_message_t)(base), len(got))
 	at := ptrs
 	for i, rep := range got {
-		storeC(unsafe.Pointer(&arr[i]), unsafe.Pointer(fillMessage(unsafe.Add(base, at), sizes[i], &rep.r.Record, rep.err, errstrs[i], rep.r.opaque, pin)))
+		storeC(unsafe.Pointer(&arr[i]), unsafe.Pointer(fillMessage(unsafe.Add(base, at), sizes[i], &rep.r.Record, rep.err, errstrs[i], rep.r.opaque, &tb.pin)))
 		at += sizes[i]
+		tb.leases[i] = rep.lease
 	}
 	n := len(got)
 	clear(got) // the records go once their reports are released
 	p.mu.Lock()
-	if p.pins == nil {
-		p.pins = map[unsafe.Pointer]*runtime.Pinner{}
+	if p.taken == nil {
+		p.taken = map[unsafe.Pointer]*takenBlock{}
 	}
-	p.pins[base] = pin
+	p.taken[base] = tb
 	if p.spare == nil {
 		p.spare = got
 	}
@@ -356,7 +366,8 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 }
 
 // spoolgo_producer_release unpins the keys and values of a block of reports taken by
-// spoolgo_producer_take, once their callbacks returned; the shim then frees the block.
+// spoolgo_producer_take, once their callbacks returned, and gives their batches' buffers back
+// for reuse; the shim then frees the block.
 //
 //export spoolgo_producer_release
 func spoolgo_producer_release(h C.uintptr_t, block unsafe.Pointer) {
@@ -365,11 +376,14 @@ func spoolgo_producer_release(h C.uintptr_t, block unsafe.Pointer) {
 		return
 	}
 	p.mu.Lock()
-	pin := p.pins[block]
-	delete(p.pins, block)
+	tb := p.taken[block]
+	delete(p.taken, block)
 	p.mu.Unlock()
-	if pin != nil {
-		pin.Unpin()
+	if tb != nil {
+		tb.pin.Unpin()
+		for _, l := range tb.leases {
+			l.Release()
+		}
 	}
 }
 
@@ -399,6 +413,12 @@ func spoolgo_producer_close(h C.uintptr_t) {
 		p.cancel()
 		p.cl.Close()
 		addMemBudget(-p.budget.Swap(0))
+		// Collect what the producer held now, while the runtime's memory limit is the
+		// producer's, rather than when the heap has doubled under a handle that follows (a
+		// consumer reading what was produced).
+		if !valgrindBuild {
+			runtime.GC()
+		}
 	}
 }
 

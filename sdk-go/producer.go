@@ -25,6 +25,8 @@ var ErrRecordTooLarge = errors.New("spool: record larger than MaxBatchBytes")
 type promise struct {
 	r  *Record
 	cb func(*Record, error)
+	// lcb is ProduceBorrowed's callback, in place of cb.
+	lcb func(*Record, error, *Lent)
 	// lent is where r's key and value are in the batch's buffer when ProduceBorrowed left
 	// them there (r.Key and r.Value are nil until the batch finishes).
 	lent lentBytes
@@ -48,9 +50,10 @@ type pbatch struct {
 	data    []byte // the encoded batch, fixed once sent
 	pidGen  uint64 // the producer id generation data was encoded with (idempotence)
 	// lent marks a batch whose buffer holds the only copy of some records' keys and values
-	// (ProduceBorrowed): once finished, the buffer belongs to those records and the batch is
-	// not recycled.
-	lent bool
+	// (ProduceBorrowed): once finished, the buffer belongs to those records until each is
+	// released (lease), and only then is the batch recycled.
+	lent  bool
+	lease Lent
 	// early marks data encoded by Produce (see encodeEarly) and not sent yet: under
 	// idempotence its numbers are only good while the producer id it used is current.
 	early    bool
@@ -194,26 +197,46 @@ func (p *producer) wake() {
 // partition are delivered in the order they were produced. cb runs on an internal goroutine
 // and must not block for long.
 func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error)) {
-	cl.produce(ctx, r, cb, false)
+	cl.produce(ctx, r, cb, nil)
 }
 
 // ProduceBorrowed is Produce for a record whose Key and Value are valid only during the call
 // (C memory, a buffer the caller reuses): they are copied once, into the partition's batch,
 // instead of being kept by the record until it is acknowledged. When the call returns r.Key
 // and r.Value are nil (compressed batches: a copy of their own, as their batch holds them
-// compressed); when cb runs they are the batch's copy, read-only, which r keeps alive with
-// its whole batch. Headers are kept as Produce keeps them.
-func (cl *Client) ProduceBorrowed(ctx context.Context, r *Record, cb func(*Record, error)) {
-	cl.produce(ctx, r, cb, true)
+// compressed). When cb runs they are the batch's copy, read-only, and the Lent it gets (nil
+// when they are not in a batch's buffer) keeps that buffer from being reused for a new batch
+// until its Release is called, once for the record: after that r.Key and r.Value must not be
+// read. A record never released only keeps its batch from reuse. Headers are kept as
+// Produce keeps them.
+func (cl *Client) ProduceBorrowed(ctx context.Context, r *Record, cb func(*Record, error, *Lent)) {
+	cl.produce(ctx, r, nil, cb)
 }
 
-func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error), borrowed bool) {
+// Lent is the buffer of a batch holding the keys and values of records produced with
+// ProduceBorrowed, lent to their callbacks until each record is released.
+type Lent struct {
+	p    *producer
+	b    *pbatch
+	refs atomic.Int32
+}
+
+// Release gives back one record's share of the buffer: the last one lets the producer reuse
+// it. Safe on nil, and from any goroutine.
+func (l *Lent) Release() {
+	if l != nil && l.refs.Add(-1) == 0 {
+		l.p.recycle(l.b)
+	}
+}
+
+func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error), lcb func(*Record, error, *Lent)) {
 	p := cl.prod
+	borrowed := lcb != nil
 	fail := func(err error) {
 		if borrowed {
-			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value) // for cb, as promised
-		}
-		if cb != nil {
+			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value) // for lcb, as promised
+			lcb(r, err, nil)
+		} else if cb != nil {
 			cb(r, err)
 		}
 	}
@@ -285,7 +308,7 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	}
 	b := pb.cur
 	b.b.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
-	pr := promise{r: r, cb: cb}
+	pr := promise{r: r, cb: cb, lcb: lcb}
 	if borrowed {
 		if cl.cfg.codec == compress.None {
 			pr.lent = lend(b.b.Size(), r)
@@ -534,6 +557,15 @@ func (p *producer) close() {
 			}
 		}
 	}
+	// Nothing is produced any more: let the recycled batches' buffers go.
+	for {
+		select {
+		case <-p.free:
+			continue
+		default:
+		}
+		return
+	}
 }
 
 // finish completes a batch's records and recycles it.
@@ -541,8 +573,9 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 	if p.cl.tel != nil && err == nil && len(b.proms) > 0 {
 		p.cl.tel.batchAcked(b.proms[0].r.Topic, len(b.proms), b.size)
 	}
+	var lease *Lent
 	if b.lent {
-		b.giveBack()
+		lease = b.giveBack(p)
 	}
 	for i, pr := range b.proms {
 		if err == nil {
@@ -552,26 +585,35 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 				pr.r.Offset = -1
 			}
 		}
-		if pr.cb != nil {
+		switch {
+		case pr.lcb != nil && pr.lent.valueAt > 0:
+			pr.lcb(pr.r, err, lease)
+		case pr.lcb != nil:
+			pr.lcb(pr.r, err, nil)
+		case pr.cb != nil:
 			pr.cb(pr.r, err)
 		}
 	}
 	p.slots.release(len(b.proms), int64(b.size-batch.HeaderSize))
 	p.buffered.Add(-int64(len(b.proms)))
-	if b.lent {
-		// The records own the buffer now.
-		p.batchDone()
+	p.batchDone()
+	if lease != nil {
+		lease.Release() // finish's own share: the records' callbacks may have released theirs
 		return
 	}
+	p.recycle(b)
+}
+
+// recycle empties a finished batch and keeps it for reuse.
+func (p *producer) recycle(b *pbatch) {
 	clear(b.proms)
 	b.proms = b.proms[:0]
 	b.data, b.pidGen, b.early, b.attempts, b.lastErr = nil, 0, false, 0, nil
-	b.inflight, b.done, b.base, b.err = false, false, 0, nil
+	b.inflight, b.done, b.base, b.err, b.lent = false, false, 0, nil, false
 	select {
 	case p.free <- b:
 	default:
 	}
-	p.batchDone()
 }
 
 // batchDone wakes the Flush calls waiting for a batch to finish.
@@ -583,20 +625,22 @@ func (p *producer) batchDone() {
 }
 
 // giveBack points the borrowed records of b, which is finishing, at their bytes in its
-// buffer.
-func (b *pbatch) giveBack() {
+// buffer, and returns the lease on it: one share per borrowed record, and one for finish.
+func (b *pbatch) giveBack(p *producer) *Lent {
 	buf := b.data // uncompressed: the builder's buffer
 	if buf == nil {
-		var err error
-		if buf, err = b.b.Finish(); err != nil {
-			return // not with records in it
-		}
+		buf, _ = b.b.Finish() // a batch with records in it, which Finish does not refuse
 	}
+	n := int32(1)
 	for _, pr := range b.proms {
 		if pr.lent.valueAt > 0 {
 			pr.r.Key, pr.r.Value = pr.lent.bytes(buf)
+			n++
 		}
 	}
+	b.lease.p, b.lease.b = p, b
+	b.lease.refs.Store(n)
+	return &b.lease
 }
 
 // run is the sender: it collects ready batches into produce requests per leader (at most one

@@ -54,20 +54,35 @@ func TestProduceBorrowedCopiesOnce(t *testing.T) {
 					mu   sync.Mutex
 					errs []error
 					got  = map[int]bool{}
+					kept = map[int]*spool.Record{} // not released: their bytes must stay
 				)
-				check := func(i int) func(*spool.Record, error) {
-					return func(r *spool.Record, err error) {
+				same := func(i int, r *spool.Record) error {
+					switch {
+					case (r.Key == nil) != (key(i) == nil) || !bytes.Equal(r.Key, key(i)):
+						return fmt.Errorf("record %d: key %q, want %q", i, r.Key, key(i))
+					case (r.Value == nil) != (value(i) == nil) || !bytes.Equal(r.Value, value(i)):
+						return fmt.Errorf("record %d: value of %d bytes differs from the %d produced", i, len(r.Value), len(value(i)))
+					}
+					return nil
+				}
+				check := func(i int) func(*spool.Record, error, *spool.Lent) {
+					return func(r *spool.Record, err error, l *spool.Lent) {
 						mu.Lock()
 						defer mu.Unlock()
-						switch {
-						case err != nil:
+						if err == nil {
+							err = same(i, r)
+						}
+						if err != nil {
 							errs = append(errs, err)
-						case (r.Key == nil) != (key(i) == nil) || !bytes.Equal(r.Key, key(i)):
-							errs = append(errs, fmt.Errorf("record %d: key %q, want %q", i, r.Key, key(i)))
-						case (r.Value == nil) != (value(i) == nil) || !bytes.Equal(r.Value, value(i)):
-							errs = append(errs, fmt.Errorf("record %d: value of %d bytes differs from the %d produced", i, len(r.Value), len(value(i))))
 						}
 						got[i] = true
+						// Every other record is released at once, so that batch buffers are
+						// reused while the others still point into theirs.
+						if i%2 == 0 {
+							l.Release()
+						} else {
+							kept[i] = r
+						}
 					}
 				}
 				for i := range n {
@@ -88,7 +103,34 @@ func TestProduceBorrowedCopiesOnce(t *testing.T) {
 				if err := cl.Flush(ctx); err != nil {
 					t.Fatal(err)
 				}
+				// More batches, all released, so that later ones reuse their buffers; the kept
+				// records' buffers are not reused.
+				want := bytes.Clone(scratch[:100])
+				for i := range 4 * n {
+					cl.ProduceBorrowed(ctx, &spool.Record{Topic: topic, Value: scratch[:100]}, func(r *spool.Record, err error, l *spool.Lent) {
+						if err == nil && !bytes.Equal(r.Value, want) {
+							err = fmt.Errorf("value %q", r.Value[:min(len(r.Value), 8)])
+						}
+						if err != nil {
+							t.Errorf("record %d of the second round: %v", i, err)
+						}
+						l.Release()
+					})
+					if i%n == 0 {
+						if err := cl.Flush(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if err := cl.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
 				mu.Lock()
+				for i, r := range kept {
+					if err := same(i, r); err != nil {
+						errs = append(errs, fmt.Errorf("kept %w", err))
+					}
+				}
 				if len(errs) > 0 || len(got) != n {
 					t.Fatalf("%d callbacks of %d; errors: %v", len(got), n, errors.Join(errs...))
 				}

@@ -83,7 +83,7 @@ func compare(b *testing.B, counts []int, ours, theirs func(args ...string) *exec
 		size int
 		n    int
 	}{{100, counts[0]}, {1024, counts[1]}} {
-		res := map[string][3][]float64{} // impl → produce, consume, rss samples
+		res := map[string][4][]float64{} // impl → produce, consume, rss, produce CPU samples
 		for range 3 {
 			for _, impl := range []string{"ours", "theirs"} {
 				seq++
@@ -112,7 +112,17 @@ func compare(b *testing.B, counts []int, ours, theirs func(args ...string) *exec
 					}
 					r[i] = append(r[i], v)
 				}
+				// The C programs also say how much CPU producing took (bench_phase): on a
+				// loaded machine a steadier measure than the wall clock. The Python script
+				// does not.
+				var rssKiB, cpu float64
+				phase := stderr.String()[max(strings.Index(stderr.String(), "peak RSS after produce:"), 0):]
+				if _, err := fmt.Sscanf(phase, "peak RSS after produce: %f KiB, CPU %f s", &rssKiB, &cpu); err == nil {
+					r[3] = append(r[3], cpu)
+				}
 				res[impl] = r
+				b.Logf("%d B, %s, run %d: %s (produce rec/s, consume rec/s, peak RSS KiB); %s", w.size, impl, len(r[0]),
+					strings.TrimSpace(string(out)), strings.TrimSpace(stderr.String()))
 			}
 		}
 		med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
@@ -123,6 +133,10 @@ func compare(b *testing.B, counts []int, ours, theirs func(args ...string) *exec
 		b.ReportMetric(med(s[0])/med(k[0]), fmt.Sprintf("produce-x-%dB", w.size))
 		b.ReportMetric(med(s[1])/med(k[1]), fmt.Sprintf("consume-x-%dB", w.size))
 		b.ReportMetric(med(s[2])/med(k[2]), fmt.Sprintf("rss-x-%dB", w.size))
+		if len(s[3]) == 3 && len(k[3]) == 3 {
+			b.Logf("%d B: CPU to produce %.2f vs %.2f s (%.2fx)", w.size, med(s[3]), med(k[3]), med(s[3])/med(k[3]))
+			b.ReportMetric(med(s[3])/med(k[3]), fmt.Sprintf("produce-cpu-x-%dB", w.size))
+		}
 	}
 }
 

@@ -53,6 +53,9 @@ var errStateSentinel = errors.New("spool: wrong state")
 
 // errCode maps a Go error to a spool_err_t.
 func errCode(err error) C.int {
+	if err == nil {
+		return 0 // before the variables below, which errors.As makes escape: no allocation
+	}
 	var we *wire.Error
 	var ne net.Error
 	switch {

@@ -53,6 +53,10 @@ func messageBytes(r *spool.Record, errstr string, borrow bool) int {
 	return (size + 7) &^ 7
 }
 
+// alreadyPinned, given to fillMessage as its pinner, borrows the key and value without
+// pinning them: the caller pinned the object holding them (a batch buffer) already.
+var alreadyPinned = new(runtime.Pinner)
+
 // fillMessage lays the message out at base, in size bytes (messageBytes): the struct, the
 // headers array, then the bytes of the topic, error text, key, value and headers, each
 // string NUL-terminated. With a pinner, a non-empty key or value is not copied: the message
@@ -103,13 +107,15 @@ func fillMessage(base unsafe.Pointer, size int, r *spool.Record, err error, errs
 		}
 		return put(b, false), C.size_t(len(b))
 	}
-	// borrowBuf is putBuf pointing at b itself, pinned.
+	// borrowBuf is putBuf pointing at b itself, pinned (by the caller, with alreadyPinned).
 	borrowBuf := func(b []byte) (unsafe.Pointer, C.size_t) {
 		if pin == nil || len(b) == 0 {
 			return putBuf(b)
 		}
 		p := unsafe.Pointer(unsafe.SliceData(b))
-		pin.Pin(p)
+		if pin != alreadyPinned {
+			pin.Pin(p)
+		}
 		return p, C.size_t(len(b))
 	}
 	*m = C.spool_message_t{

@@ -28,8 +28,9 @@ type producer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	topics sync.Map                                // topic name → the same string, so a produce allocates no name
-	doneFn func(*spool.Record, error, *spool.Lent) // done, made once
+	topics    sync.Map                                // topic name → the same string, so a produce allocates no name
+	lastTopic atomic.Pointer[string]                  // the name topic returned last
+	doneFn    func(*spool.Record, error, *spool.Lent) // done, made once
 
 	// The queue's bound, as librdkafka's: records (queue.buffering.max.messages) and bytes
 	// (queue.buffering.max.kbytes) produced whose report is not served yet. A produce beyond
@@ -268,12 +269,19 @@ func cBytes(c unsafe.Pointer, n C.size_t) []byte {
 // topic returns the name at s as a Go string, the same one for every record of a topic.
 func (p *producer) topic(s *C.char) string {
 	view := unsafe.String((*byte)(unsafe.Pointer(s)), int(C.strlen(s))) // C memory: not kept
+	if last := p.lastTopic.Load(); last != nil && *last == view {
+		return *last // the usual case, without hashing the name
+	}
 	if t, ok := p.topics.Load(view); ok {
-		return t.(string)
+		name := t.(string)
+		p.lastTopic.Store(&name)
+		return name
 	}
 	name := strings.Clone(view)
 	t, _ := p.topics.LoadOrStore(name, name)
-	return t.(string)
+	name = t.(string)
+	p.lastTopic.Store(&name)
+	return name
 }
 
 // done queues the report of a record, or drops it when nobody asked for reports.
@@ -344,8 +352,16 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	tb := &takenBlock{leases: make([]*spool.Lent, len(got))}
 	arr := unsafe.Slice((**C.spool_message_t)(base), len(got))
 	at := ptrs
+	var pinnedLease *spool.Lent
 	for i, rep := range got {
-		storeC(unsafe.Pointer(&arr[i]), unsafe.Pointer(fillMessage(unsafe.Add(base, at), sizes[i], &rep.r.Record, rep.err, errstrs[i], rep.r.opaque, &tb.pin)))
+		// Records lent the same batch buffer (one after the other) pin it once.
+		pin := &tb.pin
+		if rep.lease != nil && rep.lease == pinnedLease {
+			pin = alreadyPinned
+		} else if rep.lease != nil && (len(rep.r.Key) > 0 || len(rep.r.Value) > 0) {
+			pinnedLease = rep.lease
+		}
+		storeC(unsafe.Pointer(&arr[i]), unsafe.Pointer(fillMessage(unsafe.Add(base, at), sizes[i], &rep.r.Record, rep.err, errstrs[i], rep.r.opaque, pin)))
 		at += sizes[i]
 		tb.leases[i] = rep.lease
 	}

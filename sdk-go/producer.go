@@ -25,8 +25,13 @@ var ErrRecordTooLarge = errors.New("spool: record larger than MaxBatchBytes")
 type promise struct {
 	r  *Record
 	cb func(*Record, error)
-	// lcb is ProduceBorrowed's callback, in place of cb.
-	lcb func(*Record, error, *Lent)
+}
+
+// borrowedPromise is what a record produced with ProduceBorrowed needs besides its promise
+// (whose cb is nil), kept apart so that Produce's promises stay small.
+type borrowedPromise struct {
+	i   int                         // its promise's index in the batch
+	lcb func(*Record, error, *Lent) // in place of cb
 	// lent is where r's key and value are in the batch's buffer when ProduceBorrowed left
 	// them there (r.Key and r.Value are nil until the batch finishes).
 	lent lentBytes
@@ -52,8 +57,9 @@ type pbatch struct {
 	// lent marks a batch whose buffer holds the only copy of some records' keys and values
 	// (ProduceBorrowed): once finished, the buffer belongs to those records until each is
 	// released (lease), and only then is the batch recycled.
-	lent  bool
-	lease Lent
+	lent     bool
+	lease    Lent
+	borrowed []borrowedPromise // in promise order
 	// early marks data encoded by Produce (see encodeEarly) and not sent yet: under
 	// idempotence its numbers are only good while the producer id it used is current.
 	early    bool
@@ -308,10 +314,10 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	}
 	b := pb.cur
 	b.b.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
-	pr := promise{r: r, cb: cb, lcb: lcb}
 	if borrowed {
+		bp := borrowedPromise{i: len(b.proms), lcb: lcb}
 		if cl.cfg.codec == compress.None {
-			pr.lent = lend(b.b.Size(), r)
+			bp.lent = lend(b.b.Size(), r)
 			r.Key, r.Value = nil, nil
 			b.lent = true
 		} else {
@@ -320,8 +326,9 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 			copy(kv[copy(kv, r.Key):], r.Value)
 			r.Key, r.Value = nilOr(r.Key, kv[:len(r.Key):len(r.Key)]), nilOr(r.Value, kv[len(r.Key):])
 		}
+		b.borrowed = append(b.borrowed, bp)
 	}
-	b.proms = append(b.proms, pr)
+	b.proms = append(b.proms, promise{r, cb})
 	b.size += size
 	// A record joining an open batch needs no wake-up even without linger: the sender saw
 	// the batch when it was opened and takes it once a request slot frees up.
@@ -577,6 +584,7 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 	if b.lent {
 		lease = b.giveBack(p)
 	}
+	next := 0 // of b.borrowed
 	for i, pr := range b.proms {
 		if err == nil {
 			if base >= 0 {
@@ -586,12 +594,16 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 			}
 		}
 		switch {
-		case pr.lcb != nil && pr.lent.valueAt > 0:
-			pr.lcb(pr.r, err, lease)
-		case pr.lcb != nil:
-			pr.lcb(pr.r, err, nil)
 		case pr.cb != nil:
 			pr.cb(pr.r, err)
+		case next < len(b.borrowed) && b.borrowed[next].i == i:
+			bp := b.borrowed[next]
+			next++
+			if bp.lent.valueAt > 0 {
+				bp.lcb(pr.r, err, lease)
+			} else {
+				bp.lcb(pr.r, err, nil)
+			}
 		}
 	}
 	p.slots.release(len(b.proms), int64(b.size-batch.HeaderSize))
@@ -608,6 +620,8 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 func (p *producer) recycle(b *pbatch) {
 	clear(b.proms)
 	b.proms = b.proms[:0]
+	clear(b.borrowed)
+	b.borrowed = b.borrowed[:0]
 	b.data, b.pidGen, b.early, b.attempts, b.lastErr = nil, 0, false, 0, nil
 	b.inflight, b.done, b.base, b.err, b.lent = false, false, 0, nil, false
 	select {
@@ -632,9 +646,10 @@ func (b *pbatch) giveBack(p *producer) *Lent {
 		buf, _ = b.b.Finish() // a batch with records in it, which Finish does not refuse
 	}
 	n := int32(1)
-	for _, pr := range b.proms {
-		if pr.lent.valueAt > 0 {
-			pr.r.Key, pr.r.Value = pr.lent.bytes(buf)
+	for _, bp := range b.borrowed {
+		if bp.lent.valueAt > 0 {
+			r := b.proms[bp.i].r
+			r.Key, r.Value = bp.lent.bytes(buf)
 			n++
 		}
 	}

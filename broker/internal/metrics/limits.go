@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,24 +26,15 @@ func (m *Metrics) ObserveLimits(limits func() LimitStats) error {
 	if m == nil {
 		return nil
 	}
-	var errs []error
-	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
-		g, err := m.meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return g
-	}
-	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
-		c, err := m.meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return c
-	}
+	b := &builder{meter: m.meter}
+	gauge, counter := b.gauge, b.observedCounter
 	used := gauge("spool.request.memory.used", "By", "Memory held by requests larger than the read buffer while they are read and handled, counted against queued.max.request.bytes.")
 	limit := gauge("spool.request.memory.limit", "By", "queued.max.request.bytes (-1: unbounded).")
 	maxConns := gauge("spool.connections.limit", "{connection}", "max.connections.")
 	waits := counter("spool.request.memory.waits", "{wait}", "Request reads that waited for memory under queued.max.request.bytes.")
 	refused := counter("spool.connections.refused", "{connection}", "Connections closed on accept over a limit, by the limit's property name (spool.limit).")
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("creating limit instruments: %w", err)
+	if err := b.err("limit instruments"); err != nil {
+		return err
 	}
 	byMax := metric.WithAttributeSet(attribute.NewSet(attrLimit.String("max.connections")))
 	byIP := metric.WithAttributeSet(attribute.NewSet(attrLimit.String("max.connections.per.ip")))

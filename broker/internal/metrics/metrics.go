@@ -101,12 +101,9 @@ func New() (*Metrics, error) {
 	}
 	m.provider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	m.meter = m.provider.Meter("github.com/spoolmq/spool/broker")
+	b := &builder{meter: m.meter}
+	counter := b.counter
 	var errs []error
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		c, err := m.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return c
-	}
 	m.duration, err = m.meter.Float64Histogram("rpc.server.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Kafka requests by API (rpc.method) and version: time from the request read to its response written."),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...))
@@ -134,7 +131,7 @@ func New() (*Metrics, error) {
 	m.conns, err = m.meter.Int64UpDownCounter("spool.connections.active", metric.WithUnit("{connection}"),
 		metric.WithDescription("Open client connections."))
 	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, b.errs...)...); err != nil {
 		return nil, fmt.Errorf("creating instruments: %w", err)
 	}
 	m.precomputeAPIs()
@@ -374,4 +371,45 @@ func planFor(t reflect.Type) *errorPlan {
 	}
 	errorPlans.Store(t, p)
 	return p
+}
+
+// builder makes instruments of one meter and keeps their errors, so that a registration reads
+// as a list of names, units and descriptions and fails once, at the end (see err).
+type builder struct {
+	meter metric.Meter
+	errs  []error
+}
+
+// gauge is an int64 observable gauge; unit "" gives none (0/1 gauges: Prometheus would add
+// _ratio for "1").
+func (b *builder) gauge(name, unit, desc string) metric.Int64ObservableGauge {
+	opts := []metric.Int64ObservableGaugeOption{metric.WithDescription(desc)}
+	if unit != "" {
+		opts = append(opts, metric.WithUnit(unit))
+	}
+	g, err := b.meter.Int64ObservableGauge(name, opts...)
+	b.errs = append(b.errs, err)
+	return g
+}
+
+// observedCounter is an int64 observable counter, read at each collection.
+func (b *builder) observedCounter(name, unit, desc string) metric.Int64ObservableCounter {
+	c, err := b.meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	b.errs = append(b.errs, err)
+	return c
+}
+
+// counter is an int64 counter added to on the hot path.
+func (b *builder) counter(name, unit, desc string) metric.Int64Counter {
+	c, err := b.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	b.errs = append(b.errs, err)
+	return c
+}
+
+// err is nil when every instrument was made, else the failures, naming what was being made.
+func (b *builder) err(what string) error {
+	if err := errors.Join(b.errs...); err != nil {
+		return fmt.Errorf("creating %s: %w", what, err)
+	}
+	return nil
 }

@@ -78,6 +78,7 @@ func TestSecuredBroker(t *testing.T) {
 	t.Setenv("PYTHONPATH", binding)
 	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
 	t.Setenv("SPOOL_LIBRARY", filepath.Join(dir, "prefix", "lib", "libspool.so.0"))
+	brokertest.NeedTool(t, "/usr/bin/python3", "python3")
 	brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
 	code, out, stderr = runCLI(append(secure, "--driver", "python,java", "--java-classpath", brokertest.KafkaJars(t),
 		"--cases", "client/produce-consume,client/group-commit-resume")...)

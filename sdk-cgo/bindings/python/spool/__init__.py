@@ -38,6 +38,7 @@ class KafkaError:
     _BAD_ARG, _TIMED_OUT, _TRANSPORT, _CLOSED, _QUEUE_FULL, _STATE, _FAIL = range(-100, -107, -1)
     UNKNOWN_TOPIC_OR_PARTITION = 3
     TOPIC_ALREADY_EXISTS = 36
+    SASL_AUTHENTICATION_FAILED = 58
 
     def __init__(self, code, reason=None):
         self._code = int(code)

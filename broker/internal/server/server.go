@@ -438,7 +438,7 @@ func (s *Server) accept(l *listener) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.connLimits.release(host)
+			defer s.connLimits.release(l.conf.Name, host)
 			s.serveConn(s.ctx, l, nc)
 		}()
 	}

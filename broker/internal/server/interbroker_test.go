@@ -246,3 +246,64 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 	}
 	sc.replicateAndFailOver(t)
 }
+
+// TestInterBrokerReauthentication: with connections.max.reauth.ms on the SASL_SSL inter-broker
+// listener, the brokers' connections to each other re-authenticate on the same connection
+// before their sessions end (KIP-368) instead of being cut off: replication with acks=all goes
+// on across several session lifetimes, and no broker opens a new connection meanwhile.
+func TestInterBrokerReauthentication(t *testing.T) {
+	const lifetime = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sb := saslSSL(t, "PLAIN").start(t, ctx, map[string]string{
+		"connections.max.reauth.ms": strconv.FormatInt(lifetime.Milliseconds(), 10),
+		"spool.metrics.listener":    "127.0.0.1:0",
+	})
+	sb.produce(t, ctx, 0, 10)
+	leader, isr := sb.leader(ctx)
+	if len(isr) != 3 {
+		t.Fatalf("ISR %v after 10 acks=all records, want all three brokers", isr)
+	}
+	auths := func(id int32, reauth bool) float64 {
+		return value(scrape(t, sb.brokers[id].MetricsAddr), "spool_peer_authentications_total",
+			map[string]string{"spool_reauthentication": strconv.FormatBool(reauth)})
+	}
+	connects, reauths := map[int32]float64{}, map[int32]float64{}
+	for id := range sb.brokers {
+		connects[id], reauths[id] = auths(id, false), auths(id, true)
+	}
+	for id := range sb.brokers {
+		if id != leader && connects[id] < 1 {
+			t.Fatalf("follower %d counts %v SASL authentications to its peers, want its fetch connection's", id, connects[id])
+		}
+	}
+	// Produce with acks=all through three session lifetimes, each of which would cut the
+	// followers' fetch connections off without re-authentication. A connection re-authenticates
+	// at 85-95% of its session, so each follower's fetch connection alone does so at least three
+	// times (its liveness probes, if it is the controller, add theirs).
+	next := 10
+	start := time.Now()
+	for time.Since(start) < 3*lifetime {
+		sb.produce(t, ctx, next, next+1)
+		next++
+	}
+	brokertest.WaitForState(t, 10*time.Second, "three re-authentications on each follower", func() (bool, string) {
+		state, done := "", true
+		for id := range sb.brokers {
+			if id != leader {
+				n := auths(id, true) - reauths[id]
+				state += fmt.Sprintf("broker %d: %v re-authentications; ", id, n)
+				done = done && n >= 3
+			}
+		}
+		return done, state
+	})
+	for id := range sb.brokers {
+		if got := auths(id, false); got != connects[id] {
+			t.Errorf("broker %d opened %v new authenticated connections to its peers while re-authenticating, want none", id, got-connects[id])
+		}
+	}
+	if _, isr := sb.leader(ctx); len(isr) != 3 {
+		t.Errorf("ISR %v after %d acks=all records across the re-authentications, want all three brokers", isr, next)
+	}
+}

@@ -17,10 +17,10 @@ import (
 
 // Flood limits: how many connections the broker keeps (max.connections, per listener
 // listener.name.<listener>.max.connections, per client address max.connections.per.ip with
-// max.connections.per.ip.overrides) and how much memory requests
-// still being read may hold (queued.max.request.bytes). A connection over a limit is closed as
-// soon as it is accepted; a reader short of request memory waits for it, so a flood of
-// half-sent frames costs the broker what they actually sent, up to the bound, and no more.
+// max.connections.per.ip.overrides) and how much memory requests still being read may hold
+// (queued.max.request.bytes). A connection over a limit is closed as soon as it is accepted; a
+// reader short of request memory waits for it, so a flood of half-sent frames costs the broker
+// what they actually sent, up to the bound, and no more.
 
 // refusalLogInterval is how often refused connections are logged (as a count), so a flood
 // does not become a flood of log lines.

@@ -16,6 +16,9 @@ type LimitStats struct {
 	RefusedMax         int64 // cumulative connections closed over max.connections
 	RefusedPerIP       int64 // cumulative connections closed over max.connections.per.ip(.overrides)
 	MaxConnections     int64 // max.connections
+	// RefusedByListener counts connections closed over a listener's own limit, by the
+	// property's name (listener.name.<listener>.max.connections); only listeners with one.
+	RefusedByListener map[string]int64
 }
 
 // attrLimit names the limit a refused connection hit (Kafka's property name).
@@ -46,6 +49,9 @@ func (m *Metrics) ObserveLimits(limits func() LimitStats) error {
 		o.ObserveInt64(waits, st.RequestMemoryWaits)
 		o.ObserveInt64(refused, st.RefusedMax, byMax)
 		o.ObserveInt64(refused, st.RefusedPerIP, byIP)
+		for prop, n := range st.RefusedByListener {
+			o.ObserveInt64(refused, n, metric.WithAttributeSet(attribute.NewSet(attrLimit.String(prop))))
+		}
 		return nil
 	}, used, limit, maxConns, waits, refused)
 	if err != nil {

@@ -6,13 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-
-	"github.com/spoolmq/spool/broker/brokertest"
-	"github.com/spoolmq/spool/broker/brokertest/testca"
 )
 
 // The Java client produces and consumes over SSL, SASL_SSL with SCRAM-SHA-512 (a user made
@@ -20,21 +13,7 @@ import (
 // README gives; a wrong password is refused with an AuthenticationException on both SASL
 // listeners.
 func TestJavaClientSecurity(t *testing.T) {
-	ca := testca.New(t)
-	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
-		"listeners":               "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-		"ssl.keystore.type":       "PEM",
-		"ssl.keystore.location":   ca.Server(t, "broker").File,
-		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
-		"listener.name.sasl_ssl.plain.sasl.jaas.config":       plainJAAS,
-	}})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Listener(t, "SASL_PLAINTEXT")), kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	alterSCRAM(t, kadm.NewClient(cl), nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "carol-secret"}})
+	b, ca, _ := securityBroker(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -107,8 +107,8 @@ func TestClientSecurityMatrix(t *testing.T) {
 		{name: "sasl-plaintext-plain", protocol: "SASL_PLAINTEXT", addr: b.Listener(t, "SASL_PLAINTEXT"),
 			mechanism: "PLAIN", user: "alice", pass: "alice-secret"},
 	}
-	clients := []securityClient{kcatSecurity(), pythonSecurity("confluent-kafka", "confluent_kafka"),
-		pythonSecurity("kafka-python", "kafka"), franzSecurity(ca), saramaSecurity(ca)}
+	clients := []securityClient{kcatSecurity(), pythonSecurity("confluent-kafka", "confluent_kafka", "python3-confluent-kafka"),
+		pythonSecurity("kafka-python", "kafka", "python3-kafka"), franzSecurity(ca), saramaSecurity(ca)}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var topics []string
@@ -149,9 +149,9 @@ func TestClientSecurityMatrix(t *testing.T) {
 	}
 }
 
-// boundedRun runs a client that may hang, for at most a minute (a bound on a hang, not on the
-// broker's speed), and returns its standard output and error and whether it was stopped for
-// hanging.
+// boundedRun runs a client that may hang, with one line on its standard input (a record for
+// kcat -P), for at most a minute (a bound on a hang, not on the broker's speed), and returns
+// its standard output and error and whether it was stopped for hanging.
 func boundedRun(name string, args ...string) (stdout, stderr string, err error, hung bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -203,9 +203,9 @@ func kcatSecurity() securityClient {
 	}
 }
 
-// pythonSecurity runs testdata/security_<module-ish name>.py, a client of the Debian package
-// python3-<name>, with that client's own names for the settings.
-func pythonSecurity(name, module string) securityClient {
+// pythonSecurity runs testdata/security_<name, with underscores>.py, which drives the Python
+// module of Debian package pkg, with that client's own names for the settings.
+func pythonSecurity(name, module, pkg string) securityClient {
 	script := "testdata/security_" + strings.ReplaceAll(name, "-", "_") + ".py"
 	settings := func(c securityCell) string {
 		s := map[string]string{}
@@ -231,7 +231,7 @@ func pythonSecurity(name, module string) securityClient {
 	}
 	return securityClient{
 		name: name,
-		need: func(t *testing.T) { brokertest.NeedPython(t, module, "python3-"+name) },
+		need: func(t *testing.T) { brokertest.NeedPython(t, module, pkg) },
 		roundTrip: func(t *testing.T, c securityCell, topic string, recs []securityRecord) []securityRecord {
 			in := make([][2]string, len(recs))
 			for i, r := range recs {

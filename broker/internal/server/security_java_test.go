@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // The Java client produces and consumes over SSL, SASL_SSL with SCRAM-SHA-512 (a user made
@@ -41,5 +44,22 @@ func TestJavaClientSecurity(t *testing.T) {
 			}
 			run(t, b.Listener(t, tc.listener), props, "java-"+tc.name, tc.mode)
 		})
+	}
+}
+
+// The ACL matrix through the Java Admin, producer and consumer (testdata/security_AclMatrix.java):
+// no ACL denies produce, fetch, metadata and admin; createAcls with a PREFIXED ALLOW lets a
+// denied send succeed on matching topics only; a DENY overrides it; deleteAcls makes the send
+// fail again with TopicAuthorizationException; the super user needs no ACL. What the Java Admin
+// left behind is what kadm reads.
+func TestJavaAdminACLs(t *testing.T) {
+	b := aclBroker(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run := compileJavaProgram(t, ctx, "testdata/security_AclMatrix.java", "AclMatrix")
+	run(t, b.Listener(t, "SASL_PLAINTEXT"))
+	got, err := describeACLs(kadm.NewClient(aclClient(t, b, "admin")))
+	if want := []string{"TOPIC:LITERAL:jacl-logs-secret:WRITE:DENY"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ACLs after the Java Admin: %v %v, want %v", got, err, want)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/broker/brokertest/testca"
+	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 const plainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";`
@@ -39,14 +40,11 @@ func saslBroker(t *testing.T) (*brokertest.Broker, *testca.CA) {
 	return b, ca
 }
 
-// franz-go authenticates with PLAIN over SASL_PLAINTEXT and SASL_SSL, and each listener's
-// metadata names its own port.
+// franz-go authenticates with PLAIN over SASL_SSL (SASL_PLAINTEXT with PLAIN is a cell of
+// TestClientSecurityMatrix), and the listener's metadata names its own port.
 func TestFranzSASLPlain(t *testing.T) {
 	b, ca := saslBroker(t)
 	alice := kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())
-	if err := produceConsume(t, "sasl-plain", 10, kgo.SeedBrokers(b.Listener(t, "SASL_PLAINTEXT")), alice); err != nil {
-		t.Fatalf("SASL_PLAINTEXT: %v", err)
-	}
 	tlsOpt := kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool()})
 	if err := produceConsume(t, "sasl-ssl", 10, kgo.SeedBrokers(b.Listener(t, "SASL_SSL")), alice, tlsOpt); err != nil {
 		t.Fatalf("SASL_SSL: %v", err)
@@ -130,24 +128,46 @@ func TestSASLRequestBeforeAuthentication(t *testing.T) {
 	}
 }
 
-// kcat (librdkafka) authenticates with PLAIN over SASL_PLAINTEXT.
-func TestKcatSASLPlain(t *testing.T) {
-	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
+// After a SaslHandshake v0 the mechanism's tokens come as raw frames (Kafka before KIP-152; what
+// kafka-python 2.0 sends): the right PLAIN password gets an empty frame and the connection is
+// served; a wrong one, a token over sasl.server.max.receive.size and an empty token each get
+// the connection closed, with no answer.
+func TestSASLHandshakeV0RawTokens(t *testing.T) {
 	b, _ := saslBroker(t)
-	sasl := []string{"-b", b.Listener(t, "SASL_PLAINTEXT"), "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=PLAIN",
-		"-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"}
-	run(t, "one\ntwo\n", kcat, append(sasl, "-P", "-t", "kcat-sasl")...)
-	if out := run(t, "", kcat, append(sasl, "-C", "-t", "kcat-sasl", "-o", "beginning", "-e", "-q")...); out != "one\ntwo\n" {
-		t.Errorf("kcat over SASL_PLAINTEXT read %q", out)
+	handshake := func() *rawClient {
+		t.Helper()
+		c := dial(t, b.Listener(t, "SASL_PLAINTEXT"))
+		var resp wire.SaslHandshakeResponse
+		c.roundTrip(&wire.SaslHandshakeRequest{Mechanism: "PLAIN"}, &resp, 0)
+		if resp.ErrorCode != 0 || !slices.Equal(resp.Mechanisms, []string{"PLAIN"}) {
+			t.Fatalf("SaslHandshake v0: %+v", resp)
+		}
+		return c
 	}
-	// A wrong password: librdkafka reports the broker's SASL_AUTHENTICATION_FAILED and gives up.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kcat, "-b", b.Listener(t, "SASL_PLAINTEXT"), "-X", "security.protocol=sasl_plaintext",
-		"-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=guess", "-P", "-t", "kcat-sasl")
-	cmd.Stdin = strings.NewReader("refused\n")
-	out, err := cmd.CombinedOutput()
-	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "Authentication failed: Invalid username or password") {
-		t.Errorf("kcat with a wrong password: %v\n%s", err, out)
+	token := func(c *rawClient, tok string) {
+		c.writeRaw(append(binary.BigEndian.AppendUint32(nil, uint32(len(tok))), tok...))
 	}
+
+	c := handshake()
+	token(c, "\x00alice\x00alice-secret")
+	if f, err := c.frame(); err != nil || len(f) != 0 {
+		t.Fatalf("the right password: frame %x, %v; want an empty one", f, err)
+	}
+	var md wire.MetadataResponse
+	c.roundTrip(&wire.MetadataRequest{}, &md, 1)
+	if len(md.Brokers) != 1 {
+		t.Errorf("Metadata after raw PLAIN: %+v", md)
+	}
+
+	c = handshake()
+	token(c, "\x00alice\x00guess")
+	c.expectClosed()
+
+	c = handshake()
+	token(c, "")
+	c.expectClosed()
+
+	c = handshake()
+	c.writeRaw(binary.BigEndian.AppendUint32(nil, 1<<20)) // over the default 512 KiB; no body follows
+	c.expectClosed()
 }

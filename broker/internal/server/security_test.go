@@ -148,19 +148,6 @@ func TestTLSEnabledProtocols(t *testing.T) {
 	}
 }
 
-// kcat (librdkafka) produces and consumes over SSL, checking the broker certificate.
-func TestKcatOverSSL(t *testing.T) {
-	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
-	ca := testca.New(t)
-	b := brokertest.Start(t, brokertest.Options{Props: sslProps(ca, ca.Server(t, "broker"))})
-	ssl := []string{"-b", b.Listener(t, "SSL"), "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + ca.File}
-	run(t, "one\ntwo\nthree\n", kcat, append(ssl, "-P", "-t", "kcat-ssl")...)
-	out := run(t, "", kcat, append(ssl, "-C", "-t", "kcat-ssl", "-o", "beginning", "-e", "-q")...)
-	if out != "one\ntwo\nthree\n" {
-		t.Errorf("kcat over SSL read %q", out)
-	}
-}
-
 // Mutual TLS: with ssl.client.auth=required a client certificate signed by the CA gets in; a
 // client without one, or with one from another CA, is refused.
 func TestMutualTLSRequired(t *testing.T) {

@@ -48,6 +48,8 @@ const (
 	attrTopic     = attribute.Key("messaging.destination.name")
 	attrPartition = attribute.Key("messaging.destination.partition.id")
 	attrPhase     = attribute.Key("spool.request.phase")
+	attrListener  = attribute.Key("spool.listener")
+	attrMechanism = attribute.Key("spool.mechanism")
 )
 
 // Request phases: the split of a request's time, as Kafka splits TotalTimeMs.
@@ -76,6 +78,7 @@ type Metrics struct {
 	bytesOut  metric.Int64Counter
 	recordsIn metric.Int64Counter
 	conns     metric.Int64UpDownCounter
+	authFails metric.Int64Counter
 	// electionTime and zkLatency are recorded through the process-wide events (events.go).
 	electionTime metric.Float64Histogram
 	zkLatency    metric.Float64Histogram
@@ -127,6 +130,7 @@ func New() (*Metrics, error) {
 	m.errors = counter("spool.request.errors", "{error}", "Error codes in responses, by API and Kafka error name (error.type).")
 	m.bytesIn = counter("spool.topic.bytes.in", "By", "Record batch bytes appended by producers, by topic.")
 	m.bytesOut = counter("spool.topic.bytes.out", "By", "Record batch bytes sent to fetchers (consumers and followers), by topic.")
+	m.authFails = counter("spool.authentication.failures", "{failure}", "Failed authentications, by listener (spool.listener) and mechanism (spool.mechanism): a SASL mechanism's name, or SSL for a TLS handshake that failed (no or a bad client certificate under ssl.client.auth=required, a bad protocol version, garbage).")
 	m.recordsIn = counter("spool.topic.records.in", "{record}", "Records appended by producers, by topic.")
 	m.conns, err = m.meter.Int64UpDownCounter("spool.connections.active", metric.WithUnit("{connection}"),
 		metric.WithDescription("Open client connections."))
@@ -265,6 +269,15 @@ func (m *Metrics) Fetched(topic string, bytes int64) {
 func (m *Metrics) Fsync(took time.Duration) {
 	if m != nil {
 		m.fsyncTime.Record(context.Background(), took.Seconds())
+	}
+}
+
+// AuthenticationFailed counts one failed authentication on listener with mechanism (a SASL
+// mechanism, or "SSL" for a failed TLS handshake). Called once per refused connection, never on
+// the request path.
+func (m *Metrics) AuthenticationFailed(listener, mechanism string) {
+	if m != nil {
+		m.authFails.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(attrListener.String(listener), attrMechanism.String(mechanism))))
 	}
 }
 

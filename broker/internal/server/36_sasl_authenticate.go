@@ -58,6 +58,7 @@ func handleSaslAuthenticate(s *Server, _ context.Context, req *request) *pending
 		resp.AuthBytes = nil
 		sess.failed = true
 		s.log.Info("SASL authentication failed", "remote", req.remote, "listener", req.listener, "mechanism", sess.mechanism)
+		s.metrics.AuthenticationFailed(req.listener, sess.mechanism)
 		resp.ErrorCode = wire.ErrSaslAuthenticationFailed.Code
 		msg := err.Error()
 		resp.ErrorMessage = &msg

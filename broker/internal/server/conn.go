@@ -130,7 +130,8 @@ func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
 	}
 	if l.tls != nil {
 		if err := c.handshake(ctx, l); err != nil {
-			c.log.Info("TLS handshake failed; connection closed", "err", err)
+			c.log.Info("TLS handshake failed; connection closed", "listener", l.conf.Name, "err", err)
+			s.metrics.AuthenticationFailed(l.conf.Name, "SSL")
 			cancel()
 			nc.Close()
 			return

@@ -34,8 +34,9 @@ func saslBroker(t *testing.T) (*brokertest.Broker, *testca.CA) {
 		"sasl.enabled.mechanisms": "PLAIN",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
 		"listener.name.sasl_ssl.plain.sasl.jaas.config":       plainJAAS,
-		"ssl.keystore.type":     "PEM",
-		"ssl.keystore.location": ca.Server(t, "broker").File,
+		"ssl.keystore.type":      "PEM",
+		"ssl.keystore.location":  ca.Server(t, "broker").File,
+		"spool.metrics.listener": "127.0.0.1:0",
 	}})
 	return b, ca
 }
@@ -73,6 +74,11 @@ func TestSASLRefusals(t *testing.T) {
 	}
 	if len(messages) == 2 && messages[0] != messages[1] {
 		t.Errorf("the refusals differ, telling which users exist: %q vs %q", messages[0], messages[1])
+	}
+	// Each refusal is counted, by listener and mechanism.
+	failures := map[string]string{"spool_listener": "SASL_PLAINTEXT", "spool_mechanism": "PLAIN"}
+	if got := value(scrape(t, b.MetricsAddr), "spool_authentication_failures_total", failures); got < 2 {
+		t.Errorf("spool_authentication_failures_total%v = %v after two refusals, want ≥ 2", failures, got)
 	}
 	scramOpt := kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())
 	if err := metadataErr(t, kgo.SeedBrokers(addr), scramOpt); !errors.Is(err, kerr.UnsupportedSaslMechanism) {

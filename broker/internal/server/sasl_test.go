@@ -27,7 +27,7 @@ const plainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule requi
 
 // saslBroker has a PLAINTEXT, a SASL_PLAINTEXT and a SASL_SSL listener, PLAIN with the users
 // admin and alice; it returns the CA of the SASL_SSL listener's certificate.
-func saslBroker(t *testing.T) (*brokertest.Broker, *testca.CA) {
+func saslBroker(t testing.TB) (*brokertest.Broker, *testca.CA) {
 	ca := testca.New(t)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
 		"listeners":               "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",

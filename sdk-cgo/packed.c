@@ -20,19 +20,6 @@ static void *packed_alloc(size_t size) {
     return p;
 }
 
-/* column_at returns the bytes of entry i of a packed column (lens[i] bytes at *at in buf,
- * advancing *at), NULL for a null one (a negative length, or no lens at all); *len is the
- * length, 0 for null. An empty entry gets a non-NULL pointer so that it stays empty, not null. */
-static const void *column_at(const void *buf, const int64_t *lens, size_t i, size_t *at,
-                             size_t *len) {
-    *len = 0;
-    if (lens == NULL || lens[i] < 0) return NULL;
-    *len = (size_t)lens[i];
-    const char *p = buf != NULL ? (const char *)buf + *at : "";
-    *at += *len;
-    return p;
-}
-
 /* column_ok: a column with positive lengths must have its buffer. */
 static int column_ok(const void *buf, const int64_t *lens, size_t count) {
     if (buf != NULL || lens == NULL) return 1;
@@ -44,27 +31,23 @@ static int column_ok(const void *buf, const int64_t *lens, size_t count) {
 spool_err_t spool_produce_packed(spool_producer_t *p, const char *topic, size_t count,
                                  const int32_t *partitions, const void *keys,
                                  const int64_t *key_lens, const void *values,
-                                 const int64_t *value_lens, void *const *msg_opaques) {
+                                 const int64_t *value_lens, const spool_header_t *const *headers,
+                                 const size_t *header_counts, void *const *msg_opaques) {
     if (p == NULL || topic == NULL || !column_ok(keys, key_lens, count) ||
         !column_ok(values, value_lens, count))
         return SPOOL_ERR__BAD_ARG;
-    if (count == 0) return SPOOL_ERR_NO_ERROR;
-    /* The records point into the caller's columns; spool_produce_batch copies them into one
-     * buffer of the Go side and checks the partitions. */
-    spool_record_t *recs = packed_alloc(count * sizeof *recs);
-    size_t kat = 0, vat = 0;
     for (size_t i = 0; i < count; i++) {
-        spool_record_t *r = &recs[i];
-        r->partition = partitions != NULL ? partitions[i] : SPOOL_PARTITION_UA;
-        r->key = column_at(keys, key_lens, i, &kat, &r->key_len);
-        r->value = column_at(values, value_lens, i, &vat, &r->value_len);
-        r->headers = NULL;
-        r->header_count = 0;
-        r->msg_opaque = msg_opaques != NULL ? msg_opaques[i] : NULL;
+        if (partitions != NULL && partitions[i] < SPOOL_PARTITION_UA) return SPOOL_ERR__BAD_ARG;
+        if (headers == NULL || header_counts == NULL || header_counts[i] == 0) continue;
+        if (headers[i] == NULL) return SPOOL_ERR__BAD_ARG;
+        for (size_t j = 0; j < header_counts[i]; j++)
+            if (headers[i][j].key == NULL && headers[i][j].key_len > 0) return SPOOL_ERR__BAD_ARG;
     }
-    spool_err_t err = spool_produce_batch(p, topic, recs, count);
-    free(recs);
-    return err;
+    if (count == 0) return SPOOL_ERR_NO_ERROR;
+    return spoolgo_produce_packed(p->h, (char *)topic, count, (int32_t *)partitions, (void *)keys,
+                                  (int64_t *)key_lens, (void *)values, (int64_t *)value_lens,
+                                  (spool_header_t **)headers, (size_t *)header_counts,
+                                  (void **)msg_opaques);
 }
 
 size_t spool_producer_poll_reports(spool_producer_t *p, int timeout_ms, spool_report_t **reports) {

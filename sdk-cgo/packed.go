@@ -7,9 +7,225 @@ import "C"
 
 import (
 	"cmp"
+	"context"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"unsafe"
+
+	spool "github.com/spoolmq/spool/sdk-go"
 )
+
+// packedBatch is one call of spool_produce_packed on the Go side: its records, their
+// opaques, and one buffer holding their keys, values and headers, which goes back to
+// packedBufs once every record has its outcome. One done function serves the whole batch: no
+// closure per record. A batch with marker set is no records but a point in the queue: run
+// closes it when every batch before it has been produced.
+type packedBatch struct {
+	p       *producer
+	records []spool.Record
+	opaques []uintptr // nil: every record's is 0
+	buf     *[]byte
+	left    atomic.Int64
+	marker  chan struct{}
+}
+
+// packedBufs recycles the buffers of packedBatch: a fresh one would be zeroed and faulted in
+// for every call (a megabyte per 1024 records of 1 KiB).
+var packedBufs sync.Pool
+
+// maxPooledBuf bounds the buffers kept in packedBufs.
+const maxPooledBuf = 4 << 20
+
+// done is the SDK's callback for every record of the batch. The SDK has copied the key,
+// value and headers into its own batch once Produce returned; they are cleared here, before
+// the report is queued, because the buffer is reused once the batch is done (a report served
+// by spool_producer_poll shows them as null).
+func (b *packedBatch) done(r *spool.Record, err error) {
+	i := (uintptr(unsafe.Pointer(r)) - uintptr(unsafe.Pointer(&b.records[0]))) / unsafe.Sizeof(spool.Record{})
+	var opaque uintptr
+	if b.opaques != nil {
+		opaque = b.opaques[i]
+	}
+	r.Key, r.Value, r.Headers = nil, nil, nil
+	b.p.done(r, err, opaque)
+	if b.left.Add(-1) == 0 && cap(*b.buf) <= maxPooledBuf {
+		*b.buf = (*b.buf)[:0]
+		packedBufs.Put(b.buf)
+	}
+}
+
+// packedQueue hands the batches of spool_produce_packed to the SDK on a goroutine of the
+// producer, in call order, so that the caller returns once its records are copied: the
+// records' encoding then runs on another thread than the caller's (a Python interpreter's,
+// say). Its capacity bounds the batches waiting; a full SDK buffer blocks the goroutine and
+// then the callers.
+type packedQueue struct{ ch chan *packedBatch }
+
+// packedQueues holds the queue of each producer that used spool_produce_packed; the
+// goroutine removes it when the producer closes.
+var packedQueues sync.Map // *producer → *packedQueue
+
+func (p *producer) packedQueue() *packedQueue {
+	if q, ok := packedQueues.Load(p); ok {
+		return q.(*packedQueue)
+	}
+	q := &packedQueue{ch: make(chan *packedBatch, 4)}
+	if actual, loaded := packedQueues.LoadOrStore(p, q); loaded {
+		return actual.(*packedQueue)
+	}
+	go q.run(p)
+	return q
+}
+
+func (q *packedQueue) run(p *producer) {
+	defer packedQueues.Delete(p)
+	for {
+		select {
+		case b := <-q.ch:
+			if b.marker != nil {
+				close(b.marker)
+				continue
+			}
+			for i := range b.records {
+				p.cl.Produce(p.ctx, &b.records[i], b.done)
+			}
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// waitPacked returns once every batch spool_produce_packed queued before the call has been
+// handed to the SDK (so that a flush covers them), or ctx ends.
+func (p *producer) waitPacked(ctx context.Context) error {
+	v, ok := packedQueues.Load(p)
+	if !ok {
+		return nil
+	}
+	m := &packedBatch{marker: make(chan struct{})}
+	select {
+	case v.(*packedQueue).ch <- m:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.ctx.Done():
+		return nil
+	}
+	select {
+	case <-m.marker:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.ctx.Done():
+		return nil
+	}
+}
+
+// spoolgo_produce_packed queues the records of spool_produce_packed, whose arguments the
+// shim checked: column entries with a negative length are null, the others follow each other
+// in keys and values.
+//
+//export spoolgo_produce_packed
+func spoolgo_produce_packed(h C.uintptr_t, topic *C.char, count C.size_t, partitions *C.int32_t, keys unsafe.Pointer,
+	keyLens *C.int64_t, values unsafe.Pointer, valueLens *C.int64_t, headers **C.spool_header_t,
+	headerCounts *C.size_t, opaques *unsafe.Pointer) C.int {
+	p := value[producer](h)
+	if p == nil {
+		return errBadArg
+	}
+	n := int(count)
+	b := &packedBatch{p: p, records: make([]spool.Record, n)}
+	b.left.Store(int64(n))
+	var kl, vl []C.int64_t
+	var hs []*C.spool_header_t
+	var hc []C.size_t
+	size, nhdrs := 0, 0
+	if keyLens != nil {
+		kl = unsafe.Slice(keyLens, n)
+		for _, l := range kl {
+			size += max(int(l), 0)
+		}
+	}
+	if valueLens != nil {
+		vl = unsafe.Slice(valueLens, n)
+		for _, l := range vl {
+			size += max(int(l), 0)
+		}
+	}
+	if headers != nil && headerCounts != nil {
+		hs, hc = unsafe.Slice(headers, n), unsafe.Slice(headerCounts, n)
+		for i := range hs {
+			for _, ch := range unsafe.Slice(hs[i], int(hc[i])) {
+				size += int(ch.key_len) + int(ch.value_len)
+			}
+			nhdrs += int(hc[i])
+		}
+	}
+	b.buf, _ = packedBufs.Get().(*[]byte)
+	if b.buf == nil || cap(*b.buf) < size {
+		buf := make([]byte, 0, size)
+		b.buf = &buf
+	}
+	buf := (*b.buf)[:0]
+	// bytesOf appends n bytes at c to buf and returns them (cap-limited); nil for NULL.
+	bytesOf := func(c unsafe.Pointer, n int) []byte {
+		if c == nil {
+			return nil
+		}
+		off := len(buf)
+		buf = append(buf, unsafe.Slice((*byte)(c), n)...)
+		return buf[off:len(buf):len(buf)]
+	}
+	// column is bytesOf for entry i of a column: lens[i] bytes at *at in src; nil for null.
+	column := func(src unsafe.Pointer, lens []C.int64_t, i int, at *int) []byte {
+		if lens == nil || lens[i] < 0 {
+			return nil
+		}
+		l := int(lens[i])
+		v := bytesOf(unsafe.Add(src, *at), l)
+		*at += l
+		return v
+	}
+	name := p.topic(topic)
+	var parts []C.int32_t
+	if partitions != nil {
+		parts = unsafe.Slice(partitions, n)
+	}
+	if opaques != nil {
+		b.opaques = make([]uintptr, n)
+		copy(b.opaques, unsafe.Slice((*uintptr)(unsafe.Pointer(opaques)), n))
+	}
+	hdrs := make([]spool.Header, nhdrs)
+	kat, vat := 0, 0
+	for i := range b.records {
+		r := &b.records[i]
+		r.Topic, r.Partition = name, -1
+		if parts != nil {
+			r.Partition = int32(parts[i])
+		}
+		r.Key = column(keys, kl, i, &kat)
+		r.Value = column(values, vl, i, &vat)
+		if hs != nil && hc[i] > 0 {
+			k := int(hc[i])
+			r.Headers, hdrs = hdrs[:k:k], hdrs[k:]
+			for j, ch := range unsafe.Slice(hs[i], k) {
+				r.Headers[j] = spool.Header{Key: bytesOf(unsafe.Pointer(ch.key), int(ch.key_len)), Value: bytesOf(ch.value, int(ch.value_len))}
+				if r.Headers[j].Key == nil {
+					r.Headers[j].Key = []byte{}
+				}
+			}
+		}
+	}
+	*b.buf = buf
+	p.outq.Add(int64(n))
+	select {
+	case p.packedQueue().ch <- b:
+		return 0
+	case <-p.ctx.Done():
+		p.outq.Add(-int64(n))
+		return errClosed
+	}
+}
 
 // spoolgo_producer_take_reports is spoolgo_producer_take for spool_producer_poll_reports: the
 // same queue, but each report becomes a spool_report_t (no message, so nothing to copy or

@@ -382,15 +382,27 @@ void spool_message_destroy(spool_message_t *msg);
  *    keys that are not null are concatenated in keys, in order, which holds at least the sum
  *    of their lengths. key_lens NULL: every key null (keys is then not read).
  *  - values and value_lens: the same for the values.
+ *  - headers[i] and header_counts[i]: record i's headers (headers[i] may be NULL when
+ *    header_counts[i] is 0); either NULL: no record has headers.
  *  - msg_opaques[i]: record i's msg_opaque, given back in its delivery report; NULL: all NULL.
  * Every array has count entries and is only read during the call. Either all records are
- * buffered (SPOOL_ERR_NO_ERROR; each then gets one delivery report) or, for a bad argument
+ * queued (SPOOL_ERR_NO_ERROR; each then gets one delivery report) or, for a bad argument
  * (NULL producer or topic, a partition below SPOOL_PARTITION_UA, NULL keys or values with a
- * positive length), none is (SPOOL_ERR__BAD_ARG). Blocks and is thread-safe as spool_produce. */
+ * positive length, NULL headers or a NULL header key with a length), none is
+ * (SPOOL_ERR__BAD_ARG); SPOOL_ERR__CLOSED once the producer is being destroyed.
+ * The call returns once the records are copied: a thread of the library hands them to the
+ * producer, in call order, while the caller goes on (so their encoding runs in parallel
+ * with the caller). Records of spool_produce_packed are therefore not ordered with records
+ * of the other produce calls; spool_producer_flush covers them. It blocks only while
+ * earlier calls' records wait for buffer space (queue.buffering.max.messages). A delivery
+ * report of such a record served by spool_producer_poll has a null key, value and no
+ * headers (the library reuses their memory); spool_producer_poll_reports is its pair.
+ * Thread-safe: records of one thread are queued in call order. */
 spool_err_t spool_produce_packed(spool_producer_t *producer, const char *topic, size_t count,
                                  const int32_t *partitions, const void *keys,
                                  const int64_t *key_lens, const void *values,
-                                 const int64_t *value_lens, void *const *msg_opaques);
+                                 const int64_t *value_lens, const spool_header_t *const *headers,
+                                 const size_t *header_counts, void *const *msg_opaques);
 
 /* A delivery report of spool_producer_poll_reports: the record's outcome without its bytes
  * (the caller, who produced them, has them). */

@@ -468,14 +468,7 @@ class Producer:
             harr[i].value_len = 0 if hvb is None else len(hvb)
         with self._lock:
             self._send_all()
-            b = _Batch(topic, [value], [key], cb or self._default_cb, None, kept)
-            ident = self._track(b)
-            err = L.spool_produce_headers(self._handle(), self._name(topic), partition, key,
-                                          0 if key is None else len(key), value, 0 if value is None else len(value),
-                                          harr, len(hdrs), ident)
-            if err:
-                self._untrack(ident)
-                _check(err, "produce")
+            self._submit(topic, (value,), (key,), (partition,), (cb,), harr, kept)
 
     def _name(self, topic):
         name = self._names.get(topic)
@@ -516,8 +509,9 @@ class Producer:
                 for topic, recs in by.items():
                     self._submit(topic, *list(zip(*recs))[1:])
 
-    def _submit(self, topic, values, keys, parts, cbs):
-        """One spool_produce_packed call for records of one topic (columns as tuples)."""
+    def _submit(self, topic, values, keys, parts, cbs, harr=None, kept=None):
+        """One spool_produce_packed call for records of one topic (columns as tuples); harr
+        and kept: the headers of a single record, as spool_header_t and as Python values."""
         n = len(values)
         cb = cbs[0]
         if cbs.count(cb) == n:  # one callback for all: kept once
@@ -525,14 +519,18 @@ class Producer:
         else:
             cb = None
         keyed = keys.count(None) != n
-        b = _Batch(topic, values, keys if keyed else None, cb or self._default_cb if cbs is None else None, cbs)
+        b = _Batch(topic, values, keys if keyed else None, cb or self._default_cb if cbs is None else None, cbs, kept)
+        hptrs = hcounts = None
+        if harr is not None:
+            hptrs = (ctypes.c_void_p * 1)(ctypes.addressof(harr))
+            hcounts = (ctypes.c_size_t * 1)(len(harr))
         first = self._track(b)
         opaques = array(_opaque_type, range(first, first + n)) if first else None
         klens, kbuf = _column(keys) if keyed else (None, None)
         vlens, vbuf = _column(values)
         partitions = None if parts.count(-1) == n else array("i", parts)  # alive during the call
         err = L.spool_produce_packed(self._handle(), self._name(topic), n, _addr(partitions),
-                                     kbuf, _addr(klens), vbuf, _addr(vlens), _addr(opaques))
+                                     kbuf, _addr(klens), vbuf, _addr(vlens), hptrs, hcounts, _addr(opaques))
         if err:
             self._untrack(first)
             _check(err, "produce")

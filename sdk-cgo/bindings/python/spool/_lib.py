@@ -120,7 +120,7 @@ spool_message_destroy = _fn("spool_message_destroy", None, P)
 
 # The packed calls: many records, reports or messages per crossing.
 spool_produce_packed = _fn("spool_produce_packed", c_int, P, c_char_p, c_size_t, c_void_p, c_void_p, c_void_p,
-                           c_void_p, c_void_p, c_void_p)
+                           c_void_p, c_void_p, c_void_p, c_void_p, c_void_p)
 spool_producer_poll_reports = _fn("spool_producer_poll_reports", c_size_t, P, c_int, ctypes.POINTER(c_void_p))
 spool_consumer_poll_packed = _fn("spool_consumer_poll_packed", c_size_t, P, c_int, c_size_t,
                                  ctypes.POINTER(c_void_p), ctypes.POINTER(c_size_t))

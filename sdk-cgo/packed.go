@@ -31,8 +31,9 @@ type packedBatch struct {
 }
 
 // packedBufs recycles the buffers of packedBatch: a fresh one would be zeroed and faulted in
-// for every call (a megabyte per 1024 records of 1 KiB).
-var packedBufs sync.Pool
+// for every call (a megabyte per 1024 records of 1 KiB). A channel rather than a sync.Pool,
+// which the garbage collector empties: this one keeps up to its capacity across collections.
+var packedBufs = make(chan *[]byte, 16)
 
 // maxPooledBuf bounds the buffers kept in packedBufs.
 const maxPooledBuf = 4 << 20
@@ -51,7 +52,10 @@ func (b *packedBatch) done(r *spool.Record, err error) {
 	b.p.done(r, err, opaque)
 	if b.left.Add(-1) == 0 && cap(*b.buf) <= maxPooledBuf {
 		*b.buf = (*b.buf)[:0]
-		packedBufs.Put(b.buf)
+		select {
+		case packedBufs <- b.buf:
+		default:
+		}
 	}
 }
 
@@ -161,7 +165,10 @@ func spoolgo_produce_packed(h C.uintptr_t, topic *C.char, count C.size_t, partit
 			nhdrs += int(hc[i])
 		}
 	}
-	b.buf, _ = packedBufs.Get().(*[]byte)
+	select {
+	case b.buf = <-packedBufs:
+	default:
+	}
 	if b.buf == nil || cap(*b.buf) < size {
 		buf := make([]byte, 0, size)
 		b.buf = &buf

@@ -686,7 +686,13 @@ class Consumer:
         self._c = None
         self._on = {}  # rebalance callbacks given to subscribe
         self._errors = []
-        self._held = []  # messages taken by a poll that raised a callback's exception
+        # Messages taken from libspool but not returned yet: those of a call that raised a
+        # callback's exception, and, for a consumer without a group, those poll() took ahead.
+        self._held = collections.deque()
+        # Without a group nothing is committed, so poll() may take many messages per crossing
+        # and return them one by one. In a group it takes one: the library commits what it
+        # handed over, which must be only what the application got.
+        self._ahead = 1 if "group.id" in conf else 1024
         c = _new_conf(conf, set())
         if "group.id" in conf:
             self._rb = L.REBALANCE_CB(self._on_rebalance)  # kept alive as long as the consumer
@@ -733,11 +739,19 @@ class Consumer:
     def assign(self, partitions):
         for tp in partitions:
             offset = OFFSET_BEGINNING if tp.offset is None or tp.offset < -2 else tp.offset
+            self._drop_held(tp.topic, tp.partition)
             _check(L.spool_consumer_assign(self._handle(), tp.topic.encode(), tp.partition, offset), "assign")
 
     def seek(self, partition):
+        self._drop_held(partition.topic, partition.partition)
         _check(L.spool_consumer_seek(self._handle(), partition.topic.encode(), partition.partition,
                                      partition.offset), "seek")
+
+    def _drop_held(self, topic, partition):
+        """Forgets the messages of topic[partition] taken ahead: it starts again elsewhere."""
+        if self._held:
+            self._held = collections.deque(m for m in self._held
+                                           if m.topic() != topic or m.partition() != partition)
 
     def _take(self, timeout, count):
         """Up to count messages in one crossing (spool_consumer_poll_packed): waits up to
@@ -758,10 +772,12 @@ class Consumer:
 
     def poll(self, timeout=None):
         """The next message (check msg.error()), or None after timeout seconds."""
-        if self._held:
-            return self._held.pop(0)
-        out = self._take(timeout, 1)
-        return out[0] if out else None
+        if not self._held:
+            out = self._take(timeout, self._ahead)
+            if not out:
+                return None
+            self._held.extend(out)
+        return self._held.popleft()
 
     def consume(self, num_messages=1, timeout=-1):
         """Up to num_messages messages (records and errors) in one call to libspool: waits up to
@@ -769,8 +785,8 @@ class Consumer:
         if num_messages < 1:
             raise ValueError("num_messages must be at least 1")
         if self._held:
-            out, self._held = self._held[:num_messages], self._held[num_messages:]
-            return out
+            held = self._held
+            return [held.popleft() for _ in range(min(num_messages, len(held)))]
         return self._take(timeout, num_messages)
 
     def commit(self, message=None, offsets=None, asynchronous=True):

@@ -344,6 +344,36 @@ def test_per_record_errors(brokers, topic_name):
     assert by[b"far"] is not None and by[b"far"].code() == KafkaError.UNKNOWN_TOPIC_OR_PARTITION
 
 
+def test_poll_ahead_and_seek(brokers, topic_name):
+    """Without a group, poll() takes many messages per crossing and returns them one by one; a
+    seek forgets those of its partition taken ahead."""
+    make_topic(brokers, topic_name, 2)
+    with Producer({"bootstrap.servers": brokers}) as p:
+        for i in range(100):
+            p.produce(topic_name, b"%d" % i, partition=i % 2)
+    with Consumer({"bootstrap.servers": brokers}) as c:
+        c.assign([TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)])
+        first = []
+        while len(first) < 5:
+            m = c.poll(10)
+            assert m is not None and m.error() is None
+            first.append(m)
+        c.seek(TopicPartition(topic_name, 0, 0))
+        rest = []
+        while True:
+            m = c.poll(0.5)
+            if m is None:
+                break
+            rest.append(m)
+    by = {0: [], 1: []}
+    for m in first:
+        by[m.partition()].append(m.offset())
+    p0_after = [m.offset() for m in rest if m.partition() == 0]
+    assert p0_after == list(range(50))  # from 0 again, nothing left over from before the seek
+    p1 = by[1] + [m.offset() for m in rest if m.partition() == 1]
+    assert p1 == list(range(50))  # partition 1 went on without a gap or a repeat
+
+
 CROSS_TOPIC = os.environ.get("SPOOL_CROSS_TOPIC")
 
 

@@ -6,9 +6,7 @@ package main
 import "C"
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -248,11 +246,9 @@ func spoolgo_producer_take_reports(h C.uintptr_t, timeoutMS C.int, out **C.spool
 	if len(got) == 0 {
 		return 0
 	}
-	// Reports mostly come in the order records were produced (per partition): sorting is
-	// then close to a linear pass. Sorted here, on Go values: the C array's msg_opaque is a
-	// pointer type, which Go must not move around (write barriers would see the caller's
-	// numbers as pointers).
-	slices.SortFunc(got, func(a, b report) int { return cmp.Compare(a.opaque, b.opaque) })
+	// Sorted here, on Go values: the C array's msg_opaque is a pointer type, which Go must
+	// not move around (write barriers would see the caller's numbers as pointers).
+	got = sortByOpaque(got)
 	base := C.malloc(C.size_t(len(got)) * C.size_t(unsafe.Sizeof(C.spool_report_t{})))
 	if base == nil {
 		panic("libspool: out of memory")
@@ -277,6 +273,51 @@ func spoolgo_producer_take_reports(h C.uintptr_t, timeoutMS C.int, out **C.spool
 	}
 	*out = (*C.spool_report_t)(base)
 	return C.size_t(len(got))
+}
+
+// sortByOpaque sorts reports by opaque with a natural merge sort: the queue is a few
+// ascending runs (each produce response reports its records in the order they were
+// produced, and callers number records in that order), so this costs n·log(runs), close to
+// one pass, where a general sort costs n·log(n).
+func sortByOpaque(rs []report) []report {
+	bounds := []int{0}
+	for i := 1; i < len(rs); i++ {
+		if rs[i].opaque < rs[i-1].opaque {
+			bounds = append(bounds, i)
+		}
+	}
+	if len(bounds) == 1 {
+		return rs
+	}
+	bounds = append(bounds, len(rs))
+	src, dst := rs, make([]report, len(rs))
+	for len(bounds) > 2 {
+		merged := []int{0}
+		for k := 0; k+1 < len(bounds); k += 2 {
+			lo, mid, hi := bounds[k], bounds[k+1], bounds[k+1]
+			if k+2 < len(bounds) {
+				hi = bounds[k+2]
+			}
+			a, b, out := src[lo:mid], src[mid:hi], dst[lo:hi]
+			i, j, o := 0, 0, 0
+			for i < len(a) && j < len(b) {
+				if b[j].opaque < a[i].opaque {
+					out[o] = b[j]
+					j++
+				} else {
+					out[o] = a[i]
+					i++
+				}
+				o++
+			}
+			o += copy(out[o:], a[i:])
+			copy(out[o:], b[j:])
+			merged = append(merged, hi)
+		}
+		bounds = merged
+		src, dst = dst, src
+	}
+	return src
 }
 
 // takeReports waits up to timeoutMS for a report (0: not at all) and takes every report

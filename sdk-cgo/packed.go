@@ -15,12 +15,13 @@ import (
 )
 
 // packedBatch is one call of spool_produce_packed on the Go side: its records, their
-// opaques, and one buffer holding their keys, values and headers, which goes back to
-// packedBufs once every record has its outcome. One done function serves the whole batch: no
-// closure per record. A batch with marker set is no records but a point in the queue: run
+// opaques, and one buffer holding their keys, values and headers, which goes back to its
+// queue's bufs once every record has its outcome. One done function serves the whole batch:
+// no closure per record. A batch with marker set is no records but a point in the queue: run
 // closes it when every batch before it has been produced.
 type packedBatch struct {
 	p       *producer
+	q       *packedQueue
 	records []spool.Record
 	opaques []uintptr // nil: every record's is 0
 	buf     *[]byte
@@ -28,12 +29,7 @@ type packedBatch struct {
 	marker  chan struct{}
 }
 
-// packedBufs recycles the buffers of packedBatch: a fresh one would be zeroed and faulted in
-// for every call (a megabyte per 1024 records of 1 KiB). A channel rather than a sync.Pool,
-// which the garbage collector empties: this one keeps up to its capacity across collections.
-var packedBufs = make(chan *[]byte, 16)
-
-// maxPooledBuf bounds the buffers kept in packedBufs.
+// maxPooledBuf bounds the buffers a producer's packedQueue keeps for reuse.
 const maxPooledBuf = 4 << 20
 
 // done is the SDK's callback for every record of the batch. The SDK has copied the key,
@@ -51,7 +47,7 @@ func (b *packedBatch) done(r *spool.Record, err error) {
 	if b.left.Add(-1) == 0 && cap(*b.buf) <= maxPooledBuf {
 		*b.buf = (*b.buf)[:0]
 		select {
-		case packedBufs <- b.buf:
+		case b.q.bufs <- b.buf:
 		default:
 		}
 	}
@@ -62,7 +58,14 @@ func (b *packedBatch) done(r *spool.Record, err error) {
 // records' encoding then runs on another thread than the caller's (a Python interpreter's,
 // say). Its capacity bounds the batches waiting; a full SDK buffer blocks the goroutine and
 // then the callers.
-type packedQueue struct{ ch chan *packedBatch }
+//
+// bufs recycles the buffers of its batches: a fresh one would be zeroed and faulted in for
+// every call (a megabyte per 1024 records of 1 KiB). A channel rather than a sync.Pool, which
+// the garbage collector empties; it goes with the producer.
+type packedQueue struct {
+	ch   chan *packedBatch
+	bufs chan *[]byte
+}
 
 // packedQueues holds the queue of each producer that used spool_produce_packed; the
 // goroutine removes it when the producer closes.
@@ -72,7 +75,7 @@ func (p *producer) packedQueue() *packedQueue {
 	if q, ok := packedQueues.Load(p); ok {
 		return q.(*packedQueue)
 	}
-	q := &packedQueue{ch: make(chan *packedBatch, 4)}
+	q := &packedQueue{ch: make(chan *packedBatch, 4), bufs: make(chan *[]byte, 8)}
 	if actual, loaded := packedQueues.LoadOrStore(p, q); loaded {
 		return actual.(*packedQueue)
 	}
@@ -136,7 +139,8 @@ func spoolgo_produce_packed(h C.uintptr_t, topic *C.char, count C.size_t, partit
 		return errBadArg
 	}
 	n := int(count)
-	b := &packedBatch{p: p, records: make([]spool.Record, n)}
+	q := p.packedQueue()
+	b := &packedBatch{p: p, q: q, records: make([]spool.Record, n)}
 	b.left.Store(int64(n))
 	var kl, vl []C.int64_t
 	var hs []*C.spool_header_t
@@ -164,7 +168,7 @@ func spoolgo_produce_packed(h C.uintptr_t, topic *C.char, count C.size_t, partit
 		}
 	}
 	select {
-	case b.buf = <-packedBufs:
+	case b.buf = <-q.bufs:
 	default:
 	}
 	if b.buf == nil || cap(*b.buf) < size {
@@ -224,7 +228,7 @@ func spoolgo_produce_packed(h C.uintptr_t, topic *C.char, count C.size_t, partit
 	*b.buf = buf
 	p.outq.Add(int64(n))
 	select {
-	case p.packedQueue().ch <- b:
+	case q.ch <- b:
 		return 0
 	case <-p.ctx.Done():
 		p.outq.Add(-int64(n))

@@ -313,6 +313,24 @@ def test_batches_and_callbacks(brokers, topic_name):
     assert isinstance(m, spool.Message) and "offset=" in repr(m)
 
 
+def test_two_topics_interleaved(brokers, topic_name):
+    """Records to two topics, interleaved, cross in one call per topic; each report names its
+    own topic and each topic keeps its order."""
+    other = topic_name + "-b"
+    make_topic(brokers, topic_name, 1)
+    make_topic(brokers, other, 1)
+    reports = []
+    with Producer({"bootstrap.servers": brokers, "on_delivery": lambda err, msg: reports.append(
+            (err, msg.topic(), msg.value()))}) as p:
+        for i in range(300):
+            p.produce(topic_name if i % 2 else other, b"%d" % i)
+        assert p.flush(30) == 0
+    assert sorted(reports, key=lambda r: int(r[2])) == [
+        (None, topic_name if i % 2 else other, b"%d" % i) for i in range(300)]
+    assert [m.value() for m in consume_all(brokers, topic_name, 1, 150)] == [b"%d" % i for i in range(1, 300, 2)]
+    assert [m.value() for m in consume_all(brokers, other, 1, 150)] == [b"%d" % i for i in range(0, 300, 2)]
+
+
 def test_records_go_out_without_poll(brokers, topic_name):
     """A record waits in Python at most linger.ms: it is sent though nothing is produced after
     it and poll() is never called."""

@@ -41,7 +41,7 @@ var aclBenchCases = []aclBenchCase{
 // rounds, the first of each pair alternating, so that a noisy machine slows both alike; b.N
 // is the number of pairs of rounds:
 //
-//	go test ./broker/internal/server -run '^$' -bench 'BrokerProduceACLs' -benchtime 40x
+//	go test ./broker/internal/server -run '^$' -bench 'BrokerProduceACLs' -benchtime 200x
 //
 // Two request shapes: "batched", franz-go's batches as a fast producer makes them, and
 // "record-per-request", one 100 B record per produce request, the worst case for a check made

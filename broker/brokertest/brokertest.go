@@ -323,8 +323,12 @@ func (b *Broker) CPUTime(t testing.TB) time.Duration {
 	if len(f) < 13 {
 		t.Fatalf("brokertest: short /proc/%d/stat: %q", b.cmd.Process.Pid, s)
 	}
-	fmt.Sscan(f[11], &ut)
-	fmt.Sscan(f[12], &st)
+	if _, err := fmt.Sscan(f[11], &ut); err != nil {
+		t.Fatalf("brokertest: utime in /proc/%d/stat: %v", b.cmd.Process.Pid, err)
+	}
+	if _, err := fmt.Sscan(f[12], &st); err != nil {
+		t.Fatalf("brokertest: stime in /proc/%d/stat: %v", b.cmd.Process.Pid, err)
+	}
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 

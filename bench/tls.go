@@ -407,7 +407,8 @@ func (r *report) tlsMarkdown() string {
 		}
 	}
 	b.WriteString("\nCPU per MB moved (10^6 bytes of record values), medians of per-run figures: the broker process's utime+stime over the phase (/proc/<pid>/stat), and the load generator's (its process, a JVM's start included). " +
-		"MB per broker CPU-second is the broker's efficiency, whatever the client's speed.\n\n")
+		"MB per broker CPU-second is the broker's efficiency, whatever the client's speed (Kafka's includes its JVM's JIT compiler and GC threads; each repetition starts a fresh broker). " +
+		"CPU is counted in clock ticks of 10 ms, so a figure from phases under a second is coarse.\n\n")
 	b.WriteString("| case | load generator | broker | broker CPU ms/MB PLAINTEXT | broker CPU ms/MB SSL | SSL / PLAINTEXT broker CPU | MB per broker CPU-s SSL | client CPU ms/MB PLAINTEXT | client CPU ms/MB SSL |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, lg := range r.lgs {
 		for _, c := range cases {

@@ -27,15 +27,11 @@ type secureBroker struct {
 func startSecureBroker(t *testing.T) *secureBroker {
 	t.Helper()
 	ca := testca.New(t)
-	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";`
-	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
-		"listeners":               "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-		"listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
-		"listener.name.sasl_ssl.plain.sasl.jaas.config":       jaas,
-		"ssl.keystore.type":     "PEM",
-		"ssl.keystore.location": ca.Server(t, "broker").File,
-	}})
+	props := brokertest.SASLSSLProps(t, ca)
+	// The admin creates the SCRAM user over a second listener, without TLS.
+	props["listeners"] = "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
+	props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = brokertest.AdminJAAS
+	b := brokertest.Start(t, brokertest.Options{Props: props})
 	admin, err := spool.NewClient(spool.SeedBrokers(b.Listener(t, "SASL_PLAINTEXT")), spool.SASL(spool.SASLPlain("admin", "admin-secret")))
 	if err != nil {
 		t.Fatal(err)

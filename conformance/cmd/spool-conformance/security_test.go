@@ -31,14 +31,9 @@ func TestSecuredBroker(t *testing.T) {
 	t.Setenv("PKG_CONFIG_PATH", filepath.Join(dir, "prefix", "lib", "pkgconfig"))
 
 	ca := testca.New(t)
-	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
-		"listeners":               "SASL_SSL://127.0.0.1:0",
-		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-		"listener.name.sasl_ssl.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";`,
-		"ssl.keystore.type":                             "PEM",
-		"ssl.keystore.location":                         ca.Server(t, "broker").File,
-		"group.initial.rebalance.delay.ms":              "0",
-	}})
+	props := brokertest.SASLSSLProps(t, ca)
+	props["group.initial.rebalance.delay.ms"] = "0"
+	b := brokertest.Start(t, brokertest.Options{Props: props})
 	addr := b.Listener(t, "SASL_SSL")
 	tlsCfg, err := spool.TLSFiles{CAFile: ca.File}.Config()
 	if err != nil {

@@ -34,6 +34,19 @@ type tlsSizes struct{ produce100, produce1k, fetch100, fetch1k int64 }
 var fullTLSSizes = tlsSizes{produce100: 500_000, produce1k: 150_000, fetch100: 1_000_000, fetch1k: 300_000}
 var quickTLSSizes = tlsSizes{produce100: 20_000, produce1k: 5_000, fetch100: 20_000, fetch1k: 5_000}
 
+// spoolBenchTLSFactor multiplies the record counts when spool bench is the load generator: it
+// moves data several times faster than Kafka's tools, and phases of half a second on Spool
+// were mostly noise on a shared machine.
+const spoolBenchTLSFactor = 4
+
+// forLoadgen is the sizes lg runs with.
+func (s tlsSizes) forLoadgen(lg loadgen) tlsSizes {
+	if _, ok := lg.(spoolBench); ok {
+		return s.scaled(spoolBenchTLSFactor)
+	}
+	return s
+}
+
 func (s tlsSizes) scaled(f float64) tlsSizes {
 	m := func(n int64) int64 { return max(1, int64(float64(n)*f)) }
 	return tlsSizes{m(s.produce100), m(s.produce1k), m(s.fetch100), m(s.fetch1k)}
@@ -64,30 +77,76 @@ const (
 	protoSSL   = "SSL"
 )
 
-// tlsResults are the TLS workload's runs: records/s by load generator, system, case and
-// listener.
+// tlsResults are the TLS workload's runs by load generator, system, case and listener: each
+// with its records/s, the broker's CPU seconds and the load generator's over the phase.
 type tlsResults struct {
 	sizes tlsSizes
-	runs  map[string]map[string]map[string]map[string][]float64
+	runs  map[string]map[string]map[string]map[string][]result
 	est   time.Duration
 }
 
-func (t *tlsResults) add(lg, sys, c, proto string, recPerSec float64) {
+func newTLSResults(sz tlsSizes, est time.Duration) *tlsResults {
+	return &tlsResults{sizes: sz, runs: map[string]map[string]map[string]map[string][]result{}, est: est}
+}
+
+func (t *tlsResults) add(lg, sys, c, proto string, r result) {
 	if t.runs[lg] == nil {
-		t.runs[lg] = map[string]map[string]map[string][]float64{}
+		t.runs[lg] = map[string]map[string]map[string][]result{}
 	}
 	if t.runs[lg][sys] == nil {
-		t.runs[lg][sys] = map[string]map[string][]float64{}
+		t.runs[lg][sys] = map[string]map[string][]result{}
 	}
 	if t.runs[lg][sys][c] == nil {
-		t.runs[lg][sys][c] = map[string][]float64{}
+		t.runs[lg][sys][c] = map[string][]result{}
 	}
-	t.runs[lg][sys][c][proto] = append(t.runs[lg][sys][c][proto], recPerSec)
+	t.runs[lg][sys][c][proto] = append(t.runs[lg][sys][c][proto], r)
+}
+
+// medOf is the median of f over the runs, 0 when there is none.
+func (t *tlsResults) medOf(lg, sys, c, proto string, f func(result) float64) float64 {
+	rs := t.runs[lg][sys][c][proto]
+	xs := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		xs = append(xs, f(r))
+	}
+	return median(xs)
 }
 
 // med is the median records/s, 0 when there is no run.
 func (t *tlsResults) med(lg, sys, c, proto string) float64 {
-	return median(t.runs[lg][sys][c][proto])
+	return t.medOf(lg, sys, c, proto, func(r result) float64 { return r.RecPerSec })
+}
+
+// cpuPerMB is the median CPU milliseconds per MB (10^6 bytes of record values) moved: the
+// broker's, or with client the load generator's. 0 when there is no run.
+func (t *tlsResults) cpuPerMB(lg, sys string, c tlsCase, proto string, client bool) float64 {
+	return t.medOf(lg, sys, c.String(), proto, func(r result) float64 {
+		cpu := r.CPU
+		if client {
+			cpu = r.ClientCPU
+		}
+		return 1000 * cpu / (float64(r.Records) * float64(c.Size) / 1e6)
+	})
+}
+
+// efficiency is the broker's MB moved per broker CPU-second (median over runs): independent
+// of how fast the load generator is. 0 when there is no run or no CPU was counted.
+func (t *tlsResults) efficiency(lg, sys string, c tlsCase, proto string) float64 {
+	return t.medOf(lg, sys, c.String(), proto, func(r result) float64 {
+		if r.CPU == 0 {
+			return 0
+		}
+		return float64(r.Records) * float64(c.Size) / 1e6 / r.CPU
+	})
+}
+
+// cpuRatio is a/b, or "–" when either is 0: a phase too short for one clock tick (10 ms) of
+// CPU has no CPU figure.
+func cpuRatio(a, b float64) string {
+	if a == 0 {
+		return "–"
+	}
+	return ratio(a, b)
 }
 
 // tlsCerts are the PEM files of a throwaway CA and a server certificate for 127.0.0.1, made
@@ -174,7 +233,7 @@ func tlsEstimate(sz tlsSizes, chosen []system, lgs []loadgen, reps int) time.Dur
 	for _, s := range chosen {
 		for _, lg := range lgs {
 			d += startCost[s.Kind]
-			for _, c := range sz.cases() {
+			for _, c := range sz.forLoadgen(lg).cases() {
 				op := c.Op
 				if op == "fetch" {
 					op = "consume"
@@ -190,7 +249,7 @@ func tlsEstimate(sz tlsSizes, chosen []system, lgs []loadgen, reps int) time.Dur
 // runTLSReport runs the TLS workload into r.tls and writes the report.
 func (h *harness) runTLSReport(ctx context.Context, r *report, sz tlsSizes, est time.Duration) error {
 	began, before := time.Now(), r.elapsed
-	r.tls = &tlsResults{sizes: sz, runs: map[string]map[string]map[string]map[string][]float64{}, est: est}
+	r.tls = newTLSResults(sz, est)
 	r.partial = fmt.Sprintf("the run is still going or was killed: the TLS workload %s was not finished", tlsID)
 	if err := r.write(); err != nil {
 		return err
@@ -257,7 +316,7 @@ func (h *harness) runTLSOne(ctx context.Context, r *report, w workload, sys syst
 		}
 		return fmt.Errorf("%w\n%s\n%s", err, brokerOutputHeader, b.logTail())
 	}
-	for _, c := range r.tls.sizes.cases() {
+	for _, c := range r.tls.sizes.forLoadgen(lg).cases() {
 		fetchTopic := fmt.Sprintf("tls-fetch-%d", c.Size)
 		if c.Op == "fetch" {
 			if err := lg.CreateTopic(ctx, b.addr, fetchTopic, 6); err != nil {
@@ -272,12 +331,21 @@ func (h *harness) runTLSOne(ctx context.Context, r *report, w workload, sys syst
 			if proto == protoSSL {
 				g, addr = secure, b.tlsAddr
 			}
-			var res result
+			topic := fmt.Sprintf("tls-produce-%d-%s", c.Size, strings.ToLower(proto))
 			if c.Op == "produce" {
-				topic := fmt.Sprintf("tls-produce-%d-%s", c.Size, strings.ToLower(proto))
 				if err := lg.CreateTopic(ctx, b.addr, topic, 6); err != nil {
 					return fail(err)
 				}
+			}
+			// The phase's CPU: the broker process's utime+stime, and the load generator's
+			// (a child that has ended by the time the phase returns).
+			c0, err := b.CPUSeconds()
+			if err != nil {
+				return fail(fmt.Errorf("broker CPU: %w", err))
+			}
+			l0 := childrenCPUSeconds()
+			var res result
+			if c.Op == "produce" {
 				res, err = g.Produce(ctx, addr, produceSpec{Topic: topic, Records: c.Records, Size: c.Size, Acks: "1", Throughput: -1})
 			} else {
 				res, err = g.Consume(ctx, addr, fetchTopic, c.Records)
@@ -285,8 +353,18 @@ func (h *harness) runTLSOne(ctx context.Context, r *report, w workload, sys syst
 			if err != nil {
 				return fail(fmt.Errorf("%s over %s: %w", c, proto, err))
 			}
-			r.tls.add(lg.Name(), sys.Name, c.String(), proto, res.RecPerSec)
-			logf("  %-4s %-14s %-2s rep %d: %-13s %-9s %10.0f rec/s %8.1f MB/s", tlsID, sys.Name, lg.Short(), rep, c, proto, res.RecPerSec, res.MBPerSec)
+			c1, err := b.CPUSeconds()
+			if err != nil {
+				return fail(fmt.Errorf("broker CPU: %w", err))
+			}
+			res.CPU, res.ClientCPU = c1-c0, childrenCPUSeconds()-l0
+			if res.Records == 0 {
+				res.Records = c.Records
+			}
+			r.tls.add(lg.Name(), sys.Name, c.String(), proto, res)
+			mb := float64(res.Records) * float64(c.Size) / 1e6
+			logf("  %-4s %-14s %-2s rep %d: %-13s %-9s %10.0f rec/s %8.1f MB/s  broker CPU %5.2f s (%4.1f ms/MB)  client CPU %5.2f s", tlsID, sys.Name, lg.Short(), rep, c, proto,
+				res.RecPerSec, res.MBPerSec, res.CPU, 1000*res.CPU/mb, res.ClientCPU)
 		}
 	}
 	if err := b.Stop(); err != nil {
@@ -311,8 +389,9 @@ func (r *report) tlsMarkdown() string {
 	fmt.Fprintf(&b, "Each broker runs with a PLAINTEXT and an SSL listener on loopback, both brokers with the same throwaway CA and server certificate (ECDSA P-256, made by the harness with crypto/x509 for 127.0.0.1) as `ssl.keystore.type=PEM` (the chain and the PKCS#8 key in one file) and `ssl.truststore.type=PEM`; TLS 1.3 as both ends negotiate by default. "+
 		"The same load generator drives both listeners of both brokers: Kafka's ProducerPerformance and ConsumerPerformance with `--producer.config`/`--consumer.config` holding `security.protocol=SSL` and the PEM truststore, and `spool bench --tls-ca`. "+
 		"Produce: %d records of 100 B and %d of 1 KiB, acks=1, unthrottled, into a fresh 6-partition topic per listener. "+
-		"Fetch: one 6-partition topic per size, filled once over PLAINTEXT by spool bench (%d records of 100 B, %d of 1 KiB), read from the start over each listener (ConsumerPerformance's fetch.* figures; spool bench consume). The listener that goes first alternates by repetition.\n\n",
-		t.sizes.produce100, t.sizes.produce1k, t.sizes.fetch100, t.sizes.fetch1k)
+		"Fetch: one 6-partition topic per size, filled once over PLAINTEXT by spool bench (%d records of 100 B, %d of 1 KiB), read from the start over each listener (ConsumerPerformance's fetch.* figures; spool bench consume). "+
+		"With spool bench as the load generator every count is %d× that, so that its phases too last seconds. The listener that goes first alternates by repetition.\n\n",
+		t.sizes.produce100, t.sizes.produce1k, t.sizes.fetch100, t.sizes.fetch1k, spoolBenchTLSFactor)
 	b.WriteString("| case | load generator | broker | PLAINTEXT records/s | SSL records/s | SSL / PLAINTEXT |\n|---|---|---|---:|---:|---:|\n")
 	cases := t.sizes.cases()
 	for _, lg := range r.lgs {
@@ -327,18 +406,37 @@ func (r *report) tlsMarkdown() string {
 			}
 		}
 	}
+	b.WriteString("\nCPU per MB moved (10^6 bytes of record values), medians of per-run figures: the broker process's utime+stime over the phase (/proc/<pid>/stat), and the load generator's (its process, a JVM's start included). " +
+		"MB per broker CPU-second is the broker's efficiency, whatever the client's speed (Kafka's includes its JVM's JIT compiler and GC threads; each repetition starts a fresh broker). " +
+		"CPU is counted in clock ticks of 10 ms, so a figure from phases under a second is coarse.\n\n")
+	b.WriteString("| case | load generator | broker | broker CPU ms/MB PLAINTEXT | broker CPU ms/MB SSL | SSL / PLAINTEXT broker CPU | MB per broker CPU-s SSL | client CPU ms/MB PLAINTEXT | client CPU ms/MB SSL |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, lg := range r.lgs {
+		for _, c := range cases {
+			for _, s := range r.systems {
+				if t.med(lg.Name(), s.Name, c.String(), protoPlain) == 0 && t.med(lg.Name(), s.Name, c.String(), protoSSL) == 0 {
+					continue
+				}
+				bp, bq := t.cpuPerMB(lg.Name(), s.Name, c, protoPlain, false), t.cpuPerMB(lg.Name(), s.Name, c, protoSSL, false)
+				cp, cq := t.cpuPerMB(lg.Name(), s.Name, c, protoPlain, true), t.cpuPerMB(lg.Name(), s.Name, c, protoSSL, true)
+				fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %.1f | %s | %.0f | %.1f | %.1f |\n", c, lg.Name(), s.Name, bp, bq, cpuRatio(bq, bp),
+					t.efficiency(lg.Name(), s.Name, c, protoSSL), cp, cq)
+			}
+		}
+	}
 	if r.hasKafka() {
-		b.WriteString("\nSpool / Kafka under the same load generator (medians; > 1: Spool is faster):\n\n")
-		b.WriteString("| case | load generator | Spool | SSL: Spool / Kafka | PLAINTEXT: Spool / Kafka |\n|---|---|---|---:|---:|\n")
+		b.WriteString("\nSpool / Kafka under the same load generator (medians; > 1: Spool is faster, or moves more MB per broker CPU-second):\n\n")
+		b.WriteString("| case | load generator | Spool | SSL: Spool / Kafka | PLAINTEXT: Spool / Kafka | SSL MB per broker CPU-s: Spool / Kafka | PLAINTEXT MB per broker CPU-s: Spool / Kafka |\n|---|---|---|---:|---:|---:|---:|\n")
 		for _, lg := range r.lgs {
 			for _, c := range cases {
 				kp, kq := t.med(lg.Name(), "kafka", c.String(), protoPlain), t.med(lg.Name(), "kafka", c.String(), protoSSL)
+				ep, eq := t.efficiency(lg.Name(), "kafka", c, protoPlain), t.efficiency(lg.Name(), "kafka", c, protoSSL)
 				for _, s := range r.systems {
 					if s.Name == "kafka" {
 						continue
 					}
 					sp, sq := t.med(lg.Name(), s.Name, c.String(), protoPlain), t.med(lg.Name(), s.Name, c.String(), protoSSL)
-					fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", c, lg.Name(), s.Name, ratio(sq, kq), ratio(sp, kp))
+					fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", c, lg.Name(), s.Name, ratio(sq, kq), ratio(sp, kp),
+						cpuRatio(t.efficiency(lg.Name(), s.Name, c, protoSSL), eq), cpuRatio(t.efficiency(lg.Name(), s.Name, c, protoPlain), ep))
 				}
 			}
 		}

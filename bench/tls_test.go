@@ -90,11 +90,14 @@ func TestTLSSectionSpliced(t *testing.T) {
 	}
 	r := &report{h: &harness{benchDir: "."}, systems: systems[:2], lgs: []loadgen{spoolBench{}}, reps: 1, mode: "full", outDir: dir,
 		res: map[string]map[string]map[string][]result{},
-		tls: &tlsResults{sizes: quickTLSSizes, runs: map[string]map[string]map[string]map[string][]float64{}}}
+		tls: newTLSResults(quickTLSSizes, 0)}
 	for _, sys := range []string{"kafka", "spool"} {
 		for _, c := range quickTLSSizes.cases() {
-			r.tls.add("spool bench", sys, c.String(), protoPlain, 1000)
-			r.tls.add("spool bench", sys, c.String(), protoSSL, map[string]float64{"kafka": 400, "spool": 800}[sys])
+			// CPU: 2 ms per 10^6 bytes moved over PLAINTEXT; over SSL Kafka 8, Spool 4.
+			mb := float64(c.Records) * float64(c.Size) / 1e6
+			r.tls.add("spool bench", sys, c.String(), protoPlain, result{Records: c.Records, RecPerSec: 1000, CPU: 0.002 * mb, ClientCPU: 0.001 * mb})
+			r.tls.add("spool bench", sys, c.String(), protoSSL, result{Records: c.Records, RecPerSec: map[string]float64{"kafka": 400, "spool": 800}[sys],
+				CPU: map[string]float64{"kafka": 0.008, "spool": 0.004}[sys] * mb, ClientCPU: 0.003 * mb})
 		}
 	}
 	for range 2 {
@@ -111,7 +114,9 @@ func TestTLSSectionSpliced(t *testing.T) {
 		t.Fatalf("report after two TLS-only writes:\n%s", s)
 	}
 	for _, want := range []string{"| produce 100 B | spool bench | spool | 1.0 k | 800 | 0.80× |", "| produce 100 B | spool bench | kafka | 1.0 k | 400 | 0.40× |",
-		"| fetch 1 KiB | spool bench | spool | 2.00× | 1.00× |"} {
+		"| fetch 1 KiB | spool bench | spool | 2.00× | 1.00× | 2.00× | 1.00× |",
+		"| produce 100 B | spool bench | kafka | 2.0 | 8.0 | 4.00× | 125 | 1.0 | 3.0 |",
+		"| fetch 1 KiB | spool bench | spool | 2.0 | 4.0 | 2.00× | 250 | 1.0 | 3.0 |"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}

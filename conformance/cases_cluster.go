@@ -17,7 +17,7 @@ import (
 // BrokerCount asks the broker at addr for Metadata and returns how many brokers it lists:
 // how a test waits for a cluster to form.
 func BrokerCount(addr string) (int, error) {
-	c, err := dialWire(addr, 2*time.Second)
+	c, err := dialWire(nil, addr, 2*time.Second)
 	if err != nil {
 		return 0, err
 	}
@@ -81,7 +81,7 @@ func (t *T) replicatedTopic(n int32, rf int16, configs ...string) (string, wire.
 func (t *T) brokerConn(md wire.MetadataResponse, id int32) *Conn {
 	for _, b := range md.Brokers {
 		if b.NodeId == id {
-			c, err := dialWire(net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), 10*time.Second)
+			c, err := dialWire(t.sec, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), 10*time.Second)
 			if err != nil {
 				t.Fatalf("broker %d: %v", id, err)
 			}

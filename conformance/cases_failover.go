@@ -71,7 +71,7 @@ func init() {
 				if fc.ErrorCode != 0 || fc.NodeId == old || fc.NodeId < 0 {
 					return false, fmt.Sprintf("FindCoordinator: %s, node %d", codeName(fc.ErrorCode), fc.NodeId)
 				}
-				nc, err := dialWire(net.JoinHostPort(fc.Host, strconv.Itoa(int(fc.Port))), 5*time.Second)
+				nc, err := dialWire(t.sec, net.JoinHostPort(fc.Host, strconv.Itoa(int(fc.Port))), 5*time.Second)
 				if err != nil {
 					return false, err.Error()
 				}

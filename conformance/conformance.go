@@ -156,6 +156,11 @@ type Config struct {
 	Parallel  int    // cases run at once; default 4
 	// CaseTimeout bounds each case; default 60s.
 	CaseTimeout time.Duration
+	// Security holds librdkafka's keys for a secured target (security.protocol,
+	// ssl.ca.location, sasl.mechanisms, sasl.username, sasl.password, ...): the suite's own
+	// connections speak them, and every driver's client gets them (Request.Config). Empty:
+	// plaintext. security.go says more.
+	Security map[string]string
 	// OnResult, when set, is called after each case (from any goroutine, one at a time).
 	OnResult func(Result)
 	// Faults, when set, lets cases that need it (Case.Faults) crash and restart the target's
@@ -183,6 +188,13 @@ func Run(ctx context.Context, cfg Config, cases []*Case) []Result {
 		cfg.CaseTimeout = 60 * time.Second
 	}
 	results := make([]Result, len(cases))
+	sec, err := ParseSecurity(cfg.Security)
+	if err != nil {
+		for i, c := range cases {
+			results[i] = Result{Case: c, Outcome: Fail, Message: err.Error()}
+		}
+		return results
+	}
 	sem := make(chan struct{}, cfg.Parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -205,7 +217,7 @@ func Run(ctx context.Context, cfg Config, cases []*Case) []Result {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r := runOne(ctx, cfg, c)
+			r := runOne(ctx, cfg, sec, c)
 			results[i] = r
 			if cfg.OnResult != nil {
 				mu.Lock()
@@ -227,7 +239,7 @@ var (
 	errSkipNow = errors.New("case skipped")
 )
 
-func runOne(ctx context.Context, cfg Config, c *Case) (r Result) {
+func runOne(ctx context.Context, cfg Config, sec *Security, c *Case) (r Result) {
 	r.Case = c
 	if c.Level == Client && cfg.Driver == nil {
 		r.Outcome, r.Message = Skip, "client-level case: no driver"
@@ -235,7 +247,7 @@ func runOne(ctx context.Context, cfg Config, c *Case) (r Result) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.CaseTimeout)
 	defer cancel()
-	t := &T{Ctx: ctx, Bootstrap: cfg.Bootstrap, driver: cfg.Driver, faults: cfg.Faults, id: c.ID}
+	t := &T{Ctx: ctx, Bootstrap: cfg.Bootstrap, driver: cfg.Driver, faults: cfg.Faults, id: c.ID, sec: sec, security: cfg.Security}
 	start := time.Now()
 	func() {
 		defer func() {
@@ -276,6 +288,8 @@ type T struct {
 	driver    Driver
 	faults    Faults
 	id        string
+	sec       *Security         // the suite's own connections' TLS and SASL
+	security  map[string]string // Config.Security, for the drivers' open requests
 
 	mu      sync.Mutex
 	failed  bool

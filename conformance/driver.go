@@ -38,6 +38,11 @@ type Request struct {
 	// Balancer is the one assignor the member offers: range, roundrobin or
 	// cooperative-sticky (default: the SDK's choice).
 	Balancer string `json:"balancer,omitempty"`
+	// Config holds librdkafka's keys of a secured target (security.protocol,
+	// ssl.ca.location, ssl.certificate.location, ssl.key.location, sasl.mechanisms,
+	// sasl.username, sasl.password, ...), for the client to speak TLS and SASL; a driver of
+	// another client maps them to its own (the Java client's: DRIVERS.md).
+	Config map[string]string `json:"config,omitempty"`
 
 	// produce
 	Records []DriverRecord `json:"records,omitempty"`
@@ -274,6 +279,9 @@ func (t *T) Client(open Request) *Session {
 		}
 	})
 	open.Cmd, open.Bootstrap = "open", t.Bootstrap
+	if len(t.security) > 0 {
+		open.Config = t.security
+	}
 	t.Call(s, open)
 	return s
 }

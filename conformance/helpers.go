@@ -21,7 +21,7 @@ func maxV(key int16) int16 { return wire.LookupAPI(key).MaxVersion }
 
 // Conn opens a raw connection to the target, closed when the case ends.
 func (t *T) Conn() *Conn {
-	c, err := dialWire(t.Bootstrap, 10*time.Second)
+	c, err := dialWire(t.sec, t.Bootstrap, 10*time.Second)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -137,7 +137,7 @@ func (t *T) waitLeaders(name string, n int32) {
 }
 
 func (t *T) deleteTopics(names ...string) {
-	c, err := dialController(t.Bootstrap)
+	c, err := dialController(t.sec, t.Bootstrap)
 	if err != nil {
 		return
 	}
@@ -150,8 +150,8 @@ func (t *T) deleteTopics(names ...string) {
 // dialController connects to the controller Metadata names, which is where a ZooKeeper-mode
 // Kafka cluster takes CreateTopics and DeleteTopics (others answer NOT_CONTROLLER); a single
 // broker, or one that forwards, is its own answer.
-func dialController(bootstrap string) (*Conn, error) {
-	c, err := dialWire(bootstrap, 5*time.Second)
+func dialController(sec *Security, bootstrap string) (*Conn, error) {
+	c, err := dialWire(sec, bootstrap, 5*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func dialController(bootstrap string) (*Conn, error) {
 	}
 	for _, b := range md.Brokers {
 		if b.NodeId == md.ControllerId {
-			cc, err := dialWire(net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), 5*time.Second)
+			cc, err := dialWire(sec, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), 5*time.Second)
 			if err != nil {
 				c.Close()
 				return nil, fmt.Errorf("controller %d: %w", b.NodeId, err)
@@ -182,7 +182,7 @@ func dialController(bootstrap string) (*Conn, error) {
 // ControllerConn opens a raw connection to the target's controller (dialController), closed
 // when the case ends.
 func (t *T) ControllerConn() *Conn {
-	c, err := dialController(t.Bootstrap)
+	c, err := dialController(t.sec, t.Bootstrap)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

@@ -20,14 +20,25 @@ type Conn struct {
 	corr int32
 }
 
-// dialWire opens a connection to addr.
-func dialWire(addr string, timeout time.Duration) (*Conn, error) {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+// dialWire opens a connection to addr, secured by sec (TLS and SASL) unless it is nil.
+func dialWire(sec *Security, addr string, timeout time.Duration) (*Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
-	return &Conn{c: c, r: bufio.NewReader(c)}, nil
+	c := &Conn{}
+	c.setConn(nc)
+	if sec != nil {
+		if err := sec.secure(c, addr, timeout); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	return c, nil
 }
+
+// setConn makes nc the connection c reads and writes (a TLS one over the TCP one).
+func (c *Conn) setConn(nc net.Conn) { c.c, c.r = nc, bufio.NewReader(nc) }
 
 // Close closes the connection.
 func (c *Conn) Close() error { return c.c.Close() }

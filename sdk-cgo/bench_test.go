@@ -66,6 +66,14 @@ func BenchmarkPythonBatchVsConfluentKafka(b *testing.B) {
 	BenchmarkPythonVsConfluentKafka(b)
 }
 
+// BenchmarkPythonPollVsConfluentKafka is BenchmarkPythonVsConfluentKafka with both consumers
+// reading with poll(timeout), one message a call (this binding's consumer without a group
+// takes up to 1024 per crossing into libspool and returns them one by one).
+func BenchmarkPythonPollVsConfluentKafka(b *testing.B) {
+	b.Setenv("SPOOL_BENCH_POLL", "1")
+	BenchmarkPythonVsConfluentKafka(b)
+}
+
 // compare runs ours and theirs (each given BROKER TOPIC PARTITIONS N SIZE, printing
 // "produce_rps consume_rps peak_rss_kib") three times each, alternating, for 100 B and 1 KiB
 // records (counts[0] and counts[1] of them), and reports the medians and their ratios.

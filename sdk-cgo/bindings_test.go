@@ -71,12 +71,14 @@ func cargo(t testing.TB) string {
 
 // TestRust runs the Rust crate's tests (cargo test: unit, doc and tests/broker.rs) against a
 // real broker: round trips with keys, null keys and headers, a group of two consumers, error
-// mapping, a broker that is down, and no libspool handle left after the drops.
+// mapping, a broker that is down, no libspool handle left after the drops, and
+// (tests/security.rs) SASL_SSL with SCRAM-SHA-512 against startSecureBroker.
 func TestRust(t *testing.T) {
 	prefix := install(t, "")
 	cargo := cargo(t)
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	env := append(libEnv(prefix, addr), "CARGO_TARGET_DIR="+cargoTarget(t))
+	env = append(env, startSecureBroker(t).env()...) // tests/security.rs
 	out := run(t, 5*time.Minute, filepath.Join("bindings", "rust"), env, cargo, "test", "--offline", "-q")
 	// The broker tests ran and none was ignored.
 	if !regexp.MustCompile(`test result: ok\. [1-9]\d* passed; 0 failed; 0 ignored`).Match(out) ||
@@ -128,14 +130,16 @@ func nodeModules(t testing.TB, dir, pkg string) {
 
 // TestNode runs the Node binding's tests (node --test) against a real broker: round trips
 // with keys, null keys, headers and partitions, a group of two consumers, error codes, a
-// broker that is down, and no libspool handle left after disconnect.
+// broker that is down, no libspool handle left after disconnect, and (test/security.test.js)
+// SASL_SSL with SCRAM-SHA-512 against startSecureBroker.
 func TestNode(t *testing.T) {
 	prefix := install(t, "")
 	node := needCommand(t, "node", "nodejs")
 	dir := filepath.Join("bindings", "node")
 	nodeModules(t, dir, "koffi")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
-	out := run(t, 3*time.Minute, dir, libEnv(prefix, addr), node, "--test", "test/")
+	env := append(libEnv(prefix, addr), startSecureBroker(t).env()...) // test/security.test.js
+	out := run(t, 3*time.Minute, dir, env, node, "--test", "test/")
 	if !regexp.MustCompile(`(?m)^# pass [1-9]\d*$`).Match(out) ||
 		!regexp.MustCompile(`(?m)^# fail 0$`).Match(out) || !regexp.MustCompile(`(?m)^# skipped 0$`).Match(out) {
 		t.Fatalf("node --test did not pass every test:\n%s", out)
@@ -189,11 +193,13 @@ func mavenBuild(t *testing.T, env []string, goals ...string) string {
 
 // TestJava runs the Java binding's JUnit tests (mvn test) against a real broker: round
 // trips with keys, null keys, headers and callbacks, a group of two consumers, error codes,
-// a broker that is down, and no libspool handle left after close.
+// a broker that is down, no libspool handle left after close, and (SecurityTest) SASL_SSL
+// with SCRAM-SHA-512 against startSecureBroker.
 func TestJava(t *testing.T) {
 	prefix := install(t, "")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
-	build := mavenBuild(t, libEnv(prefix, addr), "test")
+	env := append(libEnv(prefix, addr), startSecureBroker(t).env()...) // SecurityTest
+	build := mavenBuild(t, env, "test")
 	reports, err := filepath.Glob(filepath.Join(build, "surefire-reports", "TEST-*.xml"))
 	if err != nil || len(reports) == 0 {
 		t.Fatalf("no surefire reports in %s (%v)", build, err)

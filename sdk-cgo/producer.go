@@ -422,6 +422,9 @@ func spoolgo_producer_flush(h C.uintptr_t, timeoutMS C.int) C.int {
 	}
 	ctx, cancel := timeoutCtx(timeoutMS)
 	defer cancel()
+	if err := p.waitPacked(ctx); err != nil { // records of spool_produce_packed still queued (packed.go)
+		return errCode(err)
+	}
 	return errCode(p.cl.Flush(ctx))
 }
 

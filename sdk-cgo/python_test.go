@@ -18,7 +18,8 @@ import (
 
 // TestPython runs the Python binding's pytest suite against a real broker and the library
 // as installed, then reads what its cross-language test produced with the Go SDK and with
-// kcat: the same bytes, and keyed records in murmur2's partitions.
+// kcat: the same bytes, and keyed records in murmur2's partitions. tests/test_security.py runs
+// against startSecureBroker's SASL_SSL listener.
 func TestPython(t *testing.T) {
 	prefix := install(t, "")
 	python := brokertest.NeedPython(t, "pytest", "python3-pytest")
@@ -40,6 +41,7 @@ func TestPython(t *testing.T) {
 	cmd.Dir = filepath.Join("bindings", "python")
 	cmd.Env = append(os.Environ(), "SPOOL_BROKERS="+addr, "SPOOL_LIBRARY="+filepath.Join(prefix, "lib", "libspool.so.0"),
 		"SPOOL_CROSS_TOPIC="+cross, "PYTHONPATH=.", "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(cmd.Env, startSecureBroker(t).env()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("pytest: %v\n%s", err, out)

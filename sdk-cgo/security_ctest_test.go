@@ -12,46 +12,69 @@ import (
 	spool "github.com/spoolmq/spool/sdk-go"
 )
 
+// secureBroker is a broker that clients reach on a SASL_SSL listener (a certificate of a test
+// CA, SCRAM-SHA-512), with one SCRAM user, and an admin client on a SASL_PLAINTEXT listener
+// (PLAIN, from the listener's JAAS config) that made the user. TestCSecurity and the
+// bindings' security tests (TestPython, TestRust, TestNode, TestJava) run against one.
+type secureBroker struct {
+	Addr           string // HOST:PORT of the SASL_SSL listener
+	CAFile         string // PEM of the CA that signed the broker's certificate: ssl.ca.location
+	User, Password string // the SCRAM-SHA-512 user's credentials
+	Admin          *spool.Client
+}
+
+// startSecureBroker starts a secureBroker for the test and makes its SCRAM user.
+func startSecureBroker(t *testing.T) *secureBroker {
+	t.Helper()
+	ca := testca.New(t)
+	props := brokertest.SASLSSLProps(t, ca)
+	// The admin creates the SCRAM user over a second listener, without TLS.
+	props["listeners"] = "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
+	props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = brokertest.AdminJAAS
+	b := brokertest.Start(t, brokertest.Options{Props: props})
+	admin, err := spool.NewClient(spool.SeedBrokers(b.Listener(t, "SASL_PLAINTEXT")), spool.SASL(spool.SASLPlain("admin", "admin-secret")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	s := &secureBroker{Addr: b.Listener(t, "SASL_SSL"), CAFile: ca.File, User: "carol", Password: "carol-secret", Admin: admin}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := admin.Admin().UpsertUserScram(ctx, s.User, spool.ScramSHA512, 4096, s.Password); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// env is what a binding's security tests read: the SASL_SSL listener, the CA file and the
+// SCRAM-SHA-512 user. They make their own topics through the listener.
+func (s *secureBroker) env() []string {
+	return []string{"SPOOL_SECURE_BROKERS=" + s.Addr, "SPOOL_SECURE_CA=" + s.CAFile,
+		"SPOOL_SECURE_USER=" + s.User, "SPOOL_SECURE_PASSWORD=" + s.Password}
+}
+
 // TestCSecurity runs tests/security_test.c, configured with librdkafka's security keys,
 // against a broker's SASL_SSL listener: a SCRAM-SHA-512 user made through the Go SDK's admin
 // produces and consumes, and a wrong password is refused with SASL_AUTHENTICATION_FAILED.
 func TestCSecurity(t *testing.T) {
 	rs := runnersOf(t, "tests/security_test.c", "security_test")
-	ca := testca.New(t)
-	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";`
-	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
-		"listeners":               "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-		"listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
-		"listener.name.sasl_ssl.plain.sasl.jaas.config":       jaas,
-		"ssl.keystore.type":     "PEM",
-		"ssl.keystore.location": ca.Server(t, "broker").File,
-	}})
-	admin, err := spool.NewClient(spool.SeedBrokers(b.Listener(t, "SASL_PLAINTEXT")), spool.SASL(spool.SASLPlain("admin", "admin-secret")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	s := startSecureBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := admin.Admin().UpsertUserScram(ctx, "carol", spool.ScramSHA512, 4096, "carol-secret"); err != nil {
-		t.Fatal(err)
-	}
-	addr := b.Listener(t, "SASL_SSL")
 	for _, r := range rs {
 		if testing.Short() && r.name == "valgrind" && os.Getenv("CI") != "true" { // as TestC
 			continue
 		}
 		t.Run(r.name, func(t *testing.T) {
 			topic := "c-secure-" + r.name
-			if err := admin.Admin().CreateTopic(ctx, topic, 1, 1, nil); err != nil {
+			if err := s.Admin.Admin().CreateTopic(ctx, topic, 1, 1, nil); err != nil {
 				t.Fatal(err)
 			}
-			out, err := r.run(t, "roundtrip", addr, ca.File, "carol", "carol-secret", topic, "50")
+			out, err := r.run(t, "roundtrip", s.Addr, s.CAFile, s.User, s.Password, topic, "50")
 			if err != nil || !strings.Contains(out, "roundtrip: ok") {
 				t.Fatalf("roundtrip: %v\n%s", err, out)
 			}
-			out, err = r.run(t, "refused", addr, ca.File, "carol", "guess", topic)
+			out, err = r.run(t, "refused", s.Addr, s.CAFile, s.User, "guess", topic)
 			if err != nil || !strings.Contains(out, "refused: ok") {
 				t.Fatalf("refused: %v\n%s", err, out)
 			}

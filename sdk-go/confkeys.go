@@ -170,14 +170,40 @@ var confKeys = []ConfKey{
 		}},
 	secKey("sasl.username", "SASL user name (SASL)", func(s *securityConfig) *string { return &s.user }),
 	secKey("sasl.password", "SASL password (SASL)", func(s *securityConfig) *string { return &s.pass }),
-	secKey("ssl.ca.location", "file of PEM CA certificates the broker's certificate must chain to; default: the system's (TLSFiles)",
-		func(s *securityConfig) *string { return &s.files.CAFile }),
-	secKey("ssl.ca.pem", "the CA certificates as inline PEM (TLSFiles)", func(s *securityConfig) *string { return &s.files.CAPEM }),
+	// The Java client's names (ssl.truststore.*, ssl.keystore.*) are aliases, PEM only.
+	aliased(secKey("ssl.ca.location", "file of PEM CA certificates the broker's certificate must chain to; default: the system's (TLSFiles)",
+		func(s *securityConfig) *string { return &s.files.CAFile }), "ssl.truststore.location"),
+	aliased(secKey("ssl.ca.pem", "the CA certificates as inline PEM (TLSFiles)", func(s *securityConfig) *string { return &s.files.CAPEM }),
+		"ssl.truststore.certificates"),
 	secKey("ssl.certificate.location", "file of the client's PEM certificate chain, for mutual TLS (TLSFiles)",
 		func(s *securityConfig) *string { return &s.files.CertFile }),
-	secKey("ssl.certificate.pem", "the client's certificate chain as inline PEM (TLSFiles)", func(s *securityConfig) *string { return &s.files.CertPEM }),
+	aliased(secKey("ssl.certificate.pem", "the client's certificate chain as inline PEM (TLSFiles)", func(s *securityConfig) *string { return &s.files.CertPEM }),
+		"ssl.keystore.certificate.chain"),
 	secKey("ssl.key.location", "file of the client's unencrypted PEM private key (TLSFiles)", func(s *securityConfig) *string { return &s.files.KeyFile }),
-	secKey("ssl.key.pem", "the client's private key as inline PEM (TLSFiles)", func(s *securityConfig) *string { return &s.files.KeyPEM }),
+	aliased(secKey("ssl.key.pem", "the client's private key as inline PEM (TLSFiles)", func(s *securityConfig) *string { return &s.files.KeyPEM }),
+		"ssl.keystore.key"),
+	{Name: "ssl.keystore.location",
+		Doc: "the Java client's PEM keystore: one file with the client's certificate chain and its unencrypted PKCS#8 key, for mutual TLS (ssl.certificate.location and ssl.key.location in one; TLSFiles)",
+		parse: func(v string) (string, Opt, error) {
+			if v == "" {
+				return "", nil, errors.New("empty value")
+			}
+			return v, func(c *config) error {
+				c.sec.files.CertFile, c.sec.files.KeyFile = v, v
+				c.sec.keysSet = append(c.sec.keysSet, "ssl.keystore.location")
+				return nil
+			}, nil
+		}},
+	pemStoreType("ssl.truststore.type"),
+	pemStoreType("ssl.keystore.type"),
+	{Name: "ssl.key.password",
+		Doc: "the Java client's password of an encrypted key: Spool's clients read unencrypted keys only, so only an empty value is taken",
+		parse: func(v string) (string, Opt, error) {
+			if v != "" {
+				return "", nil, errors.New("Spool's clients read unencrypted keys only: decrypt the key (openssl pkcs8 -topk8 -nocrypt) and leave ssl.key.password unset")
+			}
+			return "", func(*config) error { return nil }, nil
+		}},
 	boolKey("enable.ssl.certificate.verification", RoleAny, true, "verify the broker's certificate; false accepts any (TLSFiles.InsecureSkipVerify)",
 		func(on bool) Opt { return func(c *config) error { c.sec.files.InsecureSkipVerify = !on; return nil } }),
 	{Name: "ssl.endpoint.identification.algorithm", Default: "https",
@@ -313,6 +339,26 @@ var confKeys = []ConfKey{
 			}
 			return strings.Join(names, ","), func(c *config) error { c.group.balancers = names; return nil }, nil
 		}},
+}
+
+// aliased gives k more names.
+func aliased(k ConfKey, aliases ...string) ConfKey {
+	k.Aliases = append(k.Aliases, aliases...)
+	return k
+}
+
+// pemStoreType is the Java client's ssl.truststore.type or ssl.keystore.type: the stores are
+// read as PEM only, so PEM is the one value taken and it changes nothing; JKS and PKCS12 get
+// an error saying so.
+func pemStoreType(name string) ConfKey {
+	return ConfKey{Name: name, Default: "PEM",
+		Doc: "the Java client's store type: PEM, the only one read (JKS and PKCS12 are refused)",
+		parse: func(v string) (string, Opt, error) {
+			if !strings.EqualFold(v, "PEM") {
+				return "", nil, fmt.Errorf("%s stores are not read: Spool's clients read PEM only; convert the store to PEM and set %s=PEM", v, name)
+			}
+			return "PEM", func(*config) error { return nil }, nil
+		}}
 }
 
 // secKey is a security key taking any non-empty string; setting it with security.protocol

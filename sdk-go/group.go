@@ -194,8 +194,10 @@ func (g *grouper) run() {
 }
 
 func isFatalGroupErr(err error) bool {
+	// A refused SASL login is fatal too: retrying the same credentials would wait in silence.
 	for _, e := range []error{wire.ErrFencedInstanceId, wire.ErrInconsistentGroupProtocol, wire.ErrInvalidSessionTimeout,
-		wire.ErrGroupAuthorizationFailed, wire.ErrGroupMaxSizeReached, wire.ErrInvalidGroupId, wire.ErrUnsupportedVersion} {
+		wire.ErrGroupAuthorizationFailed, wire.ErrGroupMaxSizeReached, wire.ErrInvalidGroupId, wire.ErrUnsupportedVersion,
+		wire.ErrSaslAuthenticationFailed} {
 		if errors.Is(err, e) {
 			return true
 		}

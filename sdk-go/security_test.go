@@ -304,3 +304,14 @@ func TestSecureConsumerRefused(t *testing.T) {
 		t.Fatalf("poll: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 }
+
+// A group member with a wrong password gets the refusal from Poll too, not endless rejoins.
+func TestSecureGroupConsumerRefused(t *testing.T) {
+	sb := startSecureBroker(t, nil)
+	cl := newClient(t, sb.b.Listener(t, "SASL_PLAINTEXT"), spool.SASL(spool.SASLScram(spool.ScramSHA512, "alice", "guess")),
+		spool.ConsumerGroup("refused"), spool.ConsumeTopics("any"))
+	_, err := cl.Poll(testCtx(t))
+	if !errors.Is(err, wire.ErrSaslAuthenticationFailed) {
+		t.Fatalf("poll: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+}

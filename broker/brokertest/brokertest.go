@@ -304,6 +304,34 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// CPUTime is the CPU time (utime+stime) a process broker has used so far, at the kernel's
+// clock-tick resolution (10 ms).
+func (b *Broker) CPUTime(t testing.TB) time.Duration {
+	t.Helper()
+	if b.cmd == nil {
+		t.Fatalf("brokertest: CPUTime needs a process broker (StartProcess)")
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("brokertest: reading process stat: %v", err)
+	}
+	// The fields after the command name (which may hold spaces) start with the state;
+	// utime and stime are the 12th and 13th of them, in clock ticks (USER_HZ, 100).
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	var ut, st int64
+	if len(f) < 13 {
+		t.Fatalf("brokertest: short /proc/%d/stat: %q", b.cmd.Process.Pid, s)
+	}
+	if _, err := fmt.Sscan(f[11], &ut); err != nil {
+		t.Fatalf("brokertest: utime in /proc/%d/stat: %v", b.cmd.Process.Pid, err)
+	}
+	if _, err := fmt.Sscan(f[12], &st); err != nil {
+		t.Fatalf("brokertest: stime in /proc/%d/stat: %v", b.cmd.Process.Pid, err)
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
 // PeakRSS is the peak resident memory of a process broker (VmHWM), in bytes.
 func (b *Broker) PeakRSS(t testing.TB) int64 {
 	t.Helper()

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// zkJars are the jars of Debian's zookeeper package that a standalone server needs.
+// zkJars are the jars of Debian's zookeeper package that a server needs.
 var zkJars = []string{"zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar", "netty-handler.jar", "netty-common.jar",
 	"netty-transport.jar", "netty-buffer.jar", "netty-codec.jar", "netty-resolver.jar", "netty-transport-native-epoll.jar",
 	"netty-transport-native-unix-common.jar", "metrics-core.jar", "snappy-java.jar"}
@@ -40,7 +40,7 @@ func StartZooKeeper(t testing.TB) *ZooKeeper {
 	dir := t.TempDir()
 	port := freePort(t)
 	z := &ZooKeeper{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, main: "org.apache.zookeeper.server.ZooKeeperServerMain"}
-	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(zkConfig(filepath.Join(dir, "data"), port)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(ZooKeeperConfig(filepath.Join(dir, "data"), port)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	z.start(t, java)
@@ -48,7 +48,24 @@ func StartZooKeeper(t testing.TB) *ZooKeeper {
 	return z
 }
 
-func zkConfig(dataDir string, port int) string {
+// ZooKeeperArgs are the java arguments that run Debian's zookeeper package as a server class
+// (ZooKeeperServerMain standalone, QuorumPeerMain in an ensemble) on the config file cfg, or an
+// error naming the first jar that is missing. Tests and conformance's targets start it the same way.
+func ZooKeeperArgs(main, cfg string) ([]string, error) {
+	var cp []string
+	for _, j := range zkJars {
+		p := "/usr/share/java/" + j
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("ZooKeeper: %s missing (apt-get install zookeeper)", p)
+		}
+		cp = append(cp, p)
+	}
+	return []string{"-Xmx256m", "-XX:+UseSerialGC", "-cp", strings.Join(cp, ":"), main, cfg}, nil
+}
+
+// ZooKeeperConfig is the zoo.cfg of a server on 127.0.0.1:port keeping its data in dataDir, with
+// the short ticks and the four-letter words (ruok, srvr, dump) the tests and targets rely on.
+func ZooKeeperConfig(dataDir string, port int) string {
 	return fmt.Sprintf("tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxSessionTimeout=60000\n4lw.commands.whitelist=ruok,srvr,dump\n",
 		dataDir, port)
 }
@@ -89,7 +106,7 @@ func StartZooKeeperEnsemble(t testing.TB, n int) *Ensemble {
 		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", i+1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg := zkConfig(data, ports[i]) + servers.String()
+		cfg := ZooKeeperConfig(data, ports[i]) + servers.String()
 		if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -119,11 +136,11 @@ func (z *ZooKeeper) start(t testing.TB, java string) {
 
 func (z *ZooKeeper) launch(t testing.TB, java string) {
 	t.Helper()
-	var cp []string
-	for _, j := range zkJars {
-		cp = append(cp, "/usr/share/java/"+j)
+	args, err := ZooKeeperArgs(z.main, filepath.Join(z.dir, "zoo.cfg"))
+	if err != nil {
+		t.Fatalf("brokertest: %v", err)
 	}
-	z.cmd = exec.Command(java, "-Xmx256m", "-XX:+UseSerialGC", "-cp", strings.Join(cp, ":"), z.main, filepath.Join(z.dir, "zoo.cfg"))
+	z.cmd = exec.Command(java, args...)
 	if err := z.cmd.Start(); err != nil {
 		t.Fatalf("brokertest: starting zookeeper: %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	spool "github.com/spoolmq/spool/sdk-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // franzClient drives franz-go (github.com/twmb/franz-go/pkg/kgo), the reference driver.
@@ -31,6 +33,11 @@ var (
 
 func openFranz(o conformance.Request, assigned *assignment) (client, string, error) {
 	common := []kgo.Opt{kgo.SeedBrokers(o.Bootstrap), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+	sec, err := franzSecurity(o.Config)
+	if err != nil {
+		return nil, "", fmt.Errorf("open: %w", err)
+	}
+	common = append(common, sec...)
 	prod := append([]kgo.Opt{}, common...)
 	idempotent := o.Idempotent == nil || *o.Idempotent
 	switch o.Acks {
@@ -164,4 +171,28 @@ func (c *franzClient) close() {
 		c.cons.Close()
 	}
 	c.prod.Close()
+}
+
+// franzSecurity are franz-go's options for librdkafka's security keys (Request.Config).
+func franzSecurity(keys map[string]string) ([]kgo.Opt, error) {
+	sec, err := conformance.ParseSecurity(keys)
+	if err != nil || sec == nil {
+		return nil, err
+	}
+	var opts []kgo.Opt
+	if sec.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(sec.TLS))
+	}
+	switch sec.Mechanism {
+	case "":
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: sec.Username, Pass: sec.Password}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: sec.Username, Pass: sec.Password}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: sec.Username, Pass: sec.Password}.AsSha512Mechanism()))
+	default:
+		return nil, fmt.Errorf("SASL mechanism %s: franz-go driver knows PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512", sec.Mechanism)
+	}
+	return opts, nil
 }

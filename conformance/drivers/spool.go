@@ -52,6 +52,14 @@ func openSpool(o conformance.Request, assigned *assignment) (client, string, err
 	if o.Balancer != "" {
 		opts = append(opts, spool.Balancers(o.Balancer))
 	}
+	if len(o.Config) > 0 {
+		// librdkafka's security keys, as the SDK's one table reads them.
+		conf, err := spool.NewConfFromMap(o.Config)
+		if err != nil {
+			return nil, "", fmt.Errorf("open: %w", err)
+		}
+		opts = append(opts, conf.Opts()...)
+	}
 	if o.Group != "" {
 		opts = append(opts, spool.ConsumerGroup(o.Group), spool.ConsumeTopics(o.Topics...), spool.DisableAutoCommit(),
 			spool.OnAssigned(func(_ context.Context, m map[string][]int32) { assigned.add(m) }),

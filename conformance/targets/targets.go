@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/conformance"
 )
 
@@ -135,17 +136,6 @@ func (t *Target) startSpool(o Options, n int, zk string) error {
 }
 
 func (t *Target) startZooKeeper(o Options) error {
-	jars := []string{"zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar", "netty-handler.jar", "netty-common.jar",
-		"netty-transport.jar", "netty-buffer.jar", "netty-codec.jar", "netty-resolver.jar", "netty-transport-native-epoll.jar",
-		"netty-transport-native-unix-common.jar", "metrics-core.jar", "snappy-java.jar"}
-	var cp []string
-	for _, j := range jars {
-		p := "/usr/share/java/" + j
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("ZooKeeper: %s missing (apt-get install zookeeper)", p)
-		}
-		cp = append(cp, p)
-	}
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -154,13 +144,15 @@ func (t *Target) startZooKeeper(o Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cfg := fmt.Sprintf("tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxSessionTimeout=60000\n4lw.commands.whitelist=ruok,srvr\n",
-		filepath.Join(dir, "data"), port)
+	cfg := brokertest.ZooKeeperConfig(filepath.Join(dir, "data"), port)
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		return err
 	}
-	if err := t.launch(o, dir, o.Java, "-Xmx256m", "-XX:+UseSerialGC", "-cp", strings.Join(cp, ":"),
-		"org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(dir, "zoo.cfg")); err != nil {
+	args, err := brokertest.ZooKeeperArgs("org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(dir, "zoo.cfg"))
+	if err != nil {
+		return err
+	}
+	if err := t.launch(o, dir, o.Java, args...); err != nil {
 		return err
 	}
 	t.ZooKeeper = fmt.Sprintf("127.0.0.1:%d", port)

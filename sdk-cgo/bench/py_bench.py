@@ -2,7 +2,9 @@
 import differs: `spool` (this binding) or `confluent_kafka` (librdkafka underneath).
 usage: py_bench.py spool|confluent_kafka BROKER TOPIC PARTITIONS N SIZE
 With SPOOL_BENCH_BATCH=K in the environment, a library that has Producer.produce_batch (this
-binding) produces K records a call with it; the other still calls produce per record.
+binding) produces K records a call with it; the other still calls produce per record. With
+SPOOL_BENCH_POLL=1 both consume with poll(timeout), one message a call, instead of
+consume(1024, timeout).
 prints: produce_rps consume_rps peak_rss_kib"""
 import importlib
 import os
@@ -69,6 +71,18 @@ c.assign([k.TopicPartition(topic, i, k.OFFSET_BEGINNING) for i in range(partitio
 got = 0
 t0 = time.monotonic()
 last = t0
+if os.environ.get("SPOOL_BENCH_POLL") == "1":  # poll(timeout), one message a call
+    mark = 0
+    while got < n:
+        m = c.poll(0.05)
+        if m is None:
+            now = time.monotonic()
+            if got != mark:
+                mark, last = got, now
+            elif now - last > 10:
+                sys.exit("consumed %d of %d" % (got, n))
+        elif m.error() is None:
+            got += 1
 while got < n:
     # librdkafka's consume waits for all num_messages or the timeout: keep the timeout short
     msgs = c.consume(1024, 0.05)

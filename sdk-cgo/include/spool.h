@@ -383,6 +383,97 @@ void *spool_message_opaque(const spool_message_t *msg);
  * given to a delivery report callback. */
 void spool_message_destroy(spool_message_t *msg);
 
+/* ---------------------------------------------------------------------------------------- */
+/* Packed calls: many records, reports or messages per call, laid out in flat buffers, for
+ * bindings that pay per call and per object (ctypes, JNA, koffi). They do what the calls
+ * above do; what differs is only how the data crosses. */
+
+/* Produces count records to topic, as spool_produce_batch, from columns instead of structs:
+ *  - partitions[i]: record i's partition (SPOOL_PARTITION_UA: the partitioner chooses);
+ *    partitions NULL: every record SPOOL_PARTITION_UA.
+ *  - key_lens[i]: the length of record i's key, or -1 (any negative) for a null key; the
+ *    keys that are not null are concatenated in keys, in order, which holds at least the sum
+ *    of their lengths. key_lens NULL: every key null (keys is then not read).
+ *  - values and value_lens: the same for the values.
+ *  - headers[i] and header_counts[i]: record i's headers (headers[i] may be NULL when
+ *    header_counts[i] is 0); either NULL: no record has headers.
+ *  - msg_opaques[i]: record i's msg_opaque, given back in its delivery report; NULL: all NULL.
+ * Every array has count entries and is only read during the call. Either all records are
+ * queued (SPOOL_ERR_NO_ERROR; each then gets one delivery report) or, for a bad argument
+ * (NULL producer or topic, a partition below SPOOL_PARTITION_UA, NULL keys or values with a
+ * positive length, NULL headers or a NULL header key with a length), none is
+ * (SPOOL_ERR__BAD_ARG); SPOOL_ERR__CLOSED once the producer is being destroyed.
+ * The call returns once the records are copied: a thread of the library hands them to the
+ * producer, in call order, while the caller goes on (so their encoding runs in parallel
+ * with the caller). Records of spool_produce_packed are therefore not ordered with records
+ * of the other produce calls; spool_producer_flush covers them. It blocks only while
+ * earlier calls' records wait for buffer space (queue.buffering.max.messages). A delivery
+ * report of such a record served by spool_producer_poll has a null key, value and no
+ * headers (the library reuses their memory); spool_producer_poll_reports is its pair.
+ * Thread-safe: records of one thread are queued in call order. */
+spool_err_t spool_produce_packed(spool_producer_t *producer, const char *topic, size_t count,
+                                 const int32_t *partitions, const void *keys,
+                                 const int64_t *key_lens, const void *values,
+                                 const int64_t *value_lens, const spool_header_t *const *headers,
+                                 const size_t *header_counts, void *const *msg_opaques);
+
+/* A delivery report of spool_producer_poll_reports: the record's outcome without its bytes
+ * (the caller, who produced them, has them). */
+typedef struct spool_report_s {
+    void *msg_opaque;  /* as given when the record was produced */
+    int64_t offset;    /* -1 when err is set */
+    int64_t timestamp; /* milliseconds since the Unix epoch; -1 when none */
+    int32_t partition; /* -1 when none (the record failed before one was chosen) */
+    spool_err_t err;   /* SPOOL_ERR_NO_ERROR when the record was written */
+} spool_report_t;
+
+/* Takes delivery reports instead of calling dr_cb: waits up to timeout_ms (0: not at all,
+ * -1: until one comes) for reports, then returns the number n of reports ready and sets
+ * *reports to an array of n, which the caller frees with spool_free (NULL when n is 0). The
+ * array is sorted by msg_opaque (as an unsigned integer): a caller that numbers its records
+ * in batches finds the reports of one batch together, in order. The
+ * producer keeps reports only when its conf had a dr_cb (spool_conf_set_dr_cb); a caller
+ * that takes them only here may set any callback, which then never runs unless
+ * spool_producer_poll or spool_producer_flush is called (they serve the same queue: each
+ * report goes to one of them). 0 for a NULL producer or reports. Thread-safe. */
+size_t spool_producer_poll_reports(spool_producer_t *producer, int timeout_ms,
+                                   spool_report_t **reports);
+
+/* One message in a block of spool_consumer_poll_packed. Offsets count bytes from the start
+ * of the block; strings are not NUL-terminated. */
+typedef struct spool_packed_message_s {
+    spool_err_t err;    /* SPOOL_ERR_NO_ERROR for a record; else a consumer error */
+    int32_t partition;  /* -1 when none */
+    int64_t offset;     /* -1 when none */
+    int64_t timestamp;  /* milliseconds since the Unix epoch; -1 when none */
+    uint64_t topic_off; /* messages of one topic in a row share the bytes of its name */
+    uint64_t topic_len;
+    uint64_t errstr_off; /* spool_message_errstr's text; errstr_len 0 for a record */
+    uint64_t errstr_len;
+    uint64_t key_off;
+    int64_t key_len; /* -1: null key */
+    uint64_t value_off;
+    int64_t value_len; /* -1: null value */
+    /* header_count headers at headers_off, one after the other, unaligned (read with
+     * memcpy): an int64_t key length, the key, an int64_t value length (-1: null), the
+     * value. */
+    uint64_t headers_off;
+    uint64_t header_count;
+} spool_packed_message_t;
+
+/* spool_consumer_poll_batch into one block: waits up to timeout_ms for the first message,
+ * takes those ready at once, up to max, and returns their number n (0 on timeout, for a NULL
+ * consumer, block or block_size, or max 0). *block then points to n spool_packed_message_t,
+ * followed by the bytes they point into; *block_size is its size in bytes. The block is the
+ * caller's: free it with spool_free (it outlives the consumer). Offsets are committed and
+ * rebalance callbacks run as with spool_consumer_poll. Thread-safe. */
+size_t spool_consumer_poll_packed(spool_consumer_t *consumer, int timeout_ms, size_t max,
+                                  void **block, size_t *block_size);
+
+/* Frees what spool_producer_poll_reports or spool_consumer_poll_packed returned. NULL is a
+ * no-op. */
+void spool_free(void *block);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,4 +26,17 @@
         }                                                                                       \
     } while (0)
 
+/* scenario_done is main's return after a scenario: 1 if a handle outlived its destroy (the Go
+ * side's leak check, spool_handle_count), else prints "SCENARIO: ok", which the Go test expects,
+ * and returns 0. */
+static inline int scenario_done(const char *scenario) {
+    int left = spool_handle_count();
+    if (left != 0) {
+        fprintf(stderr, "%s: %d handle(s) left after destroy\n", scenario, left);
+        return 1;
+    }
+    printf("%s: ok\n", scenario);
+    return 0;
+}
+
 #endif

@@ -695,11 +695,5 @@ int main(int argc, char **argv) {
         fprintf(stderr, "unknown scenario or arguments: %s\n", scenario);
         return 2;
     }
-    int left = spool_handle_count();
-    if (left != 0) {
-        fprintf(stderr, "%s: %d handle(s) left after destroy\n", scenario, left);
-        return 1;
-    }
-    printf("%s: ok\n", scenario);
-    return 0;
+    return scenario_done(scenario);
 }

@@ -83,11 +83,20 @@ func (ca *CA) Client(t testing.TB, name string, subject pkix.Name) *Issued {
 	return ca.issue(t, name, subject, x509.ExtKeyUsageClientAuth)
 }
 
-func (ca *CA) issue(t testing.TB, name string, subject pkix.Name, usage x509.ExtKeyUsage) *Issued {
+// Broker issues a broker's certificate with the given subject: for 127.0.0.1 and localhost,
+// and usable both as a server certificate and as a client one, as a Kafka broker's keystore
+// is when the inter-broker listener has ssl.client.auth=required (the broker presents it
+// when it connects to the others; its subject is the broker's principal).
+func (ca *CA) Broker(t testing.TB, name string, subject pkix.Name) *Issued {
+	t.Helper()
+	return ca.issue(t, name, subject, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+func (ca *CA) issue(t testing.TB, name string, subject pkix.Name, usage ...x509.ExtKeyUsage) *Issued {
 	key := newKey(t)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.next), Subject: subject,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usage,
 		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
 	ca.next++
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)

@@ -221,7 +221,8 @@ func (c *Config) Set(name, value string) error {
 }
 
 // setListenerProperty sets Kafka's per-listener form listener.name.<listener>.<property>: an
-// ssl.* or sasl.* property, or a mechanism's JAAS config (<mechanism>.sasl.jaas.config).
+// ssl.* or sasl.* property, a mechanism's JAAS config (<mechanism>.sasl.jaas.config), or the
+// listener's own max.connections (KIP-402).
 func (c *Config) setListenerProperty(name, rest, value string) error {
 	listener, prop, ok := strings.Cut(rest, ".")
 	if !ok || listener == "" {
@@ -236,8 +237,8 @@ func (c *Config) setListenerProperty(name, rest, value string) error {
 		return nil
 	}
 	d := LookupBroker(prop)
-	if d == nil || !(strings.HasPrefix(prop, "ssl.") || strings.HasPrefix(prop, "sasl.")) {
-		return fmt.Errorf("unknown property %q: a listener overrides ssl.* and sasl.* properties and <mechanism>.sasl.jaas.config", name)
+	if d == nil || !(strings.HasPrefix(prop, "ssl.") || strings.HasPrefix(prop, "sasl.") || prop == MaxConnections) {
+		return fmt.Errorf("unknown property %q: a listener overrides ssl.* and sasl.* properties, <mechanism>.sasl.jaas.config and max.connections", name)
 	}
 	if err := d.Parse(value); err != nil {
 		return fmt.Errorf("%s: %w", name, err)

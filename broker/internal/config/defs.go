@@ -303,7 +303,7 @@ var BrokerDefs = []Def{
 	{Name: SocketRequestMaxBytes, Type: Int, Default: "104857600", Check: atLeast(1), Doc: "Largest request; larger frames close the connection before anything is allocated."},
 	{Name: ConnectionsMaxIdleMs, Type: Long, Default: "600000", Check: atLeast(1), Doc: "Idle connections are closed after this long."},
 	{Name: MaxConnections, Type: Int, Default: "2147483647", Check: atLeast(0),
-		Doc: "Connections the broker keeps open; one more is closed on accept (the inter-broker listener in cluster mode is exempt)."},
+		Doc: "Connections the broker keeps open; one more is closed on accept (the inter-broker listener in cluster mode is exempt). listener.name.<listener>.max.connections caps one listener, the inter-broker one included."},
 	{Name: MaxConnectionsPerIP, Type: Int, Default: "2147483647", Check: atLeast(0),
 		Doc: "Connections one client address may keep open; one more is closed on accept."},
 	{Name: MaxConnectionsPerIPOverrides, Type: String, Default: "",

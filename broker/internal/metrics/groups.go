@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -44,18 +43,14 @@ func (m *Metrics) ObserveGroups(groups func() []GroupState) error {
 	if m == nil {
 		return nil
 	}
-	var errs []error
-	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
-		g, err := m.meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return g
-	}
+	b := &builder{meter: m.meter}
+	gauge := b.gauge
 	count := gauge("spool.groups", "{group}", "Consumer groups coordinated here, by state (spool.group.state).")
 	members := gauge("spool.group.members", "{member}", "Members of each group coordinated here.")
 	committed := gauge("spool.group.committed_offset", "{offset}", "A group's committed offset, by group, topic and partition.")
 	lag := gauge("spool.group.lag", "{record}", "Records between a group's committed offset and the partition's high watermark, by group, topic and partition.")
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("creating group instruments: %w", err)
+	if err := b.err("group instruments"); err != nil {
+		return err
 	}
 	stateAttrs := make(map[string]metric.ObserveOption, len(GroupStates))
 	for _, s := range GroupStates {

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -17,6 +16,9 @@ type LimitStats struct {
 	RefusedMax         int64 // cumulative connections closed over max.connections
 	RefusedPerIP       int64 // cumulative connections closed over max.connections.per.ip(.overrides)
 	MaxConnections     int64 // max.connections
+	// RefusedByListener counts connections closed over a listener's own limit, by the
+	// property's name (listener.name.<listener>.max.connections); only listeners with one.
+	RefusedByListener map[string]int64
 }
 
 // attrLimit names the limit a refused connection hit (Kafka's property name).
@@ -27,24 +29,15 @@ func (m *Metrics) ObserveLimits(limits func() LimitStats) error {
 	if m == nil {
 		return nil
 	}
-	var errs []error
-	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
-		g, err := m.meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return g
-	}
-	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
-		c, err := m.meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return c
-	}
+	b := &builder{meter: m.meter}
+	gauge, counter := b.gauge, b.observedCounter
 	used := gauge("spool.request.memory.used", "By", "Memory held by requests larger than the read buffer while they are read and handled, counted against queued.max.request.bytes.")
 	limit := gauge("spool.request.memory.limit", "By", "queued.max.request.bytes (-1: unbounded).")
 	maxConns := gauge("spool.connections.limit", "{connection}", "max.connections.")
 	waits := counter("spool.request.memory.waits", "{wait}", "Request reads that waited for memory under queued.max.request.bytes.")
 	refused := counter("spool.connections.refused", "{connection}", "Connections closed on accept over a limit, by the limit's property name (spool.limit).")
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("creating limit instruments: %w", err)
+	if err := b.err("limit instruments"); err != nil {
+		return err
 	}
 	byMax := metric.WithAttributeSet(attribute.NewSet(attrLimit.String("max.connections")))
 	byIP := metric.WithAttributeSet(attribute.NewSet(attrLimit.String("max.connections.per.ip")))
@@ -56,6 +49,9 @@ func (m *Metrics) ObserveLimits(limits func() LimitStats) error {
 		o.ObserveInt64(waits, st.RequestMemoryWaits)
 		o.ObserveInt64(refused, st.RefusedMax, byMax)
 		o.ObserveInt64(refused, st.RefusedPerIP, byIP)
+		for prop, n := range st.RefusedByListener {
+			o.ObserveInt64(refused, n, metric.WithAttributeSet(attribute.NewSet(attrLimit.String(prop))))
+		}
 		return nil
 	}, used, limit, maxConns, waits, refused)
 	if err != nil {

@@ -48,6 +48,8 @@ const (
 	attrTopic     = attribute.Key("messaging.destination.name")
 	attrPartition = attribute.Key("messaging.destination.partition.id")
 	attrPhase     = attribute.Key("spool.request.phase")
+	attrListener  = attribute.Key("spool.listener")
+	attrMechanism = attribute.Key("spool.mechanism")
 )
 
 // Request phases: the split of a request's time, as Kafka splits TotalTimeMs.
@@ -76,6 +78,7 @@ type Metrics struct {
 	bytesOut  metric.Int64Counter
 	recordsIn metric.Int64Counter
 	conns     metric.Int64UpDownCounter
+	authFails metric.Int64Counter
 	// electionTime and zkLatency are recorded through the process-wide events (events.go).
 	electionTime metric.Float64Histogram
 	zkLatency    metric.Float64Histogram
@@ -101,12 +104,9 @@ func New() (*Metrics, error) {
 	}
 	m.provider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	m.meter = m.provider.Meter("github.com/spoolmq/spool/broker")
+	b := &builder{meter: m.meter}
+	counter := b.counter
 	var errs []error
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		c, err := m.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return c
-	}
 	m.duration, err = m.meter.Float64Histogram("rpc.server.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Kafka requests by API (rpc.method) and version: time from the request read to its response written."),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...))
@@ -130,11 +130,12 @@ func New() (*Metrics, error) {
 	m.errors = counter("spool.request.errors", "{error}", "Error codes in responses, by API and Kafka error name (error.type).")
 	m.bytesIn = counter("spool.topic.bytes.in", "By", "Record batch bytes appended by producers, by topic.")
 	m.bytesOut = counter("spool.topic.bytes.out", "By", "Record batch bytes sent to fetchers (consumers and followers), by topic.")
+	m.authFails = counter("spool.authentication.failures", "{failure}", "Failed authentications, by listener (spool.listener) and mechanism (spool.mechanism): a SASL mechanism's name, or SSL for a TLS handshake that failed (no or a bad client certificate under ssl.client.auth=required, a bad protocol version, garbage).")
 	m.recordsIn = counter("spool.topic.records.in", "{record}", "Records appended by producers, by topic.")
 	m.conns, err = m.meter.Int64UpDownCounter("spool.connections.active", metric.WithUnit("{connection}"),
 		metric.WithDescription("Open client connections."))
 	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, b.errs...)...); err != nil {
 		return nil, fmt.Errorf("creating instruments: %w", err)
 	}
 	m.precomputeAPIs()
@@ -271,6 +272,15 @@ func (m *Metrics) Fsync(took time.Duration) {
 	}
 }
 
+// AuthenticationFailed counts one failed authentication on listener with mechanism (a SASL
+// mechanism, or "SSL" for a failed TLS handshake). Called once per refused connection, never on
+// the request path.
+func (m *Metrics) AuthenticationFailed(listener, mechanism string) {
+	if m != nil {
+		m.authFails.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(attrListener.String(listener), attrMechanism.String(mechanism))))
+	}
+}
+
 // Connection records a connection opened (+1) or closed (-1).
 func (m *Metrics) Connection(delta int64) {
 	if m != nil {
@@ -374,4 +384,45 @@ func planFor(t reflect.Type) *errorPlan {
 	}
 	errorPlans.Store(t, p)
 	return p
+}
+
+// builder makes instruments of one meter and keeps their errors, so that a registration reads
+// as a list of names, units and descriptions and fails once, at the end (see err).
+type builder struct {
+	meter metric.Meter
+	errs  []error
+}
+
+// gauge is an int64 observable gauge; unit "" gives none (0/1 gauges: Prometheus would add
+// _ratio for "1").
+func (b *builder) gauge(name, unit, desc string) metric.Int64ObservableGauge {
+	opts := []metric.Int64ObservableGaugeOption{metric.WithDescription(desc)}
+	if unit != "" {
+		opts = append(opts, metric.WithUnit(unit))
+	}
+	g, err := b.meter.Int64ObservableGauge(name, opts...)
+	b.errs = append(b.errs, err)
+	return g
+}
+
+// observedCounter is an int64 observable counter, read at each collection.
+func (b *builder) observedCounter(name, unit, desc string) metric.Int64ObservableCounter {
+	c, err := b.meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	b.errs = append(b.errs, err)
+	return c
+}
+
+// counter is an int64 counter added to on the hot path.
+func (b *builder) counter(name, unit, desc string) metric.Int64Counter {
+	c, err := b.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	b.errs = append(b.errs, err)
+	return c
+}
+
+// err is nil when every instrument was made, else the failures, naming what was being made.
+func (b *builder) err(what string) error {
+	if err := errors.Join(b.errs...); err != nil {
+		return fmt.Errorf("creating %s: %w", what, err)
+	}
+	return nil
 }

@@ -55,16 +55,9 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 	if m == nil {
 		return nil
 	}
+	b := &builder{meter: m.meter}
+	gauge := b.gauge
 	var errs []error
-	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
-		opts := []metric.Int64ObservableGaugeOption{metric.WithDescription(desc)}
-		if unit != "" { // 0/1 gauges have none (Prometheus would add _ratio for "1")
-			opts = append(opts, metric.WithUnit(unit))
-		}
-		g, err := m.meter.Int64ObservableGauge(name, opts...)
-		errs = append(errs, err)
-		return g
-	}
 	start := gauge("spool.partition.log.start_offset", "{offset}", "First offset of the local log, by topic and partition.")
 	end := gauge("spool.partition.log.end_offset", "{offset}", "Offset the next appended record gets in the local log, by topic and partition.")
 	hw := gauge("spool.partition.high_watermark", "{offset}", "High watermark (last offset consumers may read, plus one) of the local replica.")
@@ -75,11 +68,7 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 	var ur, umi, offline, ctrl metric.Int64ObservableGauge
 	var shrinks, expands, elections, zkExpired, zkDisconnected metric.Int64ObservableCounter
 	var zkSession metric.Int64ObservableGauge
-	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
-		c, err := m.meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return c
-	}
+	counter := b.observedCounter
 	if cluster != nil {
 		ur = gauge("spool.partitions.under_replicated", "{partition}", "Partitions led here whose ISR is smaller than their replica set.")
 		umi = gauge("spool.partitions.under_min_isr", "{partition}", "Partitions led here whose ISR is smaller than min.insync.replicas.")
@@ -100,7 +89,7 @@ func (m *Metrics) Observe(partitions func() []PartitionState, cluster func() Clu
 		metric.WithDescription("Time spent in fsync rounds of the partition logs; divided by spool.storage.fsyncs, the mean fsync latency."))
 	errs = append(errs, err)
 	instruments = append(instruments, fsyncs, fsyncTime)
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, b.errs...)...); err != nil {
 		return fmt.Errorf("creating observable instruments: %w", err)
 	}
 	_, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {

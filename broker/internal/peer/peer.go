@@ -33,6 +33,10 @@ type Conn struct {
 	corr int32
 	wbuf []byte
 	rbuf []byte
+	sec  *Security
+	// reauthAt is when to re-authenticate (KIP-368), before the peer's session ends; zero: the
+	// session does not end.
+	reauthAt time.Time
 }
 
 // Dial connects to addr (HOST:PORT) within timeout, with TLS and SASL as sec says (nil:
@@ -56,9 +60,9 @@ func Dial(ctx context.Context, addr string, timeout time.Duration, sec *Security
 		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
 	}
 	nc = sc
-	c := &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}
+	c := &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), sec: sec}
 	if sec.Mechanism != "" {
-		if err := c.authenticate(sec, deadline); err != nil {
+		if err := c.authenticate(sec, deadline, false); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("connecting to %s: %w", addr, err)
 		}
@@ -69,9 +73,20 @@ func Dial(ctx context.Context, addr string, timeout time.Duration, sec *Security
 // Close closes the connection; a RoundTrip blocked on it returns.
 func (c *Conn) Close() error { return c.nc.Close() }
 
-// RoundTrip sends req at version and decodes the answer into resp, waiting until deadline.
-// Any error leaves the connection unusable: close it.
+// RoundTrip sends req at version and decodes the answer into resp, waiting until deadline,
+// re-authenticating first when the SASL session is near its end. Any error leaves the
+// connection unusable: close it.
 func (c *Conn) RoundTrip(req, resp wire.Message, version int16, deadline time.Time) error {
+	if !c.reauthAt.IsZero() && !time.Now().Before(c.reauthAt) {
+		if err := c.authenticate(c.sec, deadline, true); err != nil {
+			return fmt.Errorf("re-authenticating: %w", err)
+		}
+	}
+	return c.roundTrip(req, resp, version, deadline)
+}
+
+// roundTrip is one request and its response.
+func (c *Conn) roundTrip(req, resp wire.Message, version int16, deadline time.Time) error {
 	api := wire.LookupAPI(req.APIKey())
 	if api == nil {
 		return fmt.Errorf("api key %d is not in the protocol window", req.APIKey())

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/scram"
@@ -21,6 +23,22 @@ type Security struct {
 	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; "" without SASL.
 	Mechanism      string
 	User, Password string
+	// Counts, when set, counts the SASL authentications of every connection made with this
+	// Security (for metrics).
+	Counts *AuthCounts
+}
+
+// AuthCounts are cumulative SASL authentications to peers: the first of each connection, and
+// the re-authentications (KIP-368) that keep a connection's session from expiring.
+type AuthCounts struct {
+	Authentications, Reauthentications atomic.Int64
+}
+
+// reauthAfter is when to re-authenticate in a session of lifetime d: at a random point
+// between 85% and 95% of it, as Kafka's clients and brokers do, so connections opened together
+// do not all re-authenticate at once.
+func reauthAfter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.85 + 0.1*rand.Float64()))
 }
 
 // secure runs the TLS handshake and the SASL exchange on a new connection.
@@ -73,14 +91,21 @@ func (s *Security) start() (exchange, error) {
 	return nil, fmt.Errorf("SASL mechanism %q is not supported between brokers", s.Mechanism)
 }
 
-// authenticate runs SaslHandshake v1 and SaslAuthenticate v2 until the mechanism is done.
-func (c *Conn) authenticate(s *Security, deadline time.Time) error {
+// authenticate runs SaslHandshake v1 and SaslAuthenticate v2 until the mechanism is done, on
+// a new connection or, with reauth, to re-authenticate an established one (KIP-368: the same
+// exchange on the same connection). When the peer gives the session a lifetime
+// (connections.max.reauth.ms), the connection re-authenticates before it ends: RoundTrip
+// checks c.reauthAt before each request.
+func (c *Conn) authenticate(s *Security, deadline time.Time, reauth bool) error {
 	step, err := s.start()
 	if err != nil {
 		return err
 	}
+	// The session's lifetime runs from the peer's answer; counting from before the exchange
+	// keeps the re-authentication on the early side of it.
+	start := time.Now()
 	var hs wire.SaslHandshakeResponse
-	if err := c.RoundTrip(&wire.SaslHandshakeRequest{Mechanism: s.Mechanism}, &hs, 1, deadline); err != nil {
+	if err := c.roundTrip(&wire.SaslHandshakeRequest{Mechanism: s.Mechanism}, &hs, 1, deadline); err != nil {
 		return err
 	}
 	if hs.ErrorCode != 0 {
@@ -90,9 +115,10 @@ func (c *Conn) authenticate(s *Security, deadline time.Time) error {
 	if err != nil {
 		return fmt.Errorf("SASL %s: %w", s.Mechanism, err)
 	}
+	var lifetime time.Duration
 	for {
 		var resp wire.SaslAuthenticateResponse
-		if err := c.RoundTrip(&wire.SaslAuthenticateRequest{AuthBytes: msg}, &resp, 2, deadline); err != nil {
+		if err := c.roundTrip(&wire.SaslAuthenticateRequest{AuthBytes: msg}, &resp, 2, deadline); err != nil {
 			return err
 		}
 		if resp.ErrorCode != 0 {
@@ -102,13 +128,26 @@ func (c *Conn) authenticate(s *Security, deadline time.Time) error {
 			}
 			return fmt.Errorf("SASL %s as %s: %w%s", s.Mechanism, s.User, wire.ErrorForCode(resp.ErrorCode), detail)
 		}
+		lifetime = time.Duration(resp.SessionLifetimeMs) * time.Millisecond
 		next, done, err := step(resp.AuthBytes)
 		if err != nil {
 			return fmt.Errorf("SASL %s: %w", s.Mechanism, err)
 		}
 		if done {
-			return nil
+			break
 		}
 		msg = next
 	}
+	c.reauthAt = time.Time{}
+	if lifetime > 0 {
+		c.reauthAt = start.Add(reauthAfter(lifetime))
+	}
+	if s.Counts != nil {
+		if reauth {
+			s.Counts.Reauthentications.Add(1)
+		} else {
+			s.Counts.Authentications.Add(1)
+		}
+	}
+	return nil
 }

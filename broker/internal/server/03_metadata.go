@@ -9,7 +9,12 @@ package server
 // UNKNOWN_TOPIC_OR_PARTITION, and bad names INVALID_TOPIC_EXCEPTION. v10+ carries topic ids: a
 // topic looked up by id alone is found by id. Leaders, leader epochs, replicas, ISR and
 // offline replicas come from the metadata image; a partition without a leader (all its ISR
-// down) gets LEADER_NOT_AVAILABLE. Any broker answers for the whole cluster.
+// down) gets LEADER_NOT_AVAILABLE. So does one whose leader is not among the live brokers
+// listed (its registration is gone, e.g. a ZooKeeper session that expired before the
+// controller moved leadership), with leader -1, as Kafka's metadata cache answers: a client is
+// never pointed at a node id the same answer does not list. A live leader without the
+// client's listener gets LISTENER_NOT_FOUND from v6 (LEADER_NOT_AVAILABLE before). Any broker
+// answers for the whole cluster.
 // Authorized operations are not computed: they keep Kafka's "not requested" value.
 //
 // Authorization (with authorizer.class.name set): the list of all topics holds only those the
@@ -30,10 +35,13 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 	r := req.msg.(*wire.MetadataRequest)
 	resp := &wire.MetadataResponse{}
 	resp.Default()
+	view := leaderView{alive: map[int32]bool{}, listed: map[int32]bool{}, listenerErrors: req.version >= 6}
 	for _, b := range s.md.Brokers() {
+		view.alive[b.NodeID] = true
 		// Each broker's endpoint on the listener the client came through; a broker without
 		// that listener is left out, as Kafka does.
 		if host, port, ok := b.Addr(req.listener); ok {
+			view.listed[b.NodeID] = true
 			resp.Brokers = append(resp.Brokers, wire.MetadataResponseBroker{NodeId: b.NodeID, Host: host, Port: port, Rack: b.Rack})
 		}
 	}
@@ -45,7 +53,7 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 	if all {
 		for _, t := range s.md.Topics() {
 			if s.allowed(req, security.OpDescribe, security.ResourceTopic, t.Name) {
-				resp.Topics = append(resp.Topics, metadataTopic(t, 0))
+				resp.Topics = append(resp.Topics, view.topic(t))
 			}
 		}
 		return ready(reply{msg: resp})
@@ -74,7 +82,7 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 			continue
 		}
 		if ok {
-			resp.Topics = append(resp.Topics, metadataTopic(t, 0))
+			resp.Topics = append(resp.Topics, view.topic(t))
 			continue
 		}
 		var err error = wire.ErrUnknownTopicOrPartition
@@ -85,7 +93,7 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 			err = wire.ErrTopicAuthorizationFailed
 		} else if autoCreate {
 			if t, err = s.autoCreateTopic(ctx, name); err == nil {
-				resp.Topics = append(resp.Topics, metadataTopic(t, 0))
+				resp.Topics = append(resp.Topics, view.topic(t))
 				continue
 			}
 		}
@@ -95,9 +103,17 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 	return ready(reply{msg: resp})
 }
 
-func metadataTopic(t cluster.Topic, code int16) wire.MetadataResponseTopic {
+// leaderView is what one Metadata answer knows of the brokers: which are alive (registered)
+// and which of those it lists (they have the client's listener).
+type leaderView struct {
+	alive, listed  map[int32]bool
+	listenerErrors bool // v6+: a live leader without the listener is LISTENER_NOT_FOUND
+}
+
+// topic is t's entry of the answer.
+func (v leaderView) topic(t cluster.Topic) wire.MetadataResponseTopic {
 	name := t.Name
-	mt := wire.MetadataResponseTopic{ErrorCode: code, Name: &name, TopicId: t.ID, IsInternal: t.Internal, TopicAuthorizedOperations: -1 << 31}
+	mt := wire.MetadataResponseTopic{Name: &name, TopicId: t.ID, IsInternal: t.Internal, TopicAuthorizedOperations: -1 << 31}
 	for _, p := range t.Partitions {
 		mp := wire.MetadataResponsePartition{
 			PartitionIndex: p.Index, LeaderId: p.Leader, LeaderEpoch: p.LeaderEpoch,
@@ -106,8 +122,13 @@ func metadataTopic(t cluster.Topic, code int16) wire.MetadataResponseTopic {
 		if mp.OfflineReplicas == nil {
 			mp.OfflineReplicas = []int32{}
 		}
-		if p.Leader < 0 {
-			mp.ErrorCode = wire.ErrLeaderNotAvailable.Code
+		switch {
+		case p.Leader < 0 || !v.alive[p.Leader]:
+			mp.ErrorCode, mp.LeaderId = wire.ErrLeaderNotAvailable.Code, -1
+		case !v.listed[p.Leader] && v.listenerErrors:
+			mp.ErrorCode, mp.LeaderId = wire.ErrListenerNotFound.Code, -1
+		case !v.listed[p.Leader]:
+			mp.ErrorCode, mp.LeaderId = wire.ErrLeaderNotAvailable.Code, -1
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}

@@ -6,8 +6,12 @@ package server
 // is kept for SaslAuthenticate and the enabled list is returned. A mechanism not enabled gets
 // UNSUPPORTED_SASL_MECHANISM, a second handshake ILLEGAL_SASL_STATE; both close the connection
 // after the reply, as Kafka does. With connections.max.reauth.ms set, an authenticated
-// connection may hand-shake again with the same mechanism to re-authenticate (KIP-368). v0 handshakes are followed by raw SASL frames, which Spool
-// does not read: the connection is closed. On other listeners: ILLEGAL_SASL_STATE.
+// connection may hand-shake again with the same mechanism to re-authenticate (KIP-368; v1
+// only). After a v0 handshake the mechanism's tokens come as raw frames instead of
+// SaslAuthenticate requests (Kafka before KIP-152; kafka-python 2.0 speaks only that): the
+// reader serves them through SaslAuthenticate's handler and answers each with the bare challenge
+// (conn.rawToken); a refused token closes the connection, since raw frames carry no error.
+// On other listeners: ILLEGAL_SASL_STATE.
 
 import (
 	"context"
@@ -27,10 +31,7 @@ func handleSaslHandshake(s *Server, _ context.Context, req *request) *pending {
 	}
 	resp.Mechanisms = sess.cfg.mechanisms
 	switch {
-	case req.version == 0:
-		s.log.Info("SASL handshake v0 (raw SASL frames) is not served; closing", "remote", req.remote, "client_id", req.clientID())
-		return ready(reply{close: true})
-	case sess.authenticated && sess.cfg.reauth > 0 && !sess.reauthing && r.Mechanism == sess.mechanism:
+	case sess.authenticated && sess.cfg.reauth > 0 && !sess.reauthing && r.Mechanism == sess.mechanism && req.version >= 1:
 		// KIP-368 re-authentication, with the mechanism of the first authentication.
 		sess.reauthing, sess.scram = true, nil
 	case sess.mechanism != "" || sess.authenticated:
@@ -41,6 +42,7 @@ func handleSaslHandshake(s *Server, _ context.Context, req *request) *pending {
 		sess.failed = true
 	default:
 		sess.mechanism = r.Mechanism
+		sess.raw = req.version == 0
 	}
 	return ready(reply{msg: resp})
 }

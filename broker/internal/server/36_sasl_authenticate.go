@@ -14,7 +14,8 @@ package server
 // v1+ answers carry it as SessionLifetimeMs: the client re-authenticates (SaslHandshake with
 // the same mechanism, then SaslAuthenticate) before it ends, as the same principal (else
 // SASL_AUTHENTICATION_FAILED and closed); a connection that lets it end is closed at its next
-// request. 0 (the default): sessions never end.
+// request. 0 (the default): sessions never end. The raw tokens that follow a SaslHandshake v0
+// come here too, as v0 requests (conn.rawToken), and the writer sends their AuthBytes bare.
 
 import (
 	"context"
@@ -57,6 +58,7 @@ func handleSaslAuthenticate(s *Server, _ context.Context, req *request) *pending
 		resp.AuthBytes = nil
 		sess.failed = true
 		s.log.Info("SASL authentication failed", "remote", req.remote, "listener", req.listener, "mechanism", sess.mechanism)
+		s.metrics.AuthenticationFailed(req.listener, sess.mechanism)
 		resp.ErrorCode = wire.ErrSaslAuthenticationFailed.Code
 		msg := err.Error()
 		resp.ErrorMessage = &msg

@@ -35,7 +35,10 @@ type request struct {
 	// (security.Anonymous without authentication), for authorization.
 	principal string
 	// sasl is the connection's SASL state on a SASL listener, else nil.
-	sasl    *saslSession
+	sasl *saslSession
+	// rawSASL: a raw SASL token after a SaslHandshake v0, served as a SaslAuthenticate; its
+	// reply is the bare challenge (see conn.rawToken).
+	rawSASL bool
 	api     *wire.API
 	version int16
 	header  wire.RequestHeader
@@ -127,7 +130,8 @@ func (s *Server) serveConn(ctx context.Context, l *listener, nc net.Conn) {
 	}
 	if l.tls != nil {
 		if err := c.handshake(ctx, l); err != nil {
-			c.log.Info("TLS handshake failed; connection closed", "err", err)
+			c.log.Info("TLS handshake failed; connection closed", "listener", l.conf.Name, "err", err)
+			s.metrics.AuthenticationFailed(l.conf.Name, "SSL")
 			cancel()
 			nc.Close()
 			return
@@ -175,10 +179,14 @@ func (c *conn) readLoop(ctx context.Context) error {
 			return err
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		raw := c.sasl != nil && c.sasl.raw && !c.sasl.authenticated
 		if c.sasl != nil && !c.sasl.authenticated && int64(size) > c.sasl.cfg.maxReceive {
 			return fmt.Errorf("request of %d bytes before SASL authentication is over %d (sasl.server.max.receive.size)", size, c.sasl.cfg.maxReceive)
 		}
-		if size < 8 || int64(size) > maxSize {
+		if raw && size < 0 {
+			return fmt.Errorf("raw SASL token of %d bytes", size)
+		}
+		if !raw && (size < 8 || int64(size) > maxSize) {
 			// Refused before allocating anything for it.
 			return fmt.Errorf("request of %d bytes is outside 8..%d (socket.request.max.bytes)", size, maxSize)
 		}
@@ -186,7 +194,12 @@ func (c *conn) readLoop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		p, err := c.dispatch(ctx, frame)
+		var p *pending
+		if raw {
+			p, err = c.rawToken(ctx, frame)
+		} else {
+			p, err = c.dispatch(ctx, frame)
+		}
 		// Handlers are done with the frame once dispatch returns (see request).
 		putFrame(frame)
 		c.s.reqMem.release(held)
@@ -269,14 +282,7 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 		// KIP-368: the client let its session end without re-authenticating.
 		return nil, fmt.Errorf("%s after the SASL session expired (connections.max.reauth.ms)", api.Name)
 	}
-	req := &request{api: api, version: version, listener: c.listener, host: c.host, principal: c.principal, sasl: c.sasl}
-	if c.s.metrics != nil || c.s.tracer != nil {
-		req.start = time.Now()
-		req.size = len(frame)
-	}
-	if c.nc != nil {
-		req.remote = c.nc.RemoteAddr()
-	}
+	req := c.newRequest(api, version, len(frame))
 	if !api.HasVersion(version) {
 		if key != wire.KeyApiVersions {
 			return nil, fmt.Errorf("%s v%d is not supported (%d-%d)", api.Name, version, api.MinVersion, api.MaxVersion)
@@ -299,6 +305,34 @@ func (c *conn) dispatch(ctx context.Context, frame []byte) (*pending, error) {
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("decoding %s v%d: %w", api.Name, version, err)
 	}
+	return c.serve(h, ctx, req)
+}
+
+// newRequest starts a request of the connection, read in a frame of size bytes.
+func (c *conn) newRequest(api *wire.API, version int16, size int) *request {
+	req := &request{api: api, version: version, listener: c.listener, host: c.host, principal: c.principal, sasl: c.sasl}
+	if c.s.metrics != nil || c.s.tracer != nil {
+		req.start = time.Now()
+		req.size = size
+	}
+	if c.nc != nil {
+		req.remote = c.nc.RemoteAddr()
+	}
+	return req
+}
+
+// rawToken serves a raw SASL token (a frame after a SaslHandshake v0, without a request
+// header) as the SaslAuthenticate v0 that carries the same bytes since KIP-152; the writer
+// answers with the bare challenge, or closes the connection when the token was refused.
+func (c *conn) rawToken(ctx context.Context, token []byte) (*pending, error) {
+	req := c.newRequest(wire.LookupAPI(wire.KeySaslAuthenticate), 0, len(token))
+	req.rawSASL = true
+	req.msg = &wire.SaslAuthenticateRequest{AuthBytes: token}
+	return c.serve(c.s.handler(wire.KeySaslAuthenticate), ctx, req)
+}
+
+// serve runs the handler's synchronous part for a decoded request.
+func (c *conn) serve(h handlerFunc, ctx context.Context, req *request) (*pending, error) {
 	timed := !req.start.IsZero()
 	if timed {
 		req.handled = time.Now()
@@ -415,7 +449,16 @@ func (c *conn) write(p *pending) error {
 		}
 		return c.writeFetch(b, req, p.reply.fetch)
 	}
-	b = p.reply.msg.AppendTo(b, req.version)
+	if req.rawSASL {
+		// A raw SASL frame has nothing but the token: no header, and no room for an error.
+		resp := p.reply.msg.(*wire.SaslAuthenticateResponse)
+		if resp.ErrorCode != 0 {
+			return fmt.Errorf("raw SASL token refused (error %d); closing", resp.ErrorCode)
+		}
+		b = append(b[:4], resp.AuthBytes...)
+	} else {
+		b = p.reply.msg.AppendTo(b, req.version)
+	}
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	req.respSize = len(b) - 4
 	c.keepWriteBuffer(b)

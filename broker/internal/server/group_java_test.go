@@ -3,7 +3,6 @@ package server_test
 import (
 	"github.com/spoolmq/spool/broker/brokertest"
 
-	"bufio"
 	"context"
 	"io"
 	"os"
@@ -52,49 +51,31 @@ func buildJavaMember(t *testing.T) (java, cp string) {
 func (l *groupLedger) startJavaMember(t *testing.T, java, cp, addr, topic, group, name, assignors string) io.WriteCloser {
 	t.Helper()
 	cmd := exec.Command(java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "GroupMember", addr, topic, group, assignors)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = testWriter{t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	l.mu.Lock()
 	l.owned[name] = map[int32]bool{}
 	l.mu.Unlock()
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "ASSIGNED ") || strings.HasPrefix(line, "REVOKED "):
-				f := strings.Fields(line)
-				l.mu.Lock()
-				if len(f) == 2 {
-					for _, s := range strings.Split(f[1], ",") {
-						p, _ := strconv.Atoi(s)
-						if f[0] == "ASSIGNED" {
-							l.owned[name][int32(p)] = true
-						} else {
-							delete(l.owned[name], int32(p))
-							l.revokes[name]++
-						}
+	return startProcessMember(t, cmd, func(line string) {
+		switch {
+		case strings.HasPrefix(line, "ASSIGNED ") || strings.HasPrefix(line, "REVOKED "):
+			f := strings.Fields(line)
+			l.mu.Lock()
+			if len(f) == 2 {
+				for _, s := range strings.Split(f[1], ",") {
+					p, _ := strconv.Atoi(s)
+					if f[0] == "ASSIGNED" {
+						l.owned[name][int32(p)] = true
+					} else {
+						delete(l.owned[name], int32(p))
+						l.revokes[name]++
 					}
 				}
-				l.notifyLocked()
-				l.mu.Unlock()
-			default:
-				l.record(group, name, line)
 			}
+			l.notifyLocked()
+			l.mu.Unlock()
+		default:
+			l.record(group, name, line)
 		}
-	}()
-	return in
+	})
 }
 
 // Java members: in a range group with franz-go each record is consumed once and a leaving

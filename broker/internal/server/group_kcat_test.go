@@ -3,7 +3,6 @@ package server_test
 import (
 	"github.com/spoolmq/spool/broker/brokertest"
 
-	"bufio"
 	"context"
 	"os/exec"
 	"testing"
@@ -30,27 +29,7 @@ func TestGroupKcatAndFranzGoMixed(t *testing.T) {
 	cmd := exec.Command(kcat, "-b", b.Addr, "-G", group, "-u", "-q", "-f", "%s\n",
 		"-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=300", "-X", "auto.commit.interval.ms=100",
 		"-X", "partition.assignment.strategy=range,roundrobin", "-o", "beginning", topic)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			l.mu.Lock()
-			if l.consumed[group] == nil {
-				l.consumed[group] = map[string]int{}
-			}
-			l.consumed[group][sc.Text()]++
-			l.by[group+"/"+sc.Text()] = "kcat"
-			l.notifyLocked()
-			l.mu.Unlock()
-		}
-	}()
+	startProcessMember(t, cmd, func(line string) { l.record(group, "kcat", line) })
 	adm := kadm.NewClient(mustClient(t, b.Addr))
 	waitDescribed(t, ctx, adm, group, "a stable group of two", func(d kadm.DescribedGroup) bool {
 		return d.State == "Stable" && len(d.Members) == 2 && d.Protocol == "range"

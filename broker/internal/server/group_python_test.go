@@ -19,6 +19,16 @@ import (
 func (l *groupLedger) startPythonMember(t *testing.T, addr, kind, topic, group string) (io.WriteCloser, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command("/usr/bin/python3", "testdata/group_consume.py", kind, addr, topic, group)
+	in := startProcessMember(t, cmd, func(line string) { l.record(group, kind, line) })
+	return in, cmd
+}
+
+// startProcessMember starts cmd, a group member in another client's program, and hands each
+// line it prints to onLine (on a goroutine of its own); closing the returned stdin makes the
+// program leave the group (the testdata programs' convention). Its stderr goes to the test log,
+// and it is killed at cleanup.
+func startProcessMember(t *testing.T, cmd *exec.Cmd, onLine func(line string)) io.WriteCloser {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -35,17 +45,10 @@ func (l *groupLedger) startPythonMember(t *testing.T, addr, kind, topic, group s
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			l.mu.Lock()
-			if l.consumed[group] == nil {
-				l.consumed[group] = map[string]int{}
-			}
-			l.consumed[group][sc.Text()]++
-			l.by[group+"/"+sc.Text()] = kind
-			l.notifyLocked()
-			l.mu.Unlock()
+			onLine(sc.Text())
 		}
 	}()
-	return in, cmd
+	return in
 }
 
 type testWriter struct{ t *testing.T }

@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 
+	"github.com/spoolmq/spool/broker/internal/metrics"
+
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/peer"
 	"github.com/spoolmq/spool/broker/internal/security"
@@ -25,7 +27,7 @@ func (s *Server) peerSecurity() (*peer.Security, error) {
 	if !l.TLS() && !l.SASL() {
 		return nil, nil
 	}
-	sec := &peer.Security{}
+	sec := &peer.Security{Counts: &s.peerAuth}
 	if l.TLS() {
 		t, err := security.NewTLS(s.conf.SSL(name), s.log.With("listener", name, "side", "inter-broker client"))
 		if err != nil {
@@ -41,4 +43,9 @@ func (s *Server) peerSecurity() (*peer.Security, error) {
 		sec.Mechanism, sec.User, sec.Password = cr.Mechanism, cr.User, cr.Password
 	}
 	return sec, nil
+}
+
+// peerAuthStats is what the metrics report of this broker's authentications to the others.
+func (s *Server) peerAuthStats() metrics.PeerAuthStats {
+	return metrics.PeerAuthStats{Authentications: s.peerAuth.Authentications.Load(), Reauthentications: s.peerAuth.Reauthentications.Load()}
 }

@@ -15,11 +15,12 @@ import (
 	"github.com/spoolmq/spool/broker/internal/metrics"
 )
 
-// Flood limits: how many connections the broker keeps (max.connections, per client address
-// max.connections.per.ip with max.connections.per.ip.overrides) and how much memory requests
-// still being read may hold (queued.max.request.bytes). A connection over a limit is closed as
-// soon as it is accepted; a reader short of request memory waits for it, so a flood of
-// half-sent frames costs the broker what they actually sent, up to the bound, and no more.
+// Flood limits: how many connections the broker keeps (max.connections, per listener
+// listener.name.<listener>.max.connections, per client address max.connections.per.ip with
+// max.connections.per.ip.overrides) and how much memory requests still being read may hold
+// (queued.max.request.bytes). A connection over a limit is closed as soon as it is accepted; a
+// reader short of request memory waits for it, so a flood of half-sent frames costs the broker
+// what they actually sent, up to the bound, and no more.
 
 // refusalLogInterval is how often refused connections are logged (as a count), so a flood
 // does not become a flood of log lines.
@@ -34,12 +35,24 @@ type connLimits struct {
 	// not apply to it, so a client flood cannot cut replication.
 	exempt string
 
+	// listeners are the listeners with a limit of their own (KIP-402), by name. Unlike
+	// max.connections it binds the inter-broker listener too.
+	listeners map[string]*listenerLimit
+
 	mu    sync.Mutex
 	total int
 	byIP  map[string]int
 
 	refusedTotal, refusedIP atomic.Int64 // cumulative, for metrics
 	log                     refusalLog
+}
+
+// listenerLimit is one listener's listener.name.<listener>.max.connections.
+type listenerLimit struct {
+	property string // the property's name, as metrics and logs give it
+	max      int
+	open     int          // guarded by connLimits.mu
+	refused  atomic.Int64 // cumulative, for metrics
 }
 
 // newConnLimits reads the connection limits. Hostnames in the overrides are resolved once,
@@ -49,6 +62,14 @@ func newConnLimits(conf *config.Config, clustered bool, log *slog.Logger) (*conn
 		overrides: map[string]int{}, byIP: map[string]int{}, log: refusalLog{log: log}}
 	if clustered {
 		l.exempt = conf.InterBrokerListener()
+	}
+	for _, lc := range conf.Listeners() {
+		if n, ok := conf.ListenerMaxConnections(lc.Name); ok {
+			if l.listeners == nil {
+				l.listeners = map[string]*listenerLimit{}
+			}
+			l.listeners[lc.Name] = &listenerLimit{property: config.ListenerMaxConnectionsName(lc.Name), max: n}
+		}
 	}
 	ov, err := parseIPOverrides(conf.Get(config.MaxConnectionsPerIPOverrides))
 	if err != nil {
@@ -110,6 +131,12 @@ func (l *connLimits) admit(listener, host string) (ok bool) {
 		l.log.refused(config.MaxConnectionsPerIP, host)
 		return false
 	}
+	ll := l.listeners[listener]
+	if ll != nil && ll.open >= ll.max {
+		ll.refused.Add(1)
+		l.log.refused(ll.property, host)
+		return false
+	}
 	if listener != l.exempt && l.total >= l.max {
 		l.refusedTotal.Add(1)
 		l.log.refused(config.MaxConnections, host)
@@ -117,13 +144,19 @@ func (l *connLimits) admit(listener, host string) (ok bool) {
 	}
 	l.total++
 	l.byIP[host]++
+	if ll != nil {
+		ll.open++
+	}
 	return true
 }
 
 // release uncounts a connection admit let in.
-func (l *connLimits) release(host string) {
+func (l *connLimits) release(listener, host string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if ll := l.listeners[listener]; ll != nil {
+		ll.open--
+	}
 	l.total--
 	if l.byIP[host]--; l.byIP[host] <= 0 {
 		delete(l.byIP, host)
@@ -217,12 +250,20 @@ func (s *Server) limitStats() metrics.LimitStats {
 	s.reqMem.mu.Lock()
 	used := s.reqMem.used
 	s.reqMem.mu.Unlock()
+	var byListener map[string]int64
+	for _, ll := range s.connLimits.listeners {
+		if byListener == nil {
+			byListener = map[string]int64{}
+		}
+		byListener[ll.property] = ll.refused.Load()
+	}
 	return metrics.LimitStats{
 		RequestMemoryUsed:  used,
 		RequestMemoryLimit: s.reqMem.limit,
 		RequestMemoryWaits: s.reqMem.waits.Load(),
 		RefusedMax:         s.connLimits.refusedTotal.Load(),
 		RefusedPerIP:       s.connLimits.refusedIP.Load(),
+		RefusedByListener:  byListener,
 		MaxConnections:     int64(s.connLimits.max),
 	}
 }

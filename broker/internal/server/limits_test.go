@@ -68,6 +68,54 @@ func TestConnectionLimits(t *testing.T) {
 	}
 }
 
+// TestListenerConnectionLimit: listener.name.<listener>.max.connections (KIP-402) caps one
+// listener and leaves the others alone, and the broker-wide max.connections still caps them all.
+func TestListenerConnectionLimit(t *testing.T) {
+	b := startBroker(t, map[string]string{
+		"listeners":                            "CLIENT://127.0.0.1:0,OTHER://127.0.0.1:0",
+		"listener.security.protocol.map":       "CLIENT:PLAINTEXT,OTHER:PLAINTEXT",
+		"listener.name.client.max.connections": "2",
+		"max.connections":                      "3",
+		"spool.metrics.listener":               "127.0.0.1:0",
+	})
+	client, other := b.Listener(t, "CLIENT"), b.Listener(t, "OTHER")
+	refused := func(limit string) float64 {
+		return value(scrape(t, b.MetricsAddr), "spool_connections_refused_total", map[string]string{"spool_limit": limit})
+	}
+	const own = "listener.name.client.max.connections"
+	var conns []*rawClient
+	for i := range 2 {
+		c := dial(t, client)
+		if !served(c) {
+			t.Fatalf("CLIENT connection %d of 2 refused", i+1)
+		}
+		conns = append(conns, c)
+	}
+	dial(t, client).expectClosed()
+	if got := refused(own); got != 1 {
+		t.Errorf("spool_connections_refused_total{spool_limit=%q} = %v, want 1", own, got)
+	}
+	// The other listener has no limit of its own: it takes the broker-wide third place...
+	if c := dial(t, other); !served(c) {
+		t.Fatal("OTHER refused while CLIENT was at its own limit")
+	}
+	// ...and then max.connections refuses it, counted under its own label, not the listener's.
+	dial(t, other).expectClosed()
+	if got := refused("max.connections"); got != 1 {
+		t.Errorf("spool_connections_refused_total{spool_limit=\"max.connections\"} = %v, want 1", got)
+	}
+	if got := refused(own); got != 1 {
+		t.Errorf("spool_connections_refused_total{spool_limit=%q} = %v after a max.connections refusal, want still 1", own, got)
+	}
+	// A CLIENT connection that closes frees a CLIENT place.
+	conns[0].conn.Close()
+	brokertest.WaitFor(t, 10*time.Second, "a new CLIENT connection to be served after one closed", func() bool {
+		c := dial(t, client)
+		defer c.conn.Close()
+		return served(c)
+	})
+}
+
 // liveHeap is the heap the last garbage collection found live, after a fresh collection.
 func liveHeap() uint64 {
 	runtime.GC() // twice: the frame pools' caches survive one collection

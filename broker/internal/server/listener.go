@@ -40,8 +40,10 @@ type saslConfig struct {
 // saslSession is a connection's SASL state. Only the connection's reader goroutine touches
 // it (handlers' synchronous parts).
 type saslSession struct {
-	cfg           *saslConfig
-	mechanism     string // chosen by SaslHandshake
+	cfg       *saslConfig
+	mechanism string // chosen by SaslHandshake
+	// raw: the handshake was v0, so the tokens come as raw frames until authenticated.
+	raw           bool
 	authenticated bool
 	failed        bool // the exchange failed: the connection closes after the reply
 	principal     string

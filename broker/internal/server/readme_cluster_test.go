@@ -59,25 +59,7 @@ echo RECOVERED
 // readmeBlock is the first sh block of the README section that starts with heading.
 func readmeBlock(t *testing.T, heading string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(readme)
-	i := strings.Index(section, heading+"\n")
-	if i < 0 {
-		t.Fatalf("README has no %s section", heading)
-	}
-	section = section[i:]
-	start := strings.Index(section, "```sh\n")
-	if start < 0 {
-		t.Fatalf("no sh block in %s", heading)
-	}
-	end := strings.Index(section[start+6:], "```")
-	if end < 0 {
-		t.Fatalf("no end to the sh block in %s", heading)
-	}
-	return section[start+6 : start+6+end]
+	return brokertest.ReadmeBlocks(t, "../../../README.md", heading)[0]
 }
 
 // readmeDir is a directory to run a README block in, with bin/spoold.

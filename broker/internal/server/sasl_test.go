@@ -7,7 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,33 +20,32 @@ import (
 
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/broker/brokertest/testca"
+	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 const plainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";`
 
 // saslBroker has a PLAINTEXT, a SASL_PLAINTEXT and a SASL_SSL listener, PLAIN with the users
 // admin and alice; it returns the CA of the SASL_SSL listener's certificate.
-func saslBroker(t *testing.T) (*brokertest.Broker, *testca.CA) {
+func saslBroker(t testing.TB) (*brokertest.Broker, *testca.CA) {
 	ca := testca.New(t)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
 		"listeners":               "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
 		"sasl.enabled.mechanisms": "PLAIN",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
 		"listener.name.sasl_ssl.plain.sasl.jaas.config":       plainJAAS,
-		"ssl.keystore.type":     "PEM",
-		"ssl.keystore.location": ca.Server(t, "broker").File,
+		"ssl.keystore.type":      "PEM",
+		"ssl.keystore.location":  ca.Server(t, "broker").File,
+		"spool.metrics.listener": "127.0.0.1:0",
 	}})
 	return b, ca
 }
 
-// franz-go authenticates with PLAIN over SASL_PLAINTEXT and SASL_SSL, and each listener's
-// metadata names its own port.
+// franz-go authenticates with PLAIN over SASL_SSL (SASL_PLAINTEXT with PLAIN is a cell of
+// TestClientSecurityMatrix), and the listener's metadata names its own port.
 func TestFranzSASLPlain(t *testing.T) {
 	b, ca := saslBroker(t)
 	alice := kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())
-	if err := produceConsume(t, "sasl-plain", 10, kgo.SeedBrokers(b.Listener(t, "SASL_PLAINTEXT")), alice); err != nil {
-		t.Fatalf("SASL_PLAINTEXT: %v", err)
-	}
 	tlsOpt := kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool()})
 	if err := produceConsume(t, "sasl-ssl", 10, kgo.SeedBrokers(b.Listener(t, "SASL_SSL")), alice, tlsOpt); err != nil {
 		t.Fatalf("SASL_SSL: %v", err)
@@ -75,6 +74,11 @@ func TestSASLRefusals(t *testing.T) {
 	}
 	if len(messages) == 2 && messages[0] != messages[1] {
 		t.Errorf("the refusals differ, telling which users exist: %q vs %q", messages[0], messages[1])
+	}
+	// Each refusal is counted, by listener and mechanism.
+	failures := map[string]string{"spool_listener": "SASL_PLAINTEXT", "spool_mechanism": "PLAIN"}
+	if got := value(scrape(t, b.MetricsAddr), "spool_authentication_failures_total", failures); got < 2 {
+		t.Errorf("spool_authentication_failures_total%v = %v after two refusals, want ≥ 2", failures, got)
 	}
 	scramOpt := kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())
 	if err := metadataErr(t, kgo.SeedBrokers(addr), scramOpt); !errors.Is(err, kerr.UnsupportedSaslMechanism) {
@@ -130,24 +134,46 @@ func TestSASLRequestBeforeAuthentication(t *testing.T) {
 	}
 }
 
-// kcat (librdkafka) authenticates with PLAIN over SASL_PLAINTEXT.
-func TestKcatSASLPlain(t *testing.T) {
-	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
+// After a SaslHandshake v0 the mechanism's tokens come as raw frames (Kafka before KIP-152; what
+// kafka-python 2.0 sends): the right PLAIN password gets an empty frame and the connection is
+// served; a wrong one, a token over sasl.server.max.receive.size and an empty token each get
+// the connection closed, with no answer.
+func TestSASLHandshakeV0RawTokens(t *testing.T) {
 	b, _ := saslBroker(t)
-	sasl := []string{"-b", b.Listener(t, "SASL_PLAINTEXT"), "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=PLAIN",
-		"-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"}
-	run(t, "one\ntwo\n", kcat, append(sasl, "-P", "-t", "kcat-sasl")...)
-	if out := run(t, "", kcat, append(sasl, "-C", "-t", "kcat-sasl", "-o", "beginning", "-e", "-q")...); out != "one\ntwo\n" {
-		t.Errorf("kcat over SASL_PLAINTEXT read %q", out)
+	handshake := func() *rawClient {
+		t.Helper()
+		c := dial(t, b.Listener(t, "SASL_PLAINTEXT"))
+		var resp wire.SaslHandshakeResponse
+		c.roundTrip(&wire.SaslHandshakeRequest{Mechanism: "PLAIN"}, &resp, 0)
+		if resp.ErrorCode != 0 || !slices.Equal(resp.Mechanisms, []string{"PLAIN"}) {
+			t.Fatalf("SaslHandshake v0: %+v", resp)
+		}
+		return c
 	}
-	// A wrong password: librdkafka reports the broker's SASL_AUTHENTICATION_FAILED and gives up.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kcat, "-b", b.Listener(t, "SASL_PLAINTEXT"), "-X", "security.protocol=sasl_plaintext",
-		"-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=guess", "-P", "-t", "kcat-sasl")
-	cmd.Stdin = strings.NewReader("refused\n")
-	out, err := cmd.CombinedOutput()
-	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "Authentication failed: Invalid username or password") {
-		t.Errorf("kcat with a wrong password: %v\n%s", err, out)
+	token := func(c *rawClient, tok string) {
+		c.writeRaw(append(binary.BigEndian.AppendUint32(nil, uint32(len(tok))), tok...))
 	}
+
+	c := handshake()
+	token(c, "\x00alice\x00alice-secret")
+	if f, err := c.frame(); err != nil || len(f) != 0 {
+		t.Fatalf("the right password: frame %x, %v; want an empty one", f, err)
+	}
+	var md wire.MetadataResponse
+	c.roundTrip(&wire.MetadataRequest{}, &md, 1)
+	if len(md.Brokers) != 1 {
+		t.Errorf("Metadata after raw PLAIN: %+v", md)
+	}
+
+	c = handshake()
+	token(c, "\x00alice\x00guess")
+	c.expectClosed()
+
+	c = handshake()
+	token(c, "")
+	c.expectClosed()
+
+	c = handshake()
+	c.writeRaw(binary.BigEndian.AppendUint32(nil, 1<<20)) // over the default 512 KiB; no body follows
+	c.expectClosed()
 }

@@ -3,10 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
-	"os/exec"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,10 +48,11 @@ func alterSCRAM(t *testing.T, adm *kadm.Client, del []kadm.DeleteSCRAM, up []kad
 	}
 }
 
-// franz-go and kcat (librdkafka) authenticate with SCRAM-SHA-256 and SCRAM-SHA-512 using
-// credentials created through AlterUserScramCredentials; a wrong password is refused; a
-// deleted credential stops working; DescribeUserScramCredentials lists mechanisms and
-// iterations; credentials survive a restart; Kafka's iteration bounds hold.
+// franz-go authenticates with SCRAM-SHA-256 and SCRAM-SHA-512 using credentials created
+// through AlterUserScramCredentials (every client's SCRAM-SHA-512 over SASL_SSL is in
+// TestClientSecurityMatrix); a wrong password is refused; a deleted credential stops working;
+// DescribeUserScramCredentials lists mechanisms and iterations; credentials survive a restart;
+// Kafka's iteration bounds hold.
 func TestSCRAM(t *testing.T) {
 	b := scramBroker(t, "")
 	adm := scramAdmin(t, b)
@@ -115,26 +113,6 @@ func TestSCRAM(t *testing.T) {
 	}
 	if codes["bob"] != kerr.UnacceptableCredential.Code || codes["carol"] != kerr.ResourceNotFound.Code {
 		t.Errorf("1000 iterations and deleting a missing credential: %v, want UNACCEPTABLE_CREDENTIAL and RESOURCE_NOT_FOUND", codes)
-	}
-
-	// kcat (librdkafka's SCRAM) with the same credentials.
-	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
-	as := func(pass string) []string {
-		return []string{"-b", b.Listener(t, "SASL_PLAINTEXT"), "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=SCRAM-SHA-512",
-			"-X", "sasl.username=alice", "-X", "sasl.password=" + pass}
-	}
-	run(t, "one\ntwo\n", kcat, append(as("alice-scram"), "-P", "-t", "kcat-scram")...)
-	if out := run(t, "", kcat, append(as("alice-scram"), "-C", "-t", "kcat-scram", "-o", "beginning", "-e", "-q")...); out != "one\ntwo\n" {
-		t.Errorf("kcat with SCRAM-SHA-512 read %q", out)
-	}
-	kctx, cancel := context.WithTimeout(ctx, time.Minute) // a bound on a hang
-	cmd := exec.CommandContext(kctx, kcat, append(as("guess"), "-P", "-t", "kcat-scram")...)
-	cmd.Stdin = strings.NewReader("refused\n")
-	out, err := cmd.CombinedOutput()
-	hung := kctx.Err() != nil
-	cancel()
-	if err == nil || hung || !strings.Contains(string(out), "Authentication failed") {
-		t.Errorf("kcat with a wrong SCRAM password: %v\n%s", err, out)
 	}
 
 	// Deleting the SHA-256 credential: that mechanism stops working, the other does not.

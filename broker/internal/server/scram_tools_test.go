@@ -2,9 +2,6 @@ package server_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,22 +17,9 @@ import (
 // Kafka's kafka-configs.sh --alter --add-config 'SCRAM-SHA-512=[...]' (ConfigCommand, through
 // AlterUserScramCredentials) creates a user that then authenticates with SCRAM-SHA-512.
 func TestKafkaConfigsSCRAM(t *testing.T) {
-	cp := brokertest.KafkaJars(t)
-	java := brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
 	b := scramBroker(t, "")
-	props := filepath.Join(t.TempDir(), "admin.properties")
-	if err := os.WriteFile(props, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"+
-		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound on a hang
-	defer cancel()
-	cmd := exec.CommandContext(ctx, java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "kafka.admin.ConfigCommand",
-		"--bootstrap-server", b.Listener(t, "SASL_PLAINTEXT"), "--command-config", props,
-		"--alter", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=carol-secret]", "--entity-type", "users", "--entity-name", "carol")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kafka-configs.sh --alter: %v\n%s", err, out)
-	}
+	configs := kafkaAdminTool(t, b.Listener(t, "SASL_PLAINTEXT"), "kafka.admin.ConfigCommand")
+	configs("--alter", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=carol-secret]", "--entity-type", "users", "--entity-name", "carol")
 	carol := kgo.SASL(scram.Auth{User: "carol", Pass: "carol-secret"}.AsSha512Mechanism())
 	if err := produceConsume(t, "configs-scram", 3, kgo.SeedBrokers(b.Listener(t, "SASL_PLAINTEXT")), carol); err != nil {
 		t.Errorf("SCRAM-SHA-512 with the credential kafka-configs.sh set: %v", err)

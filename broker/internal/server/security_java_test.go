@@ -4,15 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-
-	"github.com/spoolmq/spool/broker/brokertest"
-	"github.com/spoolmq/spool/broker/brokertest/testca"
 )
 
 // The Java client produces and consumes over SSL, SASL_SSL with SCRAM-SHA-512 (a user made
@@ -20,21 +16,7 @@ import (
 // README gives; a wrong password is refused with an AuthenticationException on both SASL
 // listeners.
 func TestJavaClientSecurity(t *testing.T) {
-	ca := testca.New(t)
-	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
-		"listeners":               "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-		"ssl.keystore.type":       "PEM",
-		"ssl.keystore.location":   ca.Server(t, "broker").File,
-		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-		"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS,
-		"listener.name.sasl_ssl.plain.sasl.jaas.config":       plainJAAS,
-	}})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Listener(t, "SASL_PLAINTEXT")), kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	alterSCRAM(t, kadm.NewClient(cl), nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "carol-secret"}})
+	b, ca, _ := securityBroker(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -62,5 +44,22 @@ func TestJavaClientSecurity(t *testing.T) {
 			}
 			run(t, b.Listener(t, tc.listener), props, "java-"+tc.name, tc.mode)
 		})
+	}
+}
+
+// The ACL matrix through the Java Admin, producer and consumer (testdata/security_AclMatrix.java):
+// no ACL denies produce, fetch, metadata and admin; createAcls with a PREFIXED ALLOW lets a
+// denied send succeed on matching topics only; a DENY overrides it; deleteAcls makes the send
+// fail again with TopicAuthorizationException; the super user needs no ACL. What the Java Admin
+// left behind is what kadm reads.
+func TestJavaAdminACLs(t *testing.T) {
+	b := aclBroker(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run := compileJavaProgram(t, ctx, "testdata/security_AclMatrix.java", "AclMatrix")
+	run(t, b.Listener(t, "SASL_PLAINTEXT"))
+	got, err := describeACLs(kadm.NewClient(aclClient(t, b, "admin")))
+	if want := []string{"TOPIC:LITERAL:jacl-logs-secret:WRITE:DENY"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ACLs after the Java Admin: %v %v, want %v", got, err, want)
 	}
 }

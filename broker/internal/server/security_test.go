@@ -148,19 +148,6 @@ func TestTLSEnabledProtocols(t *testing.T) {
 	}
 }
 
-// kcat (librdkafka) produces and consumes over SSL, checking the broker certificate.
-func TestKcatOverSSL(t *testing.T) {
-	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
-	ca := testca.New(t)
-	b := brokertest.Start(t, brokertest.Options{Props: sslProps(ca, ca.Server(t, "broker"))})
-	ssl := []string{"-b", b.Listener(t, "SSL"), "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + ca.File}
-	run(t, "one\ntwo\nthree\n", kcat, append(ssl, "-P", "-t", "kcat-ssl")...)
-	out := run(t, "", kcat, append(ssl, "-C", "-t", "kcat-ssl", "-o", "beginning", "-e", "-q")...)
-	if out != "one\ntwo\nthree\n" {
-		t.Errorf("kcat over SSL read %q", out)
-	}
-}
-
 // Mutual TLS: with ssl.client.auth=required a client certificate signed by the CA gets in; a
 // client without one, or with one from another CA, is refused.
 func TestMutualTLSRequired(t *testing.T) {
@@ -200,7 +187,9 @@ func TestMutualTLSRequired(t *testing.T) {
 // A plaintext Kafka client on the SSL port has its connection closed, without a Kafka answer.
 func TestPlaintextClientOnSSLPort(t *testing.T) {
 	ca := testca.New(t)
-	b := brokertest.Start(t, brokertest.Options{Props: sslProps(ca, ca.Server(t, "broker"))})
+	props := sslProps(ca, ca.Server(t, "broker"))
+	props["spool.metrics.listener"] = "127.0.0.1:0"
+	b := brokertest.Start(t, brokertest.Options{Props: props})
 	c, err := net.Dial("tcp", b.Listener(t, "SSL"))
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +220,11 @@ func TestPlaintextClientOnSSLPort(t *testing.T) {
 	defer cancel()
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("plaintext franz-go on the SSL port: %v, want a closed connection", err)
+	}
+	// The failed handshakes are counted as failed authentications of the SSL listener.
+	failures := map[string]string{"spool_listener": "SSL", "spool_mechanism": "SSL"}
+	if got := value(scrape(t, b.MetricsAddr), "spool_authentication_failures_total", failures); got < 1 {
+		t.Errorf("spool_authentication_failures_total%v = %v, want ≥ 1", failures, got)
 	}
 }
 

@@ -79,6 +79,7 @@ type Server struct {
 	scram         *scramUsers        // SCRAM credentials (scram.go)
 	connLimits    *connLimits        // max.connections* (limits.go)
 	reqMem        *requestMemory     // queued.max.request.bytes (limits.go)
+	peerAuth      peer.AuthCounts    // SASL authentications to other brokers (interbroker.go)
 
 	// Operations: metrics is nil unless spool.metrics.listener is set; ready is set once the
 	// broker serves (and, in cluster mode, is registered in ZooKeeper).
@@ -438,7 +439,7 @@ func (s *Server) accept(l *listener) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.connLimits.release(host)
+			defer s.connLimits.release(l.conf.Name, host)
 			s.serveConn(s.ctx, l, nc)
 		}()
 	}

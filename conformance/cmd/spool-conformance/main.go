@@ -3,7 +3,8 @@
 //
 //	spool-conformance --bootstrap 127.0.0.1:9092 [--driver go|franz-go|c|python|java]
 //	                  [--driver-cmd CMD] [--java-classpath CP] [--cases PATTERN] [--junit FILE]
-//	                  [--json] [--list]
+//	                  [--json] [--list] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
+//	                  [--sasl-mechanism M --sasl-username U [--sasl-password P]]
 //	spool-conformance --target spool,spool-cluster,kafka,kafka-cluster --driver go,java
 //	                  [--markdown FILE] [--junit FILE] [--cases PATTERN]
 //	spool-conformance reference-kafka [--stop]
@@ -28,6 +29,7 @@ import (
 	"github.com/spoolmq/spool/conformance"
 	"github.com/spoolmq/spool/conformance/drivers"
 	"github.com/spoolmq/spool/conformance/targets"
+	"github.com/spoolmq/spool/sdk-go/clientflags"
 )
 
 func main() {
@@ -68,6 +70,9 @@ type flags struct {
 	asJSON, list                                                   bool
 	parallel                                                       int
 	timeout                                                        time.Duration
+	// security holds librdkafka's keys of the security flags (nil: plaintext), for the
+	// suite's connections and every driver's client.
+	security map[string]string
 }
 
 func runErr(args []string, stdout, stderr io.Writer) error {
@@ -92,11 +97,13 @@ func runErr(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.timeout, "case-timeout", 60*time.Second, "time limit of each case")
 	fs.StringVar(&f.targetsDir, "targets-dir", filepath.Join("bench", ".cache", "conformance-targets"), "`DIR` of the targets' data and logs, and of make reference-kafka's state")
 	fs.StringVar(&f.spoold, "spoold", "", "the spoold binary for the spool targets (default: spoold beside this program, else on PATH)")
+	sec := clientflags.Add(fs, nil) // the spool CLI's --tls*/--sasl-* flags
 	fs.StringVar(&f.kafkaLibs, "kafka-libs", filepath.Join("bench", ".cache", "kafka-"+targets.KafkaVersion, "libs"), "`DIR` of Apache Kafka's jars for the kafka targets (make reference-kafka fetches them)")
 	usage := func() {
 		fs.SetOutput(stderr)
 		fmt.Fprintf(stderr, "Usage: spool-conformance --bootstrap HOST:PORT [flags]\n       spool-conformance --target spool,kafka,... [flags]\n       spool-conformance reference-kafka [--stop]\n\n"+
-			"Runs Spool's conformance cases against a Kafka-compatible broker and prints a table\n(case, result, time, message) and a summary line. Exits 1 if any case failed, 2 on bad usage.\n\nFlags:\n")
+			"Runs Spool's conformance cases against a Kafka-compatible broker and prints a table\n(case, result, time, message) and a summary line. Exits 1 if any case failed, 2 on bad usage.\n\n"+
+			"A secured broker of your own (--bootstrap): "+clientflags.Help+"The suite's own connections and every driver's client use them (librdkafka's keys; the java\ndriver maps them to the Java client's).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	// Parse quietly: a bad flag gets one line from run, not the whole usage.
@@ -127,6 +134,12 @@ func runErr(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.parallel < 1 {
 		return usageError{"--parallel must be at least 1"}
+	}
+	if f.security, err = sec.Keys(); err != nil {
+		return usageError{err.Error()}
+	}
+	if f.security != nil && f.target != "" {
+		return usageError{"--tls*/--sasl-* flags are for --bootstrap (a secured broker of your own): --target starts plaintext brokers"}
 	}
 	var names []string
 	if f.target != "" {
@@ -289,7 +302,7 @@ func runDrivers(ctx context.Context, f flags, targetName, bootstrap string, ds [
 				continue
 			}
 		}
-		cfg := conformance.Config{Bootstrap: bootstrap, Driver: d, Parallel: f.parallel, CaseTimeout: f.timeout}
+		cfg := conformance.Config{Bootstrap: bootstrap, Driver: d, Parallel: f.parallel, CaseTimeout: f.timeout, Security: f.security}
 		if d.Name() == "java" {
 			// A JVM per client: fewer at once, and time for their starts.
 			cfg.Parallel, cfg.CaseTimeout = min(f.parallel, 3), max(f.timeout, 3*time.Minute)

@@ -36,6 +36,10 @@ func TestBadUsageExits2(t *testing.T) {
 		{"--target", "spool,mainframe"},
 		{"--bootstrap", "127.0.0.1:1", "--target", "spool"},
 		{"--target", "spool", "--driver", "go,cobol"},
+		{"--bootstrap", "127.0.0.1:1", "--sasl-username", "u"}, // no --sasl-mechanism
+		{"--bootstrap", "127.0.0.1:1", "--sasl-mechanism", "GSSAPI", "--sasl-username", "u"},
+		{"--bootstrap", "127.0.0.1:1", "--tls-ca", "/nonexistent/ca.pem"},
+		{"--target", "spool", "--tls"}, // targets start plaintext brokers
 		{"reference-kafka", "--bogus"},
 		{"reference-kafka", "extra"},
 	} {

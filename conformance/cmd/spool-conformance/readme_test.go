@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,27 +13,9 @@ import (
 	"github.com/spoolmq/spool/broker/brokertest"
 )
 
-var shBlock = regexp.MustCompile("(?ms)^```sh\n(.*?)^```$")
-
 // conformanceBlocks are the sh blocks of the root README's "## Conformance" section.
 func conformanceBlocks(t *testing.T) []string {
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	i := strings.Index(text, "\n## Conformance\n")
-	if i < 0 {
-		t.Fatal("README.md has no Conformance section")
-	}
-	section := text[i+1:]
-	if j := strings.Index(section[3:], "\n## "); j >= 0 {
-		section = section[:3+j]
-	}
-	var blocks []string
-	for _, m := range shBlock.FindAllStringSubmatch(section, -1) {
-		blocks = append(blocks, m[1])
-	}
+	blocks := brokertest.ReadmeBlocks(t, filepath.Join("..", "..", "..", "README.md"), "## Conformance")
 	if len(blocks) < 3 {
 		t.Fatalf("README.md Conformance: %d sh blocks, want at least 3", len(blocks))
 	}

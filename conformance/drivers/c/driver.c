@@ -6,6 +6,8 @@
  * Requests the C API cannot serve are answered with "unsupported" and the reason, which the
  * suite reports as a skipped case: a producer timestamp (spool_produce takes none). A group
  * member's assignment is what its rebalance callback was told, inside spool_consumer_poll.
+ * The open request's "config" keys (librdkafka's security keys: security.protocol,
+ * ssl.ca.location, sasl.*) go to spool_conf_set as they are, for every client of the session.
  *
  * Build: cc -std=c11 -o spool-driver-c driver.c json.c $(pkg-config --cflags --libs spool) */
 #define _POSIX_C_SOURCE 200809L
@@ -21,8 +23,8 @@
 
 /* The client of this session. */
 static struct {
-    char bootstrap[512];
     char group[512];
+    spool_conf_t *base; /* bootstrap.servers, client.id and the open request's "config" keys */
     spool_producer_t *producer;
     spool_consumer_t *consumer;
     int manual; /* partitioner "manual": records go to their partition */
@@ -80,13 +82,27 @@ static int set(spool_conf_t *c, const char *key, const char *value) {
     return 0;
 }
 
-static spool_conf_t *base_conf(void) {
+/* base_conf is a new copy of the session's base configuration. */
+static spool_conf_t *base_conf(void) { return spool_conf_dup(cl.base); }
+
+/* make_base sets the session's base configuration from the open request. */
+static int make_base(const jval_t *req) {
     spool_conf_t *c = spool_conf_new();
-    if (set(c, "bootstrap.servers", cl.bootstrap) < 0 || set(c, "client.id", "spool-conformance-c") < 0) {
+    if (set(c, "bootstrap.servers", json_str(req, "bootstrap", "")) < 0 || set(c, "client.id", "spool-conformance-c") < 0) {
         spool_conf_destroy(c);
-        return NULL;
+        return -1;
     }
-    return c;
+    const jval_t *config = json_get(req, "config");
+    for (size_t i = 0; config != NULL && config->type == J_OBJ && i < config->len; i++) {
+        const jval_t *kv = &config->kids[i];
+        if (kv->type != J_STR || set(c, kv->key, kv->s) < 0) {
+            if (kv->type != J_STR) snprintf(errbuf, sizeof errbuf, "open: config %.100s: not a string", kv->key);
+            spool_conf_destroy(c);
+            return -1;
+        }
+    }
+    cl.base = c;
+    return 0;
 }
 
 /* The partitions the rebalance callback named: owned now, and revoked or lost so far. */
@@ -170,7 +186,9 @@ static void write_partitions(FILE *out, int revoked) {
 /* open: the producer now; with a group, the consumer too, subscribed. */
 static outcome_t do_open(const jval_t *req) {
     if (cl.producer != NULL) return fail("open: the client is open already%s", "");
-    snprintf(cl.bootstrap, sizeof cl.bootstrap, "%s", json_str(req, "bootstrap", ""));
+    if (cl.base != NULL) spool_conf_destroy(cl.base); /* of an open that failed */
+    cl.base = NULL;
+    if (make_base(req) < 0) return R_ERROR;
     spool_conf_t *pc = base_conf();
     if (pc == NULL) return R_ERROR;
     const char *acks = json_str(req, "acks", "all");
@@ -426,6 +444,7 @@ static void close_client(void) {
         spool_producer_flush(cl.producer, 10000);
         spool_producer_destroy(cl.producer);
     }
+    if (cl.base != NULL) spool_conf_destroy(cl.base);
     memset(&cl, 0, sizeof cl);
     for (size_t i = 0; i < rb.len; i++) free(rb.slots[i].topic);
     free(rb.slots);

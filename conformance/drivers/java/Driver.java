@@ -5,6 +5,9 @@
 // consumer without a group at the first consume). It depends on kafka-clients and its own
 // dependencies only, so its JSON reader and writer are the few lines below.
 //
+// The open request's "config" holds librdkafka's security keys; javaSecurity maps them to
+// the Java client's (sasl.jaas.config, PEM trust and key stores).
+//
 // Build: javac -cp 'KAFKA_LIBS/*' -d classes Driver.java; run: java -cp 'classes:KAFKA_LIBS/*' Driver
 
 import java.io.BufferedReader;
@@ -42,6 +45,7 @@ public final class Driver {
     private KafkaProducer<byte[], byte[]> producer;
     private KafkaConsumer<byte[], byte[]> consumer;
     private String bootstrap;
+    private Properties security = new Properties(); // the Java client's security properties of the session
     private boolean group;
     private boolean manual;
     // The partitions the group member owns and every one revoked or lost so far, from the
@@ -107,7 +111,9 @@ public final class Driver {
     private void open(Map<String, Object> req) {
         if (producer != null) throw new IllegalStateException("open: the client is open already");
         bootstrap = str(req, "bootstrap", "");
+        security = javaSecurity(req.get("config") instanceof Map<?, ?> m ? m : Map.of());
         Properties p = new Properties();
+        p.putAll(security);
         p.put("bootstrap.servers", bootstrap);
         p.put("client.id", "spool-conformance-java");
         p.put("acks", str(req, "acks", "all"));
@@ -175,6 +181,7 @@ public final class Driver {
 
     private Properties consumerProps() {
         Properties c = new Properties();
+        c.putAll(security);
         c.put("bootstrap.servers", bootstrap);
         c.put("client.id", "spool-conformance-java");
         return c;
@@ -289,6 +296,58 @@ public final class Driver {
     private static byte[] bytes(Map<String, Object> m, String key) {
         Object v = m.get(key);
         return v == null ? null : Base64.getDecoder().decode((String) v);
+    }
+
+    /**
+     * The Java client's properties for librdkafka's security keys: security.protocol as it is,
+     * sasl.mechanisms as sasl.mechanism with the user in sasl.jaas.config, ssl.ca.location as a
+     * PEM trust store, the client certificate and key as an inline PEM key store, and
+     * ssl.endpoint.identification.algorithm=none as the Java client's empty value.
+     */
+    static Properties javaSecurity(Map<?, ?> keys) {
+        Properties p = new Properties();
+        for (Map.Entry<?, ?> e : keys.entrySet()) {
+            String k = (String) e.getKey(), v = (String) e.getValue();
+            switch (k) {
+                case "security.protocol" -> p.put(k, v.toUpperCase());
+                case "sasl.mechanisms", "sasl.mechanism" -> p.put("sasl.mechanism", v.toUpperCase());
+                case "sasl.username", "sasl.password" -> { } // in sasl.jaas.config below
+                case "ssl.ca.location" -> {
+                    p.put("ssl.truststore.type", "PEM");
+                    p.put("ssl.truststore.location", v);
+                }
+                case "ssl.certificate.location" -> {
+                    p.put("ssl.keystore.type", "PEM");
+                    p.put("ssl.keystore.certificate.chain", read(v));
+                }
+                case "ssl.key.location" -> {
+                    p.put("ssl.keystore.type", "PEM");
+                    p.put("ssl.keystore.key", read(v));
+                }
+                case "ssl.endpoint.identification.algorithm" -> p.put(k, v.equals("none") ? "" : v);
+                default -> throw new IllegalArgumentException("open: config " + k + ": the Java driver does not map it");
+            }
+        }
+        if (keys.get("sasl.username") instanceof String user) {
+            String pass = keys.get("sasl.password") instanceof String s ? s : "";
+            String module = p.getProperty("sasl.mechanism", "").equals("PLAIN")
+                    ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                    : "org.apache.kafka.common.security.scram.ScramLoginModule";
+            p.put("sasl.jaas.config", module + " required username=\"" + jaasEscape(user) + "\" password=\"" + jaasEscape(pass) + "\";");
+        }
+        return p;
+    }
+
+    private static String jaasEscape(String s) {
+        return s.replace("\\", "\\\\").replace("\"", "\\\"");
+    }
+
+    private static String read(String path) {
+        try {
+            return java.nio.file.Files.readString(java.nio.file.Path.of(path));
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("open: reading " + path + ": " + e.getMessage(), e);
+        }
     }
 
     private static String str(Map<String, Object> m, String key, String def) {

@@ -34,8 +34,10 @@ def unb64(text):
 class Client:
     def __init__(self, req):
         self.bootstrap = req["bootstrap"]
-        conf = {"bootstrap.servers": self.bootstrap, "client.id": "spool-conformance-python",
-                "acks": req.get("acks") or "all"}
+        # The open request's "config": librdkafka's security keys, as they are, for every client.
+        self.base = dict(req.get("config") or {}, **{"bootstrap.servers": self.bootstrap,
+                                                     "client.id": "spool-conformance-python"})
+        conf = dict(self.base, acks=req.get("acks") or "all")
         if req.get("compression"):
             conf["compression.type"] = req["compression"]
         if req.get("idempotent") is not None:
@@ -48,8 +50,7 @@ class Client:
         self.consumer = None
         self.group = req.get("group") or ""
         if self.group:
-            cc = {"bootstrap.servers": self.bootstrap, "client.id": "spool-conformance-python",
-                  "group.id": self.group, "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+            cc = dict(self.base, **{"group.id": self.group, "enable.auto.commit": False, "auto.offset.reset": "earliest"})
             if req.get("session_timeout_ms"):
                 cc["session.timeout.ms"] = req["session_timeout_ms"]
                 cc["heartbeat.interval.ms"] = req["session_timeout_ms"] // 10
@@ -128,7 +129,7 @@ class Client:
         if partitions <= 0:
             raise Unsupported("consume without \"partitions\": the binding cannot look up a topic's partitions")
         if self.consumer is None:
-            self.consumer = spool.Consumer({"bootstrap.servers": self.bootstrap, "client.id": "spool-conformance-python"})
+            self.consumer = spool.Consumer(dict(self.base))
         start = req.get("from_offset", -2)
         if start < 0:
             start = spool.OFFSET_BEGINNING

@@ -5,44 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
 )
-
-// shBlock is a fenced ```sh block of a Markdown file.
-var shBlock = regexp.MustCompile("(?ms)^```sh\n(.*?)^```$")
-
-// readmeBlocks are the sh blocks of the section of file (relative to the repository root) that
-// starts with heading, up to the next heading of the same level.
-func readmeBlocks(t *testing.T, file, heading string) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	i := strings.Index(text, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("%s has no %q section", file, heading)
-	}
-	section := text[i+1:]
-	level := heading[:strings.IndexByte(heading, ' ')+1]
-	if j := strings.Index(section[len(heading):], "\n"+level); j >= 0 {
-		section = section[:len(heading)+j]
-	}
-	var blocks []string
-	for _, m := range shBlock.FindAllStringSubmatch(section, -1) {
-		blocks = append(blocks, m[1])
-	}
-	if len(blocks) == 0 {
-		t.Fatalf("%s %q: no sh blocks", file, heading)
-	}
-	return blocks
-}
 
 // TestReadmeCommandsRunAsPasted runs every shell block of the READMEs' CLI sections, in order,
 // as a user pastes them: from a directory holding bin/spool and README.md, against a fresh broker, each
@@ -79,7 +47,7 @@ func TestReadmeCommandsRunAsPasted(t *testing.T) {
 			if err := os.Symlink(readme, filepath.Join(dir, "README.md")); err != nil {
 				t.Fatal(err)
 			}
-			for _, block := range readmeBlocks(t, doc.file, doc.heading) {
+			for _, block := range brokertest.ReadmeBlocks(t, filepath.Join("..", "..", "..", doc.file), doc.heading) {
 				if doc.kafkaClient {
 					block = strings.ReplaceAll(strings.ReplaceAll(block, "make run &\n", ""), "127.0.0.1:9092", addr)
 				}

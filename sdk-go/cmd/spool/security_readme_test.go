@@ -21,19 +21,7 @@ import (
 // port and in a directory of its own.
 func TestReadmeClientSecurity(t *testing.T) {
 	brokertest.NeedTool(t, "/usr/bin/openssl", "openssl")
-	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const heading = "\n#### Client settings (`spool`, the Go SDK, the C ABI)\n"
-	_, section, ok := strings.Cut(string(readme), heading)
-	if !ok {
-		t.Fatalf("README has no %q section", strings.TrimSpace(heading))
-	}
-	m := shBlock.FindStringSubmatch(section)
-	if m == nil {
-		t.Fatal("no sh block in the Client settings section")
-	}
+	block := brokertest.ReadmeBlocks(t, filepath.Join("..", "..", "..", "README.md"), "#### Client settings (`spool`, the Go SDK, the C ABI)")[0]
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
@@ -49,7 +37,7 @@ func TestReadmeClientSecurity(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	script := strings.NewReplacer("127.0.0.1:9097", fmt.Sprintf("127.0.0.1:%d", port), "/tmp/spool-cli-sec", filepath.Join(dir, "sec")).Replace(m[1])
+	script := strings.NewReplacer("127.0.0.1:9097", fmt.Sprintf("127.0.0.1:%d", port), "/tmp/spool-cli-sec", filepath.Join(dir, "sec")).Replace(block)
 	path := filepath.Join(dir, "readme.sh")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)

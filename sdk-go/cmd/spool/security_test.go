@@ -16,17 +16,12 @@ import (
 // user`), and its CA.
 func aclBroker(t *testing.T) (addr string, ca *testca.CA) {
 	ca = testca.New(t)
-	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
-		"listeners":               "SASL_SSL://127.0.0.1:0",
-		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-		"listener.name.sasl_ssl.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";`,
-		"ssl.keystore.type":                             "PEM",
-		"ssl.keystore.location":                         ca.Server(t, "broker").File,
-		"authorizer.class.name":                         "kafka.security.authorizer.AclAuthorizer",
-		"super.users":                                   "User:admin",
-		"allow.everyone.if.no.acl.found":                "false",
-		"connection.failed.authentication.delay.ms":     "10",
-	}})
+	props := brokertest.SASLSSLProps(t, ca)
+	props["authorizer.class.name"] = "kafka.security.authorizer.AclAuthorizer"
+	props["super.users"] = "User:admin"
+	props["allow.everyone.if.no.acl.found"] = "false"
+	props["connection.failed.authentication.delay.ms"] = "10"
+	b := brokertest.Start(t, brokertest.Options{Props: props})
 	return b.Listener(t, "SASL_SSL"), ca
 }
 

@@ -166,18 +166,21 @@ func (s *Store) WatchACLs(changed func()) error {
 			return err
 		}
 		s.wg.Add(1)
-		go s.watchACLChanges(path, changed)
+		go s.watchNotifications(path, changed)
 	}
 	return nil
 }
 
-func (s *Store) watchACLChanges(path string, changed func()) {
+// watchNotifications calls changed whenever the children of a change-notification path (ACL
+// or config changes) change, until the store closes; the caller has done s.wg.Add(1). Kafka's
+// notification sequence nodes only say "something changed": the caller reloads what it keeps.
+func (s *Store) watchNotifications(path string, changed func()) {
 	defer s.wg.Done()
 	for s.ctx.Err() == nil {
 		_, _, ev, err := s.conn.ChildrenW(s.p(path))
 		if err != nil {
 			if s.ctx.Err() == nil {
-				s.log.Warn("watching ACL changes", "path", path, "err", err)
+				s.log.Warn("watching change notifications", "path", path, "err", err)
 			}
 			sleep(s.ctx, time.Second)
 			continue

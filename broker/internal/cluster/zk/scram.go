@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -149,26 +148,6 @@ func (s *Store) WatchConfigChanges(changed func()) error {
 		return err
 	}
 	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for s.ctx.Err() == nil {
-			_, _, ev, err := s.conn.ChildrenW(s.p(configChangesPath))
-			if err != nil {
-				if s.ctx.Err() == nil {
-					s.log.Warn("watching config changes", "err", err)
-				}
-				sleep(s.ctx, time.Second)
-				continue
-			}
-			select {
-			case e := <-ev:
-				if e.Type == zk.EventNodeChildrenChanged || e.Type == zk.EventNotWatching {
-					changed()
-				}
-			case <-s.ctx.Done():
-				return
-			}
-		}
-	}()
+	go s.watchNotifications(configChangesPath, changed)
 	return nil
 }

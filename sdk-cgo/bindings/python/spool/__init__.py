@@ -3,9 +3,15 @@ confluent-kafka-python, so that code written for it ports by changing the import
 (`from spool import Producer, Consumer, KafkaError, KafkaException`). Differences are listed
 in README.md."""
 
+import bisect
+import collections
 import ctypes
 import itertools
+import struct
 import threading
+import time
+import weakref
+from array import array
 
 from . import _lib as L
 
@@ -38,6 +44,7 @@ class KafkaError:
     _BAD_ARG, _TIMED_OUT, _TRANSPORT, _CLOSED, _QUEUE_FULL, _STATE, _FAIL = range(-100, -107, -1)
     UNKNOWN_TOPIC_OR_PARTITION = 3
     TOPIC_ALREADY_EXISTS = 36
+    SASL_AUTHENTICATION_FAILED = 58
 
     def __init__(self, code, reason=None):
         self._code = int(code)
@@ -101,61 +108,144 @@ class TopicPartition:
         return "TopicPartition{topic=%s,partition=%d,offset=%d}" % (self.topic, self.partition, self.offset)
 
 
-class Message:
-    """A consumed record, a delivery report's record, or an error. Its bytes are copied out of
-    libspool, so it stays valid on its own."""
+_tuple_new = tuple.__new__
+_topics = {}  # a topic's name as bytes → as str, shared by every message
 
-    def __init__(self, m):
-        view = L.MessageView()
-        L.spool_message_view(m, ctypes.byref(view), ctypes.sizeof(view))  # one call for all fields
-        code = view.err
-        self._error = KafkaError(code, view.errstr.decode(errors="replace")) if code else None
-        self._topic = view.topic.decode() or None
-        self._partition, self._offset, self._timestamp = view.partition, view.offset, view.timestamp
-        self._key = None if view.key is None else ctypes.string_at(view.key, view.key_len)
-        self._value = None if view.value is None else ctypes.string_at(view.value, view.value_len)
-        self._opaque = view.opaque
-        n = view.header_count
-        self._headers = None
-        if n:
-            self._headers = []
-            for i in range(n):
-                k, kl, v, vl = ctypes.c_char_p(), ctypes.c_size_t(), ctypes.c_void_p(), ctypes.c_size_t()
-                L.spool_message_header(m, i, ctypes.byref(k), ctypes.byref(kl), ctypes.byref(v), ctypes.byref(vl))
-                key = ctypes.string_at(k, kl.value).decode(errors="replace")
-                self._headers.append((key, None if not v.value else ctypes.string_at(v, vl.value)))
+
+class Message(tuple):
+    """A consumed record, a delivery report's record, or an error. It is a tuple underneath, so
+    that making one costs one allocation (the cost per record is what a binding over ctypes
+    has to save): use its methods, as with confluent-kafka's Message; it compares by
+    identity. A delivery report's message holds the key and value given to produce()."""
+
+    __slots__ = ()
+    # (topic, partition, offset, timestamp, error, key, value, headers)
 
     def error(self):
-        return self._error
+        return self[4]
 
     def topic(self):
-        return self._topic
+        return self[0]
 
     def partition(self):
-        return None if self._partition < 0 else self._partition
+        p = self[1]
+        return None if p < 0 else p
 
     def offset(self):
-        return None if self._offset < 0 else self._offset
+        o = self[2]
+        return None if o < 0 else o
 
     def timestamp(self):
-        if self._timestamp < 0:
+        ts = self[3]
+        if ts < 0:
             return (TIMESTAMP_NOT_AVAILABLE, 0)
-        return (TIMESTAMP_CREATE_TIME, self._timestamp)
+        return (TIMESTAMP_CREATE_TIME, ts)
 
     def key(self):
-        return self._key
+        return self[5]
 
     def value(self):
-        return self._value
+        return self[6]
 
     def headers(self):
-        return self._headers
+        return self[7]
 
     def __len__(self):
-        return 0 if self._value is None else len(self._value)
+        v = self.value()
+        return 0 if v is None else len(v)
+
+    __eq__, __ne__, __hash__ = object.__eq__, object.__ne__, object.__hash__
 
     def __repr__(self):
-        return "Message{topic=%s,partition=%s,offset=%s,error=%r}" % (self._topic, self.partition(), self.offset(), self._error)
+        return "Message{topic=%s,partition=%s,offset=%s,error=%r}" % (self.topic(), self.partition(), self.offset(),
+                                                                      self.error())
+
+
+class _PackedMessage(Message):
+    """A message of a block of spool_consumer_poll_packed (bytes, copied out of libspool once
+    per block): (block,) + the fields of its spool_packed_message_t. The key, value, topic and
+    headers are cut from the block when asked for; the block lives as long as one of its
+    messages does."""
+
+    __slots__ = ()
+    # (block, err, partition, offset, timestamp, topic_off, topic_len, errstr_off, errstr_len,
+    #  key_off, key_len, value_off, value_len, headers_off, header_count)
+
+    def error(self):
+        code = self[1]
+        if not code:
+            return None
+        at = self[7]
+        return KafkaError(code, self[0][at:at + self[8]].decode(errors="replace") or None)
+
+    def topic(self):
+        at, n = self[5], self[6]
+        if not n:
+            return None
+        name = self[0][at:at + n]
+        t = _topics.get(name)
+        if t is None:
+            t = _topics[name] = name.decode(errors="replace")
+        return t
+
+    def partition(self):
+        p = self[2]
+        return None if p < 0 else p
+
+    def offset(self):
+        o = self[3]
+        return None if o < 0 else o
+
+    def timestamp(self):
+        ts = self[4]
+        if ts < 0:
+            return (TIMESTAMP_NOT_AVAILABLE, 0)
+        return (TIMESTAMP_CREATE_TIME, ts)
+
+    def key(self):
+        n = self[10]
+        if n < 0:
+            return None
+        at = self[9]
+        return self[0][at:at + n]
+
+    def value(self):
+        n = self[12]
+        if n < 0:
+            return None
+        at = self[11]
+        return self[0][at:at + n]
+
+    def __len__(self):
+        n = self[12]
+        return 0 if n < 0 else n
+
+    def headers(self):
+        count = self[14]
+        if not count:
+            return None
+        block, at, out = self[0], self[13], []
+        for _ in range(count):
+            (kl,) = _int64.unpack_from(block, at)
+            key = block[at + 8:at + 8 + kl].decode(errors="replace")
+            at += 8 + kl
+            (vl,) = _int64.unpack_from(block, at)
+            at += 8
+            if vl < 0:
+                out.append((key, None))
+            else:
+                out.append((key, block[at:at + vl]))
+                at += vl
+        return out
+
+
+_int64 = struct.Struct("@q")
+_packed = struct.Struct(L.PACKED_MESSAGE_FORMAT)
+
+
+def _unpack_messages(block, n):
+    """The n messages of a block of spool_consumer_poll_packed, copied into bytes."""
+    return [_tuple_new(_PackedMessage, (block,) + h) for h in _packed.iter_unpack(memoryview(block)[:n * _packed.size])]
 
 
 def _bytes(v, what):
@@ -202,42 +292,136 @@ def _new_handle(new, c):
     return h
 
 
+_BATCH = 1024  # records handed to libspool per crossing, at most
+_BIG = 16384  # a value above this many bytes is handed over at once (bounds the bytes waiting in Python)
+_INDEX_BITS = 20  # a record's msg_opaque: its batch's number << _INDEX_BITS | its index in the batch
+_INDEX_MASK = (1 << _INDEX_BITS) - 1
+_opaque_type = "Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I"
+_report = struct.Struct(L.REPORT_FORMAT)
+_repeat = itertools.repeat
+_RAW = {bytes, type(None)}
+
+
+class _Batch:
+    """Records of one topic handed to libspool in one call, kept until their last delivery
+    report: a report's message takes its key and value from here."""
+
+    __slots__ = ("topic", "values", "keys", "cb", "cbs", "left", "headers")
+
+    def __init__(self, topic, values, keys, cb, cbs, headers=None):
+        self.topic, self.values, self.keys, self.cb, self.cbs = topic, values, keys, cb, cbs
+        self.left = len(values)
+        self.headers = headers  # a record produced alone with headers: its list, for its report
+
+
+class _ReportMessage(Message):
+    """The message of a delivery report: (batch, (msg_opaque, offset, timestamp, partition,
+    err)) of spool_report_t; key and value are the batch's."""
+
+    __slots__ = ()
+
+    def error(self):
+        code = self[1][4]
+        return KafkaError(code) if code else None
+
+    def topic(self):
+        return self[0].topic
+
+    def partition(self):
+        p = self[1][3]
+        return None if p < 0 else p
+
+    def offset(self):
+        o = self[1][1]
+        return None if o < 0 else o
+
+    def timestamp(self):
+        ts = self[1][2]
+        if ts < 0:
+            return (TIMESTAMP_NOT_AVAILABLE, 0)
+        return (TIMESTAMP_CREATE_TIME, ts)
+
+    def key(self):
+        keys = self[0].keys
+        return None if keys is None else keys[self[1][0] & _INDEX_MASK]
+
+    def value(self):
+        return self[0].values[self[1][0] & _INDEX_MASK]
+
+    def headers(self):
+        return self[0].headers
+
+
+def _column(items):
+    """The packed column of keys or values: the lengths (-1 for None) and the bytes."""
+    if None in items:
+        return array("q", [-1 if v is None else len(v) for v in items]), b"".join([v for v in items if v is not None])
+    return array("q", map(len, items)), b"".join(items)
+
+
+def _addr(a):
+    """The address of an array's data, for a ctypes c_void_p argument; None stays NULL."""
+    return None if a is None else a.buffer_info()[0]
+
+
+def _linger(ref, wake, linger):
+    """The thread of a producer that hands its waiting records to libspool linger seconds
+    after the first of them came, so that records go out even when the application neither
+    produces more nor polls. It holds the producer only while it works (ref is weak)."""
+    while True:
+        wake.wait()
+        p = ref()
+        if p is None or not p._p:
+            return
+        wake.clear()
+        del p
+        time.sleep(linger)
+        p = ref()
+        if p is None or not p._p:
+            return
+        p._send_all()
+        if p._q:
+            wake.set()  # a record came while sending: its produce may have seen others waiting
+        del p
+
+
 class Producer:
     """Producer(conf): conf is a dict of librdkafka-style keys ("bootstrap.servers", "acks",
     "linger.ms", ...), plus "on_delivery" (or "delivery.report.cb"), the default delivery
-    callback. Delivery callbacks, called as cb(err, msg), run inside poll() and flush()."""
+    callback. Delivery callbacks, called as cb(err, msg), run inside poll() and flush().
+
+    produce() only queues a record in Python; the queue is handed to libspool in one call per
+    topic (spool_produce_packed) when it holds 1024 records or a big value, in poll(),
+    flush() and len(), and linger.ms after its first record (a thread of the producer).
+    Delivery reports come back many per call (spool_producer_poll_reports)."""
 
     def __init__(self, conf):
         self._p = None
         conf = dict(conf)
         self._default_cb = conf.get("on_delivery") or conf.get("delivery.report.cb")
+        linger = float(conf.get("linger.ms", conf.get("queue.buffering.max.ms", 5))) / 1000
         c = _new_conf(conf, {"on_delivery", "delivery.report.cb"})
-        self._topics = {}  # name → encoded name
-        self._callbacks = {}  # id → callback, for records in flight that have their own
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
+        # The queue: (topic, value, key, partition, callback) per record. Producers only append
+        # (atomic); senders take a prefix under _lock, so that no record is lost or reordered.
+        self._q = []
+        self._names = {}  # topic → encoded name
+        self._inflight = {}  # batch number → _Batch handed over with callbacks, until its last report
+        self._batches = 0
+        self._lock = threading.RLock()  # senders and report servers
         self._errors = []
-        self._dr = L.DR_CB(self._on_report)  # kept alive as long as the producer
+        # Reports are kept only for a producer with a delivery callback; this one is never
+        # called: the reports are taken packed (spool_producer_poll_reports).
+        self._dr = L.DR_CB(lambda *_: None)
         L.spool_conf_set_dr_cb(c, self._dr)
         self._p = _new_handle(L.spool_producer_new, c)
+        self._wake = threading.Event()
+        threading.Thread(target=_linger, args=(weakref.ref(self), self._wake, linger), daemon=True,
+                         name="spool-linger").start()
 
     def _handle(self):
         if not self._p:
             raise RuntimeError("Producer has been closed")
         return self._p
-
-    def _on_report(self, _producer, m, _opaque):
-        try:
-            msg = Message(m)
-            if msg._opaque:
-                with self._lock:
-                    cb = self._callbacks.pop(msg._opaque, None)
-            else:
-                cb = self._default_cb  # records without their own callback carry no id
-            if cb is not None:
-                cb(msg.error(), msg)
-        except BaseException as e:  # re-raised by poll/flush: ctypes cannot carry it
-            self._errors.append(e)
 
     def _raise_callback_errors(self):
         if self._errors:
@@ -246,94 +430,223 @@ class Producer:
 
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None, callback=None,
                 timestamp=0, headers=None):
-        """Buffers one record; its delivery callback runs in a later poll() or flush().
+        """Queues one record; its delivery callback runs in a later poll() or flush().
         headers: a dict or a list of (key, value) pairs."""
+        if (type(value) is not bytes and value is not None) or (type(key) is not bytes and key is not None) \
+                or partition < -1 or timestamp or headers or not self._p:
+            self._produce_checked(topic, value, key, partition, on_delivery or callback, timestamp, headers)
+            return
+        q = self._q
+        q.append((topic, value, key, partition, on_delivery or callback))
+        n = len(q)
+        if n >= _BATCH or (value is not None and len(value) > _BIG):
+            self._send_all()
+        elif n == 1:
+            self._wake.set()
+
+    def _produce_checked(self, topic, value, key, partition, cb, timestamp, headers):
+        """produce() for what its fast path does not take: conversions, errors, headers."""
+        self._handle()
+        value, key = _bytes(value, "value"), _bytes(key, "key")
+        if partition < -1:
+            raise KafkaException(KafkaError(KafkaError._BAD_ARG, "produce: partition %d is below -1" % partition))
         if timestamp:
             raise NotImplementedError("produce(timestamp=...) is not supported by libspool yet")
-        cb = on_delivery or callback
-        k = key if type(key) is bytes else _bytes(key, "key")
-        v = value if type(value) is bytes else _bytes(value, "value")
-        t = self._topics.get(topic)
-        if t is None:
-            t = self._topics[topic] = topic.encode()
-        ident = 0
-        if cb is not None and cb is not self._default_cb:
-            ident = next(self._ids)
-            with self._lock:
-                self._callbacks[ident] = cb
-        if headers:
-            hdrs = list(headers.items()) if isinstance(headers, dict) else list(headers)
-            harr = (L.Header * len(hdrs))()
-            keep = []  # the header bytes, alive until the call has copied them
-            for i, (hk, hv) in enumerate(hdrs):
-                hkb, hvb = _bytes(hk, "header key"), _bytes(hv, "header value")
-                keep.append((hkb, hvb))
-                harr[i].key, harr[i].key_len = hkb, len(hkb)
-                harr[i].value = ctypes.cast(ctypes.c_char_p(hvb), ctypes.c_void_p) if hvb is not None else None
-                harr[i].value_len = 0 if hvb is None else len(hvb)
-            err = L.spool_produce_headers(self._handle(), t, partition, k, 0 if k is None else len(k),
-                                          v, 0 if v is None else len(v), harr, len(hdrs), ident)
+        if not isinstance(topic, str):
+            raise TypeError("topic must be str, not %s" % type(topic).__name__)
+        if not headers:
+            self._q.append((topic, value, key, partition, cb))
+            self._send_all()
+            return
+        # With headers: handed over alone, after the records queued before it.
+        hdrs = list(headers.items()) if isinstance(headers, dict) else list(headers)
+        harr = (L.Header * len(hdrs))()
+        kept = []
+        for i, (hk, hv) in enumerate(hdrs):
+            hkb, hvb = _bytes(hk, "header key"), _bytes(hv, "header value")
+            kept.append((hk if isinstance(hk, str) else hkb.decode(errors="replace"), hvb))
+            harr[i].key, harr[i].key_len = hkb, len(hkb)
+            harr[i].value = ctypes.cast(ctypes.c_char_p(hvb), ctypes.c_void_p) if hvb is not None else None
+            harr[i].value_len = 0 if hvb is None else len(hvb)
+        with self._lock:
+            self._send_all()
+            self._submit(topic, (value,), (key,), (partition,), (cb,), harr, kept)
+
+    def _name(self, topic):
+        name = self._names.get(topic)
+        if name is None:
+            name = self._names[topic] = topic.encode()
+        return name
+
+    def _track(self, b):
+        """Numbers batch b and keeps it for its reports; its first msg_opaque, 0 when no
+        callback wants its reports."""
+        if b.cb is None and b.cbs is None:
+            return 0
+        self._batches += 1
+        self._inflight[self._batches] = b
+        return self._batches << _INDEX_BITS
+
+    def _untrack(self, first):
+        if first:
+            del self._inflight[first >> _INDEX_BITS]
+
+    def _send_all(self):
+        """Hands every queued record to libspool, one call per topic and up to _BATCH records."""
+        q = self._q
+        if not q:
+            return
+        with self._lock:
+            while q:
+                n = min(len(q), _BATCH)
+                items = q[:n]
+                del q[:n]
+                topics, values, keys, parts, cbs = zip(*items)
+                if topics.count(topics[0]) == n:
+                    self._submit(topics[0], values, keys, parts, cbs)
+                    continue
+                by = {}  # several topics: one call each, records in order within each
+                for rec in items:
+                    by.setdefault(rec[0], []).append(rec)
+                for topic, recs in by.items():
+                    self._submit(topic, *list(zip(*recs))[1:])
+
+    def _submit(self, topic, values, keys, parts, cbs, harr=None, kept=None):
+        """One spool_produce_packed call for records of one topic (columns as tuples); harr
+        and kept: the headers of a single record, as spool_header_t and as Python values."""
+        n = len(values)
+        cb = cbs[0]
+        if cbs.count(cb) == n:  # one callback for all: kept once
+            cbs = None
         else:
-            err = L.spool_produce(self._p or self._handle(), t, partition, k, 0 if k is None else len(k),
-                                  v, 0 if v is None else len(v), ident)
+            cb = None
+        keyed = keys.count(None) != n
+        b = _Batch(topic, values, keys if keyed else None, cb or self._default_cb if cbs is None else None, cbs, kept)
+        hptrs = hcounts = None
+        if harr is not None:
+            hptrs = (ctypes.c_void_p * 1)(ctypes.addressof(harr))
+            hcounts = (ctypes.c_size_t * 1)(len(harr))
+        first = self._track(b)
+        opaques = array(_opaque_type, range(first, first + n)) if first else None
+        klens, kbuf = _column(keys) if keyed else (None, None)
+        vlens, vbuf = _column(values)
+        partitions = None if parts.count(-1) == n else array("i", parts)  # alive during the call
+        err = L.spool_produce_packed(self._handle(), self._name(topic), n, _addr(partitions),
+                                     kbuf, _addr(klens), vbuf, _addr(vlens), hptrs, hcounts, _addr(opaques))
         if err:
-            with self._lock:
-                self._callbacks.pop(ident, None)
+            self._untrack(first)
             _check(err, "produce")
 
     def produce_batch(self, topic, messages, partition=-1, on_delivery=None, callback=None):
-        """Buffers many records with one call into libspool (spool_produce_batch), as
-        confluent-kafka's produce_batch: messages is a list of dicts with "value", and
-        optionally "key", "partition" and "callback" (or "on_delivery"), each called as
-        cb(err, msg) in a later poll() or flush(); the call's own callback is the default.
-        All are buffered or, when one is bad, none (KafkaException); returns len(messages).
-        Not supported in a message: "headers", "timestamp"."""
-        t = self._topics.get(topic)
-        if t is None:
-            t = self._topics[topic] = topic.encode()
+        """Buffers many records with one call into libspool, as confluent-kafka's
+        produce_batch: messages is a list of dicts with "value", and optionally "key",
+        "partition" and "callback" (or "on_delivery"), each called as cb(err, msg) in a later
+        poll() or flush(); the call's own callback is the default. All are buffered or, when
+        one is bad, none (KafkaException); returns len(messages). Not supported in a message:
+        "headers", "timestamp"."""
         default = on_delivery or callback
-        recs, idents = [], []
-        for m in messages:
-            if "headers" in m or "timestamp" in m:
-                raise NotImplementedError("produce_batch with headers or timestamp is not supported by libspool yet")
-            v, k = m.get("value"), m.get("key")
-            k = k if k is None or type(k) is bytes else _bytes(k, "key")
-            v = v if v is None or type(v) is bytes else _bytes(v, "value")
-            cb = m.get("callback") or m.get("on_delivery") or default
-            ident = None
-            if cb is not None and cb is not self._default_cb:
-                ident = next(self._ids)
-                idents.append((ident, cb))
-            recs.append((m.get("partition", partition), k, 0 if k is None else len(k),
-                         v, 0 if v is None else len(v), None, 0, ident))
-        if not recs:
+        messages = list(messages)
+        n = len(messages)
+        # Column by column with map(), which loops in C: the fields of a dict per record are
+        # what costs here.
+        get, has = dict.get, dict.__contains__
+        if any(map(has, messages, _repeat("headers"))) or any(map(has, messages, _repeat("timestamp"))):
+            raise NotImplementedError("produce_batch with headers or timestamp is not supported by libspool yet")
+        values = list(map(get, messages, _repeat("value")))
+        keys = list(map(get, messages, _repeat("key")))
+        for col, what in ((values, "value"), (keys, "key")):
+            if not set(map(type, col)) <= _RAW:
+                col[:] = [_bytes(v, what) for v in col]
+        parts = list(map(get, messages, _repeat("partition"), _repeat(partition)))
+        if n and min(parts) < -1:
+            raise KafkaException(KafkaError(KafkaError._BAD_ARG, "produce_batch: partition %d is below -1" % min(parts)))
+        if any(map(has, messages, _repeat("callback"))) or any(map(has, messages, _repeat("on_delivery"))):
+            cbs = [m.get("callback") or m.get("on_delivery") or default for m in messages]
+        else:
+            cbs = [default] * n
+        if not values:
             return 0
-        if idents:
-            with self._lock:
-                self._callbacks.update(idents)
-        arr = (L.Record * len(recs))(*recs)
-        err = L.spool_produce_batch(self._handle(), t, arr, len(recs))
-        if err:
-            with self._lock:
-                for ident, _ in idents:
-                    self._callbacks.pop(ident, None)
-            _check(err, "produce_batch")
-        return len(recs)
+        self._handle()
+        with self._lock:
+            self._send_all()
+            for i in range(0, len(values), _BATCH):
+                s = slice(i, i + _BATCH)
+                self._submit(topic, tuple(values[s]), tuple(keys[s]), tuple(parts[s]), tuple(cbs[s]))
+        return len(values)
+
+    def _serve(self, timeout_ms):
+        """Takes the delivery reports ready (waiting up to timeout_ms for one) and calls their
+        callbacks; returns how many reports there were. The reports come sorted by msg_opaque,
+        so those of one batch are together: a batch's callbacks are called by map(), without
+        a Python loop per report, when they share one callback and all succeeded."""
+        ptr = ctypes.c_void_p()
+        n = L.spool_producer_poll_reports(self._handle(), timeout_ms, ctypes.byref(ptr))
+        if not n:
+            return 0
+        try:
+            data = ctypes.string_at(ptr, n * _report.size)
+        finally:
+            L.spool_free(ptr)
+        reports = list(_report.iter_unpack(data))
+        view = memoryview(data)
+        opaques = view.cast(_opaque_type)[::_report.size // view.cast(_opaque_type).itemsize]
+        codes = view.cast("i")[_report.size // 4 - 1::_report.size // 4]
+        calls = []
+        with self._lock:
+            i = bisect.bisect_left(opaques, 1)  # reports of records nobody waits for come first (0)
+            inflight = self._inflight
+            while i < n:
+                number = opaques[i] >> _INDEX_BITS
+                j = bisect.bisect_left(opaques, (number + 1) << _INDEX_BITS, i)
+                b = inflight[number]
+                b.left -= j - i
+                if not b.left:
+                    del inflight[number]
+                calls.append((b, i, j))
+                i = j
+        for b, i, j in calls:
+            msgs = map(_tuple_new, _repeat(_ReportMessage), zip(_repeat(b), reports[i:j]))
+            if b.cbs is None and not any(codes[i:j]):
+                it = map(b.cb, _repeat(None), msgs)
+            else:
+                it = map(self._report_one, _repeat(b), msgs)
+            while True:
+                try:
+                    collections.deque(it, 0)  # runs the callbacks
+                    break
+                except BaseException as e:  # re-raised by poll/flush, after the other callbacks
+                    self._errors.append(e)
+        return n
+
+    def _report_one(self, b, msg):
+        cb = b.cb if b.cbs is None else (b.cbs[msg[1][0] & _INDEX_MASK] or self._default_cb)
+        if cb is not None:
+            cb(msg.error(), msg)
 
     def poll(self, timeout=None):
-        """Serves delivery callbacks, waiting up to timeout seconds for one; returns how many ran."""
-        n = L.spool_producer_poll(self._handle(), _timeout_ms(timeout))
+        """Hands the queued records to libspool and serves delivery callbacks, waiting up to
+        timeout seconds for one; returns how many reports were served."""
+        self._send_all()
+        n = self._serve(_timeout_ms(timeout))
         self._raise_callback_errors()
         return n
 
     def flush(self, timeout=None):
         """Waits until every record has been delivered or failed (serving callbacks), at most
         timeout seconds; returns the number of records still outstanding."""
-        L.spool_producer_flush(self._handle(), _timeout_ms(timeout))
+        self._send_all()
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while L.spool_producer_outq_len(self._handle()) > 0:
+            left = 100 if deadline is None else min(100, int((deadline - time.monotonic()) * 1000))
+            if left <= 0:
+                break
+            self._serve(left)
+        self._serve(0)
         self._raise_callback_errors()
         return len(self)
 
     def __len__(self):
+        self._send_all()
         return L.spool_producer_outq_len(self._handle())
 
     def create_topic(self, topic, num_partitions=1, replication_factor=-1, timeout=30):
@@ -346,9 +659,12 @@ class Producer:
 
     def close(self):
         """Frees the producer (records not flushed are dropped). Also on garbage collection."""
-        if self._p:
-            L.spool_producer_destroy(self._p)
-            self._p = None
+        with self._lock:
+            if self._p:
+                L.spool_producer_destroy(self._p)
+                self._p = None
+                self._q.clear()
+                self._wake.set()  # the linger thread ends
 
     def __enter__(self):
         return self
@@ -359,7 +675,8 @@ class Producer:
         self.close()
 
     def __del__(self):
-        self.close()
+        if getattr(self, "_lock", None) is not None:
+            self.close()
 
 
 class Consumer:
@@ -370,7 +687,13 @@ class Consumer:
         self._c = None
         self._on = {}  # rebalance callbacks given to subscribe
         self._errors = []
-        self._held = []  # messages taken by a poll that raised a callback's exception
+        # Messages taken from libspool but not returned yet: those of a call that raised a
+        # callback's exception, and, for a consumer without a group, those poll() took ahead.
+        self._held = collections.deque()
+        # Without a group nothing is committed, so poll() may take many messages per crossing
+        # and return them one by one. In a group it takes one: the library commits what it
+        # handed over, which must be only what the application got.
+        self._ahead = 1 if "group.id" in conf else 1024
         c = _new_conf(conf, set())
         if "group.id" in conf:
             self._rb = L.REBALANCE_CB(self._on_rebalance)  # kept alive as long as the consumer
@@ -417,28 +740,45 @@ class Consumer:
     def assign(self, partitions):
         for tp in partitions:
             offset = OFFSET_BEGINNING if tp.offset is None or tp.offset < -2 else tp.offset
+            self._drop_held(tp.topic, tp.partition)
             _check(L.spool_consumer_assign(self._handle(), tp.topic.encode(), tp.partition, offset), "assign")
 
     def seek(self, partition):
+        self._drop_held(partition.topic, partition.partition)
         _check(L.spool_consumer_seek(self._handle(), partition.topic.encode(), partition.partition,
                                      partition.offset), "seek")
 
+    def _drop_held(self, topic, partition):
+        """Forgets the messages of topic[partition] taken ahead: it starts again elsewhere."""
+        if self._held:
+            self._held = collections.deque(m for m in self._held
+                                           if m.topic() != topic or m.partition() != partition)
+
+    def _take(self, timeout, count):
+        """Up to count messages in one crossing (spool_consumer_poll_packed): waits up to
+        timeout seconds for the first, then takes those ready; [] on timeout."""
+        block, size = ctypes.c_void_p(), ctypes.c_size_t()
+        n = L.spool_consumer_poll_packed(self._handle(), _timeout_ms(timeout), count, ctypes.byref(block),
+                                         ctypes.byref(size))
+        out = []
+        if n:
+            try:
+                out = _unpack_messages(ctypes.string_at(block, size.value), n)
+            finally:
+                L.spool_free(block)
+        if self._errors:
+            self._held.extend(out)  # the next poll or consume returns them
+            self._raise_callback_errors()
+        return out
+
     def poll(self, timeout=None):
         """The next message (check msg.error()), or None after timeout seconds."""
-        if self._held:
-            return self._held.pop(0)
-        m = L.spool_consumer_poll(self._handle(), _timeout_ms(timeout))
-        if self._errors:
-            if m:
-                self._held.append(Message(m))  # the next poll returns it
-                L.spool_message_destroy(m)
-            self._raise_callback_errors()
-        if not m:
-            return None
-        try:
-            return Message(m)
-        finally:
-            L.spool_message_destroy(m)
+        if not self._held:
+            out = self._take(timeout, self._ahead)
+            if not out:
+                return None
+            self._held.extend(out)
+        return self._held.popleft()
 
     def consume(self, num_messages=1, timeout=-1):
         """Up to num_messages messages (records and errors) in one call to libspool: waits up to
@@ -446,23 +786,9 @@ class Consumer:
         if num_messages < 1:
             raise ValueError("num_messages must be at least 1")
         if self._held:
-            out, self._held = self._held[:num_messages], self._held[num_messages:]
-            return out
-        arr = (L.P * num_messages)()
-        n = L.spool_consumer_poll_batch(self._handle(), _timeout_ms(timeout), arr, num_messages)
-        if self._errors:
-            for i in range(n):
-                self._held.append(Message(arr[i]))  # the next poll or consume returns them
-                L.spool_message_destroy(arr[i])
-            self._raise_callback_errors()
-        out = []
-        try:
-            for i in range(n):
-                out.append(Message(arr[i]))
-        finally:
-            for i in range(n):
-                L.spool_message_destroy(arr[i])
-        return out
+            held = self._held
+            return [held.popleft() for _ in range(min(num_messages, len(held)))]
+        return self._take(timeout, num_messages)
 
     def commit(self, message=None, offsets=None, asynchronous=True):
         """Commits the offsets after the messages poll() returned (message and offsets are not

@@ -118,6 +118,18 @@ spool_message_view = _fn("spool_message_view", c_int, P, ctypes.POINTER(MessageV
 spool_message_opaque = _fn("spool_message_opaque", c_void_p, P)
 spool_message_destroy = _fn("spool_message_destroy", None, P)
 
+# The packed calls: many records, reports or messages per crossing.
+spool_produce_packed = _fn("spool_produce_packed", c_int, P, c_char_p, c_size_t, c_void_p, c_void_p, c_void_p,
+                           c_void_p, c_void_p, c_void_p, c_void_p, c_void_p)
+spool_producer_poll_reports = _fn("spool_producer_poll_reports", c_size_t, P, c_int, ctypes.POINTER(c_void_p))
+spool_consumer_poll_packed = _fn("spool_consumer_poll_packed", c_size_t, P, c_int, c_size_t,
+                                 ctypes.POINTER(c_void_p), ctypes.POINTER(c_size_t))
+spool_free = _fn("spool_free", None, c_void_p)
+
+# spool_report_t and spool_packed_message_t, as struct formats (native sizes and alignment).
+REPORT_FORMAT = "@Pqqii"
+PACKED_MESSAGE_FORMAT = "@iiqqQQQQQqQqQQ"
+
 CONF_OK, CONF_INVALID, CONF_UNKNOWN = 0, -1, -2
 PARTITION_UA = -1
 OFFSET_BEGINNING, OFFSET_END = -2, -1

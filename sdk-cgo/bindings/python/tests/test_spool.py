@@ -1,5 +1,6 @@
 import os
 import threading
+import time
 
 import pytest
 
@@ -258,6 +259,138 @@ def test_threads_share_a_producer(brokers, topic_name):
     p.flush(30)
     p.close()
     assert sorted(delivered) == sorted(b"t%d-%d" % (t, i) for t in range(4) for i in range(100))
+
+
+def consume_all(brokers, topic, partitions, n, timeout=30):
+    """The first n messages of topic's partitions, read with consume()."""
+    got = []
+    with Consumer({"bootstrap.servers": brokers}) as c:
+        c.assign([TopicPartition(topic, p) for p in range(partitions)])
+        deadline = time.monotonic() + timeout
+        while len(got) < n and time.monotonic() < deadline:
+            got += c.consume(500, 0.1)
+    return got
+
+
+def test_batches_and_callbacks(brokers, topic_name):
+    """Records cross into libspool 1024 at a time: 2500 records, some with their own callback,
+    some with headers (handed over alone), keep their order within a partition and each gets
+    its callback with its own key and value."""
+    make_topic(brokers, topic_name, 2)
+    n = 2500
+    default, own = {}, {}
+
+    def on_default(err, msg):
+        assert err is None
+        default[msg.value()] = (msg.key(), msg.partition(), msg.offset(), msg.headers(), msg.topic())
+
+    def on_own(err, msg):
+        assert err is None
+        own[msg.value()] = (msg.key(), msg.partition(), msg.offset(), msg.headers(), msg.topic())
+
+    with Producer({"bootstrap.servers": brokers, "on_delivery": on_default, "linger.ms": 1000}) as p:
+        for i in range(n):
+            kw = {"on_delivery": on_own} if i % 3 == 0 else {}
+            if i % 100 == 7:
+                kw["headers"] = {"i": str(i)}
+            p.produce(topic_name, b"v%d" % i, key=b"k%d" % (i % 5) if i % 2 else None, partition=i % 2, **kw)
+        assert len(p) == n  # len() hands the queue over: every record is counted
+        assert p.flush(30) == 0
+    assert len(default) + len(own) == n
+    for i in range(n):
+        key, partition, offset, headers, topic = (own if i % 3 == 0 else default)[b"v%d" % i]
+        assert key == (b"k%d" % (i % 5) if i % 2 else None) and partition == i % 2 and offset >= 0
+        assert topic == topic_name
+        assert headers == ([("i", str(i).encode())] if i % 100 == 7 else None)
+    got = consume_all(brokers, topic_name, 2, n)
+    assert len(got) == n
+    for part in (0, 1):
+        values = [m.value() for m in got if m.partition() == part]
+        assert values == [b"v%d" % i for i in range(part, n, 2)]  # produce order, headers or not
+    m = next(m for m in got if m.value() == b"v7")
+    assert m.headers() == [("i", b"7")] and m.key() == b"k2" and len(m) == 2 and m.topic() == topic_name
+    assert m != got[0] or m is got[0]  # messages compare by identity
+    assert isinstance(m, spool.Message) and "offset=" in repr(m)
+
+
+def test_two_topics_interleaved(brokers, topic_name):
+    """Records to two topics, interleaved, cross in one call per topic; each report names its
+    own topic and each topic keeps its order."""
+    other = topic_name + "-b"
+    make_topic(brokers, topic_name, 1)
+    make_topic(brokers, other, 1)
+    reports = []
+    with Producer({"bootstrap.servers": brokers, "on_delivery": lambda err, msg: reports.append(
+            (err, msg.topic(), msg.value()))}) as p:
+        for i in range(300):
+            p.produce(topic_name if i % 2 else other, b"%d" % i)
+        assert p.flush(30) == 0
+    assert sorted(reports, key=lambda r: int(r[2])) == [
+        (None, topic_name if i % 2 else other, b"%d" % i) for i in range(300)]
+    assert [m.value() for m in consume_all(brokers, topic_name, 1, 150)] == [b"%d" % i for i in range(1, 300, 2)]
+    assert [m.value() for m in consume_all(brokers, other, 1, 150)] == [b"%d" % i for i in range(0, 300, 2)]
+
+
+def test_records_go_out_without_poll(brokers, topic_name):
+    """A record waits in Python at most linger.ms: it is sent though nothing is produced after
+    it and poll() is never called."""
+    make_topic(brokers, topic_name, 1)
+    p = Producer({"bootstrap.servers": brokers, "linger.ms": 20})
+    p.produce(topic_name, b"alone")
+    got = consume_all(brokers, topic_name, 1, 1, timeout=20)
+    assert [m.value() for m in got] == [b"alone"]
+    p.close()
+
+
+def test_per_record_errors(brokers, topic_name):
+    """As confluent-kafka: a bad argument raises at once; a partition the topic does not have
+    fails in the record's delivery report; the other records are delivered."""
+    make_topic(brokers, topic_name, 2)
+    reports = []
+    with Producer({"bootstrap.servers": brokers}) as p:
+        with pytest.raises(KafkaException) as e:
+            p.produce(topic_name, b"x", partition=-7)
+        assert e.value.error().code() == KafkaError._BAD_ARG
+        with pytest.raises(TypeError):
+            p.produce(topic_name, 12)
+        p.produce(topic_name, b"ok", on_delivery=lambda err, msg: reports.append((err, msg.value())))
+        p.produce(topic_name, b"far", partition=5, on_delivery=lambda err, msg: reports.append((err, msg.value())))
+        p.produce(topic_name, "text", key="ключ", on_delivery=lambda err, msg: reports.append((err, msg.key())))
+        assert p.flush(30) == 0
+    by = {v: err for err, v in reports}
+    assert by[b"ok"] is None and by["ключ".encode()] is None
+    assert by[b"far"] is not None and by[b"far"].code() == KafkaError.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_poll_ahead_and_seek(brokers, topic_name):
+    """Without a group, poll() takes many messages per crossing and returns them one by one; a
+    seek forgets those of its partition taken ahead."""
+    make_topic(brokers, topic_name, 2)
+    with Producer({"bootstrap.servers": brokers}) as p:
+        for i in range(100):
+            p.produce(topic_name, b"%d" % i, partition=i % 2)
+    with Consumer({"bootstrap.servers": brokers}) as c:
+        c.assign([TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)])
+        first = []
+        while len(first) < 5:
+            m = c.poll(10)
+            assert m is not None and m.error() is None
+            first.append(m)
+        c.seek(TopicPartition(topic_name, 0, 0))
+        by = {0: [], 1: []}
+        for m in first:
+            by[m.partition()].append(m.offset())
+        rest = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(rest) < 100 - len(by[1]):
+            m = c.poll(1)
+            if m is not None:
+                rest.append(m)
+        assert c.poll(0.5) is None
+    p0_after = [m.offset() for m in rest if m.partition() == 0]
+    assert p0_after == list(range(50))  # from 0 again, nothing left over from before the seek
+    p1 = by[1] + [m.offset() for m in rest if m.partition() == 1]
+    assert p1 == list(range(50))  # partition 1 went on without a gap or a repeat
 
 
 CROSS_TOPIC = os.environ.get("SPOOL_CROSS_TOPIC")

@@ -24,6 +24,8 @@ impl ErrorCode {
     pub const UNKNOWN_TOPIC_OR_PARTITION: ErrorCode = ErrorCode(3);
     pub const MESSAGE_TOO_LARGE: ErrorCode = ErrorCode(10);
     pub const TOPIC_ALREADY_EXISTS: ErrorCode = ErrorCode(36);
+    /// A SASL exchange refused (wrong password, unknown user, mechanism not enabled).
+    pub const SASL_AUTHENTICATION_FAILED: ErrorCode = ErrorCode(58);
 
     /// libspool's one-line description (`spool_err2str`).
     pub fn description(self) -> String {

@@ -11,6 +11,7 @@ public class KafkaException extends RuntimeException {
 
     public static final int UNKNOWN_TOPIC_OR_PARTITION = 3;
     public static final int TOPIC_ALREADY_EXISTS = 36;
+    public static final int SASL_AUTHENTICATION_FAILED = 58;
     public static final int BAD_ARG = -100;
     public static final int TIMED_OUT = -101;
     public static final int TRANSPORT = -102;

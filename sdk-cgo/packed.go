@@ -22,8 +22,7 @@ import (
 type packedBatch struct {
 	p       *producer
 	q       *packedQueue
-	records []spool.Record
-	opaques []uintptr // nil: every record's is 0
+	records []cRecord // their opaques and sizes set when queued
 	buf     *[]byte
 	left    atomic.Int64
 	marker  chan struct{}
@@ -37,13 +36,8 @@ const maxPooledBuf = 4 << 20
 // the report is queued, because the buffer is reused once the batch is done (a report served
 // by spool_producer_poll shows them as null).
 func (b *packedBatch) done(r *spool.Record, err error) {
-	i := (uintptr(unsafe.Pointer(r)) - uintptr(unsafe.Pointer(&b.records[0]))) / unsafe.Sizeof(spool.Record{})
-	var opaque uintptr
-	if b.opaques != nil {
-		opaque = b.opaques[i]
-	}
 	r.Key, r.Value, r.Headers = nil, nil, nil
-	b.p.done(r, err, opaque)
+	b.p.done(r, err, nil) // r is a cRecord's: done finds its opaque
 	if b.left.Add(-1) == 0 && cap(*b.buf) <= maxPooledBuf {
 		*b.buf = (*b.buf)[:0]
 		select {
@@ -93,7 +87,7 @@ func (q *packedQueue) run(p *producer) {
 				continue
 			}
 			for i := range b.records {
-				p.cl.Produce(p.ctx, &b.records[i], b.done)
+				p.cl.Produce(p.ctx, &b.records[i].Record, b.done)
 			}
 		case <-p.ctx.Done():
 			return
@@ -140,7 +134,7 @@ func spoolgo_produce_packed(h C.uintptr_t, topic *C.char, count C.size_t, partit
 	}
 	n := int(count)
 	q := p.packedQueue()
-	b := &packedBatch{p: p, q: q, records: make([]spool.Record, n)}
+	b := &packedBatch{p: p, q: q, records: make([]cRecord, n)}
 	b.left.Store(int64(n))
 	var kl, vl []C.int64_t
 	var hs []*C.spool_header_t
@@ -200,15 +194,19 @@ func spoolgo_produce_packed(h C.uintptr_t, topic *C.char, count C.size_t, partit
 	if partitions != nil {
 		parts = unsafe.Slice(partitions, n)
 	}
+	var ops []uintptr
 	if opaques != nil {
-		b.opaques = make([]uintptr, n)
-		copy(b.opaques, unsafe.Slice((*uintptr)(unsafe.Pointer(opaques)), n))
+		ops = unsafe.Slice((*uintptr)(unsafe.Pointer(opaques)), n)
 	}
+	var total int64
 	hdrs := make([]spool.Header, nhdrs)
 	kat, vat := 0, 0
 	for i := range b.records {
 		r := &b.records[i]
 		r.Topic, r.Partition = name, -1
+		if ops != nil {
+			r.opaque = ops[i]
+		}
 		if parts != nil {
 			r.Partition = int32(parts[i])
 		}
@@ -224,14 +222,22 @@ func spoolgo_produce_packed(h C.uintptr_t, topic *C.char, count C.size_t, partit
 				}
 			}
 		}
+		r.size = 21 + int64(len(r.Key)+len(r.Value)) // as recordSize counts it
+		for _, h := range r.Headers {
+			r.size += 10 + int64(len(h.Key)+len(h.Value))
+		}
+		total += r.size
 	}
 	*b.buf = buf
+	// Counted in the queue as spool_produce's records are, but never refused: these wait for
+	// the SDK's buffer instead (see spool.h).
 	p.outq.Add(int64(n))
+	p.outqBytes.Add(total)
 	select {
 	case q.ch <- b:
 		return 0
 	case <-p.ctx.Done():
-		p.outq.Add(-int64(n))
+		p.unreserve(int64(n), total)
 		return errClosed
 	}
 }
@@ -269,7 +275,7 @@ func spoolgo_producer_take_reports(h C.uintptr_t, timeoutMS C.int, out **C.spool
 		}
 		// msg_opaque is the caller's value, never dereferenced: stored as an integer, without
 		// a write barrier (see storeC).
-		*(*uintptr)(unsafe.Pointer(&arr[i].msg_opaque)) = rep.opaque
+		*(*uintptr)(unsafe.Pointer(&arr[i].msg_opaque)) = rep.r.opaque
 		arr[i].offset = C.int64_t(rep.r.Offset)
 		arr[i].timestamp = C.int64_t(ts)
 		arr[i].partition = C.int32_t(partition)
@@ -286,7 +292,7 @@ func spoolgo_producer_take_reports(h C.uintptr_t, timeoutMS C.int, out **C.spool
 func sortByOpaque(rs []report) []report {
 	bounds := []int{0}
 	for i := 1; i < len(rs); i++ {
-		if rs[i].opaque < rs[i-1].opaque {
+		if rs[i].r.opaque < rs[i-1].r.opaque {
 			bounds = append(bounds, i)
 		}
 	}
@@ -305,7 +311,7 @@ func sortByOpaque(rs []report) []report {
 			a, b, out := src[lo:mid], src[mid:hi], dst[lo:hi]
 			i, j, o := 0, 0, 0
 			for i < len(a) && j < len(b) {
-				if b[j].opaque < a[i].opaque {
+				if b[j].r.opaque < a[i].r.opaque {
 					out[o] = b[j]
 					j++
 				} else {
@@ -342,6 +348,12 @@ func (p *producer) takeReports(timeoutMS C.int) []report {
 	got := p.queue
 	p.queue = nil
 	p.mu.Unlock()
-	p.outq.Add(-int64(len(got)))
+	// A spool_report_t holds no key or value: the batches' buffers go back now.
+	var served int64
+	for _, rep := range got {
+		rep.lease.Release()
+		served += rep.r.size
+	}
+	p.unreserve(int64(len(got)), served)
 	return got
 }

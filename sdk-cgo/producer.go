@@ -178,6 +178,7 @@ func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsa
 	chdrs := unsafe.Slice(hdrs, int(hdrCount))
 	size := recordSize(keyLen, valLen, chdrs)
 	if !p.reserve(1, size) {
+		p.cl.SendBuffered() // nothing joins the open batches until reports are served
 		return errQueueFull
 	}
 	r := p.newRecord()
@@ -216,6 +217,7 @@ func spoolgo_produce_batch(h C.uintptr_t, topic *C.char, recs *C.spool_record_t,
 		nhdrs += len(chdrs)
 	}
 	if !p.reserve(int64(len(cs)), size) {
+		p.cl.SendBuffered()
 		return errQueueFull
 	}
 	var buf []byte

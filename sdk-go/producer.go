@@ -121,6 +121,7 @@ type producer struct {
 	wakeCh   chan struct{}
 	flushing atomic.Int32
 	starved  atomic.Int32 // Produce calls waiting for buffer space
+	hurry    atomic.Bool  // SendBuffered was called: the next pass sends without lingering
 	buffered atomic.Int64
 	doneMu   sync.Mutex
 	doneCh   chan struct{}
@@ -450,6 +451,16 @@ func (cl *Client) Flush(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// SendBuffered has every open batch sent as soon as a request slot allows, without waiting
+// for linger, and returns at once. A caller that bounds its records itself (libspool, whose
+// queue counts records until their reports are served) calls it when its bound is reached,
+// as Produce does for itself when it waits for buffer space: records that nothing more will
+// join gain nothing by lingering.
+func (cl *Client) SendBuffered() {
+	cl.prod.hurry.Store(true)
+	cl.prod.wake()
 }
 
 // BufferedRecords is the number of records produced and not yet acknowledged or failed.

@@ -200,3 +200,24 @@ func TestMaxBufferedBytes(t *testing.T) {
 		}
 	})
 }
+
+// TestSendBufferedSkipsLinger produces into a batch that would linger for an hour and sees
+// SendBuffered send it: the record is acknowledged without Flush.
+func TestSendBufferedSkipsLinger(t *testing.T) {
+	eachTarget(t, func(t *testing.T, addr string) {
+		cl := newClient(t, addr, spool.Linger(time.Hour))
+		topic := createTopic(t, cl, 1)
+		ctx := testCtx(t)
+		done := make(chan error, 1)
+		cl.Produce(ctx, spool.StringRecord(topic, "v"), func(_ *spool.Record, err error) { done <- err })
+		cl.SendBuffered()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("not acknowledged after SendBuffered: %v", ctx.Err())
+		}
+	})
+}

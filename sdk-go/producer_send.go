@@ -192,7 +192,7 @@ type leaderPass struct {
 func (p *producer) collectAndSend() (next time.Time) {
 	cl := p.cl
 	now := time.Now()
-	flushing := p.flushing.Load() > 0 || p.starved.Load() > 0
+	flushing := p.flushing.Load() > 0 || p.starved.Load() > 0 || p.hurry.Swap(false)
 	p.mu.RLock()
 	list := p.list
 	p.mu.RUnlock()

@@ -333,21 +333,7 @@ func sortByOpaque(rs []report) []report {
 // takeReports waits up to timeoutMS for a report (0: not at all) and takes every report
 // queued, as spoolgo_producer_take does.
 func (p *producer) takeReports(timeoutMS C.int) []report {
-	p.mu.Lock()
-	empty := len(p.queue) == 0
-	p.mu.Unlock()
-	if empty && timeoutMS != 0 {
-		ctx, cancel := timeoutCtx(timeoutMS)
-		select {
-		case <-p.notify:
-		case <-ctx.Done():
-		}
-		cancel()
-	}
-	p.mu.Lock()
-	got := p.queue
-	p.queue = nil
-	p.mu.Unlock()
+	got := p.takeQueue(timeoutMS)
 	// A spool_report_t holds no key or value: the batches' buffers go back now.
 	var served int64
 	for _, rep := range got {

@@ -317,12 +317,10 @@ func (p *producer) done(sr *spool.Record, err error, lease *spool.Lent) {
 	}
 }
 
-//export spoolgo_producer_take
-func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_message_t) C.size_t {
-	p := value[producer](h)
-	if p == nil {
-		return 0
-	}
+// takeQueue waits up to timeoutMS for a delivery report (0: not at all) and takes every
+// report queued. The queue goes on in the spare slice of an earlier take (given back when its
+// messages are released), so a steady flow of reports allocates no new queue.
+func (p *producer) takeQueue(timeoutMS C.int) []report {
 	p.mu.Lock()
 	empty := len(p.queue) == 0
 	p.mu.Unlock()
@@ -335,13 +333,24 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 		cancel()
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	got := p.queue
 	p.queue, p.spare = p.spare[:0], nil
-	p.mu.Unlock()
 	if len(got) == 0 {
-		p.mu.Lock()
 		p.spare = got
-		p.mu.Unlock()
+		return nil
+	}
+	return got
+}
+
+//export spoolgo_producer_take
+func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_message_t) C.size_t {
+	p := value[producer](h)
+	if p == nil {
+		return 0
+	}
+	got := p.takeQueue(timeoutMS)
+	if len(got) == 0 {
 		return 0
 	}
 	// One block for all: the array of pointers, then the messages; the shim frees it once,

@@ -99,12 +99,11 @@ type runner struct {
 
 func runners(t *testing.T) []runner { return runnersOf(t, "tests/spool_test.c", "spool_test") }
 
-// runnersOf builds the C program src (named name) for each runner.
+// runnersOf builds the C program src (named name) for each runner. -short leaves valgrind out
+// (neither built nor run), never under CI.
 func runnersOf(t *testing.T, src, name string) []runner {
 	plain := compile(t, "", src, name)
 	asan := compile(t, "", src, name+"_asan", "-fsanitize=address", "-fno-omit-frame-pointer")
-	valgrind := brokertest.NeedTool(t, "/usr/bin/valgrind", "valgrind")
-	vg := compile(t, "valgrind", src, name+"_vg")
 	exe := func(bin string, env []string, pre ...string) func(t *testing.T, args ...string) (string, error) {
 		return func(t *testing.T, args ...string) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -116,11 +115,18 @@ func runnersOf(t *testing.T, src, name string) []runner {
 			return string(out), err
 		}
 	}
-	return []runner{
+	rs := []runner{
 		{"plain", exe(plain, nil)},
 		// detect_leaks: LeakSanitizer checks every malloc of the C side and of the library's
 		// C shim at exit.
 		{"asan", exe(asan, []string{"ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23"})},
+	}
+	if testing.Short() && os.Getenv("CI") != "true" {
+		return rs
+	}
+	valgrind := brokertest.NeedTool(t, "/usr/bin/valgrind", "valgrind")
+	vg := compile(t, "valgrind", src, name+"_vg")
+	return append(rs,
 		// Against the valgrind build of the library (see tests/go-runtime.supp). Possibly
 		// lost blocks are the TLS of threads the Go runtime never ends. Asynchronous
 		// preemption writes below a goroutine's stack pointer from a signal handler, which
@@ -128,9 +134,8 @@ func runnersOf(t *testing.T, src, name string) []runner {
 		// runtime can announce a new block at an address valgrind still holds as allocated,
 		// and valgrind's leak check then aborts ("Block ... overlaps", "the 'impossible'
 		// happened"). Without collection no memory is reused; these programs are short.
-		{"valgrind", exe(vg, []string{"GODEBUG=asyncpreemptoff=1", "GOGC=off"}, valgrind, "--quiet", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-			"--suppressions=tests/go-runtime.supp", "--error-exitcode=1")},
-	}
+		runner{"valgrind", exe(vg, []string{"GODEBUG=asyncpreemptoff=1", "GOGC=off"}, valgrind, "--quiet", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+			"--suppressions=tests/go-runtime.supp", "--error-exitcode=1")})
 }
 
 func TestSymbols(t *testing.T) {
@@ -238,9 +243,6 @@ func TestC(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for _, r := range rs {
-		if testing.Short() && r.name == "valgrind" && os.Getenv("CI") != "true" { // -short leaves valgrind out, never under CI
-			continue
-		}
 		t.Run(r.name, func(t *testing.T) {
 			run := func(args ...string) string {
 				t.Helper()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,9 +26,6 @@ func TestCPacked(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for _, r := range rs {
-		if testing.Short() && r.name == "valgrind" && os.Getenv("CI") != "true" { // as TestC
-			continue
-		}
 		t.Run(r.name, func(t *testing.T) {
 			out, err := r.run(t, "api", b.Addr)
 			if err != nil || !strings.Contains(out, "api: ok") {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -62,9 +61,6 @@ func TestCSecurity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for _, r := range rs {
-		if testing.Short() && r.name == "valgrind" && os.Getenv("CI") != "true" { // as TestC
-			continue
-		}
 		t.Run(r.name, func(t *testing.T) {
 			topic := "c-secure-" + r.name
 			if err := s.Admin.Admin().CreateTopic(ctx, topic, 1, 1, nil); err != nil {

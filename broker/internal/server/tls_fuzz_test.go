@@ -50,18 +50,7 @@ func FuzzTLSHandshake(f *testing.F) {
 	f.Add([]byte{22, 3, 1, 0xff, 0xff})                            // a record header claiming 64 KiB
 	f.Add([]byte{21, 3, 3, 0, 2, 2, 40})                           // an alert first
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.Write(data) // the broker may close before reading it all
-		c.(*net.TCPConn).CloseWrite()
-		c.SetReadDeadline(time.Now().Add(time.Minute)) // a bound on a hang, not on speed
-		got, err := io.ReadAll(c)
-		if err != nil && !isReset(err) {
-			t.Fatalf("the broker did not close the connection: %v (read %x)", err, got)
-		}
+		got := sendAndClose(t, addr, data)
 		// TLS record types: change_cipher_spec 20, alert 21, handshake 22.
 		if len(got) > 0 && (got[0] < 20 || got[0] > 22) {
 			t.Errorf("answered %x to %x: not a TLS record", got[:min(len(got), 16)], data[:min(len(data), 16)])
@@ -73,6 +62,26 @@ func FuzzTLSHandshake(f *testing.F) {
 		}
 		tc.Close()
 	})
+}
+
+// sendAndClose sends data on a new connection to addr, half-closes it, and returns what the
+// broker answered before closing its side; a broker that does not close within a minute fails
+// the test.
+func sendAndClose(t *testing.T, addr string, data []byte) []byte {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write(data) // the broker may close before reading it all
+	c.(*net.TCPConn).CloseWrite()
+	c.SetReadDeadline(time.Now().Add(time.Minute)) // a bound on a hang, not on speed
+	got, err := io.ReadAll(c)
+	if err != nil && !isReset(err) {
+		t.Fatalf("the broker did not close the connection: %v (read %x)", err, got[:min(len(got), 16)])
+	}
+	return got
 }
 
 // isReset says whether err is the peer resetting the connection (it closed with our bytes

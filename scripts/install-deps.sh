@@ -60,6 +60,12 @@ javabuild=$(mktemp -d)
 mvn -q -B -f sdk-cgo/bindings/java/pom.xml -Dspool.buildDir="$javabuild" test -Dtest=NoTest \
   -Dsurefire.failIfNoSpecifiedTests=false dependency:build-classpath -Dmdep.outputFile="$javabuild/cp.txt" >/dev/null
 rm -rf "$javabuild"
+# That build runs no test, so surefire never resolves its JUnit provider and the launcher
+# it loads, which it resolves only when tests run: fetched here by name (the versions go
+# with maven-surefire-plugin 3.2.5 and junit-jupiter 5.10.2 of the pom).
+for a in org.apache.maven.surefire:surefire-junit-platform:3.2.5 org.junit.platform:junit-platform-launcher:1.10.2; do
+  mvn -q -B dependency:get -Dartifact="$a" >/dev/null
+done
 
 # npm packages of the Node binding (koffi) and of its example (the binding, linked).
 for d in sdk-cgo/bindings/node examples/node; do

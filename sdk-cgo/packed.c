@@ -44,10 +44,8 @@ spool_err_t spool_produce_packed(spool_producer_t *p, const char *topic, size_t 
             if (headers[i][j].key == NULL && headers[i][j].key_len > 0) return SPOOL_ERR__BAD_ARG;
     }
     if (count == 0) return SPOOL_ERR_NO_ERROR;
-    return spoolgo_produce_packed(p->h, (char *)topic, count, (int32_t *)partitions, (void *)keys,
-                                  (int64_t *)key_lens, (void *)values, (int64_t *)value_lens,
-                                  (spool_header_t **)headers, (size_t *)header_counts,
-                                  (void **)msg_opaques);
+    return spoolring_produce_packed(p, topic, count, partitions, keys, key_lens, values,
+                                    value_lens, headers, header_counts, msg_opaques);
 }
 
 size_t spool_producer_poll_reports(spool_producer_t *p, int timeout_ms, spool_report_t **reports) {

@@ -32,17 +32,13 @@ type producer struct {
 	lastTopic atomic.Pointer[string]                  // the name topic returned last
 	doneFn    func(*spool.Record, error, *spool.Lent) // done, made once
 
-	// The queue's bound, as librdkafka's: records (queue.buffering.max.messages) and bytes
-	// (queue.buffering.max.kbytes) produced whose report is not served yet. A produce beyond
-	// it is SPOOL_ERR__QUEUE_FULL, so that memory stays bounded even when reports are not
-	// polled; the caller polls and produces again.
-	maxMsgs, maxBytes int64
-	outq              atomic.Int64 // records produced whose report is not served yet
-	outqBytes         atomic.Int64 // their sizes (cRecord.size)
-	budget            atomic.Int64 // its share of the runtime's memory limit (addMemBudget)
+	// ring is where the produce calls put records (ring.c; its queue bound, as librdkafka's:
+	// records and bytes produced whose report is not served yet, beyond which a produce is
+	// SPOOL_ERR__QUEUE_FULL), and its drainer the goroutine producing them.
+	ring   *drainer
+	budget atomic.Int64 // its share of the runtime's memory limit (addMemBudget)
 
-	slabMu sync.Mutex
-	slab   []cRecord // records not handed out yet, allocated 256 at a time
+	slab []cRecord // records not handed out yet, allocated slabSize at a time (drainer only)
 
 	mu     sync.Mutex
 	queue  []report
@@ -72,49 +68,26 @@ type takenBlock struct {
 	leases []*spool.Lent
 }
 
-// slabSize is how many records spoolgo_produce allocates at once: one allocation per 200
+// slabSize is how many records the drainer allocates at once: one allocation per 200
 // records instead of one per record, small enough (30 KiB) for the allocator's small size
 // classes. A slab lives until its last record is reported.
 const slabSize = 200
 
-// newRecord returns a zeroed record from the slab.
+// newRecord returns a zeroed record from the slab. Only the drainer calls it.
 func (p *producer) newRecord() *cRecord {
-	p.slabMu.Lock()
 	if len(p.slab) == 0 {
 		p.slab = make([]cRecord, slabSize)
 	}
 	r := &p.slab[0]
 	p.slab = p.slab[1:]
-	p.slabMu.Unlock()
 	return r
 }
 
-// reserve takes room in the queue for n records of size bytes, or reports that it is full.
-// An empty queue takes anything, so that a batch larger than the bound still goes.
-func (p *producer) reserve(n, size int64) bool {
-	msgs, bytes := p.outq.Add(n), p.outqBytes.Add(size)
-	if (msgs > p.maxMsgs || bytes > p.maxBytes) && msgs != n {
-		p.outq.Add(-n)
-		p.outqBytes.Add(-size)
-		return false
-	}
-	return true
-}
-
-// unreserve gives back room reserved for n records of size bytes.
+// unreserve gives back the room in the ring's queue bound of n records of size bytes, whose
+// reports were served (the produce calls reserved it in ring.c).
 func (p *producer) unreserve(n, size int64) {
-	p.outq.Add(-n)
-	p.outqBytes.Add(-size)
-}
-
-// recordSize is what a record counts against queue.buffering.max.kbytes: as the SDK counts
-// it against MaxBufferedBytes.
-func recordSize(keyLen, valLen C.size_t, hdrs []C.spool_header_t) int64 {
-	size := 21 + int64(keyLen) + int64(valLen)
-	for _, h := range hdrs {
-		size += 10 + int64(h.key_len) + int64(h.value_len)
-	}
-	return size
+	atomic.AddInt64((*int64)(unsafe.Pointer(&p.ring.r.outq)), -n)
+	atomic.AddInt64((*int64)(unsafe.Pointer(&p.ring.r.outq_bytes)), -size)
 }
 
 // confInt is the integer value of key in sc, or the key's default.
@@ -140,7 +113,7 @@ func (e explicitPartitioner) Partition(r *spool.Record, n int) int {
 }
 
 //export spoolgo_producer_new
-func spoolgo_producer_new(confH C.uintptr_t, hasDR C.int, errstr *C.char, size C.size_t) C.uintptr_t {
+func spoolgo_producer_new(confH C.uintptr_t, hasDR C.int, ring *C.spoolring_t, errstr *C.char, size C.size_t) C.uintptr_t {
 	sc := checkedConf(confH, "spool_producer_new", errstr, size)
 	if sc == nil {
 		return 0
@@ -160,101 +133,14 @@ func spoolgo_producer_new(confH C.uintptr_t, hasDR C.int, errstr *C.char, size C
 		return 0
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &producer{cl: cl, reports: hasDR != 0, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1),
-		maxMsgs: confInt(sc, "queue.buffering.max.messages"), maxBytes: confInt(sc, "queue.buffering.max.kbytes") << 10}
+	p := &producer{cl: cl, reports: hasDR != 0, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1), ring: newDrainer(ring)}
+	maxMsgs, maxBytes := confInt(sc, "queue.buffering.max.messages"), confInt(sc, "queue.buffering.max.kbytes")<<10
+	ring.max_msgs, ring.max_bytes = C.int64_t(maxMsgs), C.int64_t(maxBytes)
 	p.doneFn = p.done
-	p.budget.Store(producerBudget(p.maxMsgs, p.maxBytes))
+	p.budget.Store(producerBudget(maxMsgs, maxBytes))
 	addMemBudget(p.budget.Load())
+	go p.ring.run(p)
 	return newHandle(p)
-}
-
-//export spoolgo_produce
-func spoolgo_produce(h C.uintptr_t, topic *C.char, partition C.int32_t, key unsafe.Pointer, keyLen C.size_t,
-	val unsafe.Pointer, valLen C.size_t, hdrs *C.spool_header_t, hdrCount C.size_t, opaque C.uintptr_t) C.int {
-	p := value[producer](h)
-	if p == nil {
-		return errBadArg
-	}
-	chdrs := unsafe.Slice(hdrs, int(hdrCount))
-	size := recordSize(keyLen, valLen, chdrs)
-	if !p.reserve(1, size) {
-		p.cl.SendBuffered() // nothing joins the open batches until reports are served
-		return errQueueFull
-	}
-	r := p.newRecord()
-	r.Topic, r.Partition, r.opaque, r.size = p.topic(topic), int32(partition), uintptr(opaque), size
-	// Key and value are C memory, read only during the call: the SDK copies them once, into
-	// the batch.
-	r.Key, r.Value = cBytes(key, keyLen), cBytes(val, valLen)
-	if hdrCount > 0 {
-		r.Headers = make([]spool.Header, hdrCount)
-		for i, ch := range chdrs {
-			r.Headers[i] = spool.Header{Key: goBytes(unsafe.Pointer(ch.key), ch.key_len), Value: goBytes(ch.value, ch.value_len)}
-		}
-	}
-	p.cl.ProduceBorrowed(p.ctx, &r.Record, p.doneFn)
-	return 0
-}
-
-//export spoolgo_produce_batch
-func spoolgo_produce_batch(h C.uintptr_t, topic *C.char, recs *C.spool_record_t, count C.size_t) C.int {
-	p := value[producer](h)
-	if p == nil {
-		return errBadArg
-	}
-	cs := unsafe.Slice(recs, int(count))
-	// One array of records, and one buffer for every header of the batch, which lives until
-	// the last record of the batch is reported; keys and values are copied by the SDK, once,
-	// into the batches.
-	var size, hdrBytes int64
-	nhdrs := 0
-	for i := range cs {
-		chdrs := unsafe.Slice(cs[i].headers, int(cs[i].header_count))
-		size += recordSize(cs[i].key_len, cs[i].value_len, chdrs)
-		for _, ch := range chdrs {
-			hdrBytes += int64(ch.key_len) + int64(ch.value_len)
-		}
-		nhdrs += len(chdrs)
-	}
-	if !p.reserve(int64(len(cs)), size) {
-		p.cl.SendBuffered()
-		return errQueueFull
-	}
-	var buf []byte
-	if nhdrs > 0 {
-		buf = make([]byte, 0, hdrBytes)
-	}
-	// bytesOf appends n bytes at c to buf and returns them (cap-limited); nil for NULL.
-	bytesOf := func(c unsafe.Pointer, n C.size_t) []byte {
-		if c == nil {
-			return nil
-		}
-		off := len(buf)
-		buf = append(buf, unsafe.Slice((*byte)(c), int(n))...)
-		return buf[off:len(buf):len(buf)]
-	}
-	name := p.topic(topic)
-	records := make([]cRecord, len(cs))
-	var headers []spool.Header
-	if nhdrs > 0 {
-		headers = make([]spool.Header, nhdrs)
-	}
-	for i := range cs {
-		c := &cs[i]
-		r := &records[i]
-		r.Topic, r.Partition, r.opaque = name, int32(c.partition), uintptr(c.msg_opaque)
-		r.Key, r.Value = cBytes(c.key, c.key_len), cBytes(c.value, c.value_len)
-		n := int(c.header_count)
-		if n > 0 {
-			r.Headers, headers = headers[:n:n], headers[n:]
-			for j, ch := range unsafe.Slice(c.headers, n) {
-				r.Headers[j] = spool.Header{Key: bytesOf(unsafe.Pointer(ch.key), ch.key_len), Value: bytesOf(ch.value, ch.value_len)}
-			}
-		}
-		r.size = recordSize(c.key_len, c.value_len, unsafe.Slice(c.headers, n))
-		p.cl.ProduceBorrowed(p.ctx, &r.Record, p.doneFn)
-	}
-	return 0
 }
 
 // cBytes is a view of n bytes of C memory at c, valid while the C caller's call lasts; nil
@@ -269,19 +155,9 @@ func cBytes(c unsafe.Pointer, n C.size_t) []byte {
 	return unsafe.Slice((*byte)(c), int(n))
 }
 
-// cStrlen is strlen in Go: a call of C.strlen from here is a cgo call, which costs more than
-// scanning a topic name.
-func cStrlen(s *C.char) int {
-	n := 0
-	for *(*byte)(unsafe.Add(unsafe.Pointer(s), n)) != 0 {
-		n++
-	}
-	return n
-}
-
-// topic returns the name at s as a Go string, the same one for every record of a topic.
-func (p *producer) topic(s *C.char) string {
-	view := unsafe.String((*byte)(unsafe.Pointer(s)), cStrlen(s)) // C memory: not kept
+// topic returns the name view (C memory, not kept) as a Go string, the same one for every
+// record of a topic.
+func (p *producer) topic(view string) string {
 	if last := p.lastTopic.Load(); last != nil && *last == view {
 		return *last // the usual case, without hashing the name
 	}
@@ -433,25 +309,17 @@ func spoolgo_producer_flush(h C.uintptr_t, timeoutMS C.int) C.int {
 	}
 	ctx, cancel := timeoutCtx(timeoutMS)
 	defer cancel()
-	if err := p.waitPacked(ctx); err != nil { // records of spool_produce_packed still queued (packed.go)
+	if err := p.ring.wait(ctx); err != nil { // records still in the ring (ring.go)
 		return errCode(err)
 	}
 	return errCode(p.cl.Flush(ctx))
-}
-
-//export spoolgo_producer_outq_len
-func spoolgo_producer_outq_len(h C.uintptr_t) C.int {
-	p := value[producer](h)
-	if p == nil {
-		return 0
-	}
-	return C.int(p.outq.Load())
 }
 
 //export spoolgo_producer_close
 func spoolgo_producer_close(h C.uintptr_t) {
 	if p := value[producer](h); p != nil {
 		p.cancel()
+		<-p.ring.stopped // the C side frees the ring once this returns
 		p.cl.Close()
 		addMemBudget(-p.budget.Swap(0))
 		// Collect what the producer held now, while the runtime's memory limit is the

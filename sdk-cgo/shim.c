@@ -115,8 +115,10 @@ spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t er
     if (p == NULL) return NULL;
     p->dr_cb = __atomic_load_n(&conf->dr_cb, __ATOMIC_ACQUIRE);
     p->opaque = __atomic_load_n(&conf->opaque, __ATOMIC_ACQUIRE);
-    p->h = spoolgo_producer_new(conf->h, p->dr_cb != NULL, errstr, errstr_size);
+    spoolring_init(&p->ring);
+    p->h = spoolgo_producer_new(conf->h, p->dr_cb != NULL, &p->ring, errstr, errstr_size);
     if (p->h == 0) {
+        spoolring_destroy(&p->ring);
         free(p);
         return NULL;
     }
@@ -133,9 +135,8 @@ spool_err_t spool_produce_headers(spool_producer_t *p, const char *topic, int32_
         return SPOOL_ERR__BAD_ARG;
     for (size_t i = 0; i < header_count; i++)
         if (headers[i].key == NULL && headers[i].key_len > 0) return SPOOL_ERR__BAD_ARG;
-    return spoolgo_produce(p->h, (char *)topic, partition, (void *)key, key_len, (void *)value,
-                           value_len, (spool_header_t *)headers, header_count,
-                           (uintptr_t)msg_opaque);
+    return spoolring_produce(p, topic, partition, key, key_len, value, value_len, headers,
+                             header_count, msg_opaque);
 }
 
 spool_err_t spool_produce_batch(spool_producer_t *p, const char *topic,
@@ -149,7 +150,7 @@ spool_err_t spool_produce_batch(spool_producer_t *p, const char *topic,
             if (r->headers[j].key == NULL && r->headers[j].key_len > 0) return SPOOL_ERR__BAD_ARG;
     }
     if (count == 0) return SPOOL_ERR_NO_ERROR;
-    return spoolgo_produce_batch(p->h, (char *)topic, (spool_record_t *)records, count);
+    return spoolring_produce_batch(p, topic, records, count);
 }
 
 spool_err_t spool_produce(spool_producer_t *p, const char *topic, int32_t partition,
@@ -181,7 +182,7 @@ spool_err_t spool_producer_flush(spool_producer_t *p, int timeout_ms) {
 
 int spool_producer_outq_len(spool_producer_t *p) {
     if (p == NULL) return 0;
-    return spoolgo_producer_outq_len(p->h);
+    return (int)__atomic_load_n(&p->ring.outq, __ATOMIC_SEQ_CST);
 }
 
 spool_err_t spool_create_topic(spool_producer_t *p, const char *topic, int32_t partitions,
@@ -199,8 +200,10 @@ spool_err_t spool_delete_topic(spool_producer_t *p, const char *topic, int timeo
 
 void spool_producer_destroy(spool_producer_t *p) {
     if (p == NULL) return;
-    spoolgo_producer_close(p->h);
+    spoolring_close(&p->ring);
+    spoolgo_producer_close(p->h); /* returns once the drainer is done with the ring */
     spoolgo_handle_delete(p->h);
+    spoolring_destroy(&p->ring);
     free(p);
 }
 

@@ -203,8 +203,10 @@ spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t er
  * pointer with length 0 an empty one. msg_opaque comes back in the delivery report.
  * Returns SPOOL_ERR_NO_ERROR when the record is buffered; its outcome then comes in exactly
  * one delivery report (if a dr_cb is set), including failures found later (unknown topic,
- * partition out of range, record too large, broker down past message.timeout.ms). The first
- * record to a topic may block while the topic is looked up (a few metadata requests).
+ * partition out of range, record too large, broker down past message.timeout.ms). The call
+ * copies the record into the producer's queue and returns: a thread of the library encodes
+ * it into its batch (as librdkafka's broker threads do), so the call only blocks, briefly,
+ * while a megabyte of earlier records waits for that thread.
  * SPOOL_ERR__QUEUE_FULL, and nothing buffered, when the queue is full: as librdkafka's, it
  * holds the records produced whose delivery report has not been served yet, at most
  * queue.buffering.max.messages records and queue.buffering.max.kbytes KiB of keys, values
@@ -403,13 +405,11 @@ void spool_message_destroy(spool_message_t *msg);
  * (NULL producer or topic, a partition below SPOOL_PARTITION_UA, NULL keys or values with a
  * positive length, NULL headers or a NULL header key with a length), none is
  * (SPOOL_ERR__BAD_ARG); SPOOL_ERR__CLOSED once the producer is being destroyed.
- * The call returns once the records are copied: a thread of the library hands them to the
- * producer, in call order, while the caller goes on (so their encoding runs in parallel
- * with the caller). Records of spool_produce_packed are therefore not ordered with records
- * of the other produce calls; spool_producer_flush covers them. It blocks only while
- * earlier calls' records wait for buffer space (queue.buffering.max.messages). A delivery
- * report of such a record served by spool_producer_poll has a null key, value and no
- * headers (the library reuses their memory); spool_producer_poll_reports is its pair.
+ * The call returns once the records are copied into the queue the other produce calls use,
+ * in call order with theirs; it never fails with SPOOL_ERR__QUEUE_FULL but waits, while a
+ * megabyte of earlier records waits to be encoded. Records beyond
+ * queue.buffering.max.messages still count in spool_producer_outq_len and make the other
+ * calls' records wait. spool_producer_poll_reports is its pair.
  * Thread-safe: records of one thread are queued in call order. */
 spool_err_t spool_produce_packed(spool_producer_t *producer, const char *topic, size_t count,
                                  const int32_t *partitions, const void *keys,

@@ -1,0 +1,168 @@
+package main
+
+/*
+#include "spool_impl.h"
+*/
+import "C"
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+// drainer is the Go side of a producer's produce ring (ring.c): one goroutine that takes the
+// records the produce calls appended, a block at a time, and produces them through the SDK.
+// The caller's thread only copies a record into the ring (no crossing into Go per record);
+// the SDK's work per record (partitioning, encoding into the batch, the report's
+// bookkeeping) runs here, on another thread, as librdkafka's runs on its broker threads.
+//
+// Only the drainer goroutine reads a block, from spoolring_take until its next take (which
+// gives the block back to the ring); drained and progress are the drainer's report to
+// spool_producer_flush.
+type drainer struct {
+	r        *C.spoolring_t // in the C producer handle; freed after the drainer stops
+	kick     chan struct{}  // capacity 1: the ring went from idle to holding records
+	stopped  chan struct{}  // closed when the goroutine returns
+	drained  atomic.Uint64  // records taken and handed to the SDK
+	mu       sync.Mutex
+	progress chan struct{} // closed, and replaced, each time drained grows
+}
+
+func newDrainer(r *C.spoolring_t) *drainer {
+	return &drainer{r: r, kick: make(chan struct{}, 1), stopped: make(chan struct{}), progress: make(chan struct{})}
+}
+
+// spoolgo_producer_kick wakes the drainer: the ring has records and the drainer was idle.
+//
+//export spoolgo_producer_kick
+func spoolgo_producer_kick(h C.uintptr_t) {
+	if p := value[producer](h); p != nil {
+		select {
+		case p.ring.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run drains the ring until the producer closes. A block is produced whole even when the
+// producer closes meanwhile: the SDK then fails its records at once.
+func (d *drainer) run(p *producer) {
+	defer close(d.stopped)
+	for {
+		select {
+		case <-d.kick:
+		case <-p.ctx.Done():
+			return
+		}
+		for p.ctx.Err() == nil {
+			var block *C.char
+			var size C.size_t
+			var hurry C.int
+			n := C.spoolring_take(d.r, &block, &size, &hurry)
+			if n > 0 {
+				p.produceBlock(unsafe.Pointer(block), int(size))
+				d.advance(uint64(n))
+			}
+			if hurry != 0 || p.queueFull() {
+				// A produce found the queue full: nothing joins the open batches until
+				// reports are served, so they go now rather than after linger.ms.
+				p.cl.SendBuffered()
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+}
+
+// queueFull tells whether the ring's queue is at its bound: no record can join the open
+// batches until their reports are served, so lingering would only delay those reports (as
+// the Java client sends at once while a send waits for buffer memory).
+func (p *producer) queueFull() bool {
+	r := p.ring.r
+	return atomic.LoadInt64((*int64)(unsafe.Pointer(&r.outq))) >= int64(r.max_msgs) ||
+		atomic.LoadInt64((*int64)(unsafe.Pointer(&r.outq_bytes))) >= int64(r.max_bytes)
+}
+
+// advance adds n to drained and wakes the flushes waiting for it.
+func (d *drainer) advance(n uint64) {
+	d.drained.Add(n)
+	d.mu.Lock()
+	close(d.progress)
+	d.progress = make(chan struct{})
+	d.mu.Unlock()
+}
+
+// wait returns once every record appended to the ring before the call has been handed to
+// the SDK (so that the SDK's Flush covers it), or ctx ends, or the producer closes.
+func (d *drainer) wait(ctx context.Context) error {
+	target := uint64(C.spoolring_appended(d.r))
+	for {
+		d.mu.Lock()
+		ch := d.progress
+		d.mu.Unlock()
+		if d.drained.Load() >= target {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-d.stopped:
+			return nil
+		}
+	}
+}
+
+// produceBlock produces the records of a block taken from the ring (entries laid out as
+// spoolring_rec_t says). Keys and values are lent to the SDK, which copies them into its
+// batch before ProduceBorrowed returns; headers, which the SDK keeps, are copied here.
+func (p *producer) produceBlock(base unsafe.Pointer, size int) {
+	const head = int(unsafe.Sizeof(C.spoolring_rec_t{}))
+	for off := 0; off < size; {
+		e := (*C.spoolring_rec_t)(unsafe.Add(base, off))
+		at := unsafe.Add(base, off+head)
+		r := p.newRecord()
+		r.Topic = p.topic(unsafe.String((*byte)(at), int(e.topic_len)))
+		at = unsafe.Add(at, e.topic_len)
+		r.Key, at = ringBytes(at, int64(e.key_len))
+		r.Value, at = ringBytes(at, int64(e.value_len))
+		if e.header_count > 0 {
+			r.Headers = make([]spool.Header, e.header_count)
+			for i := range r.Headers {
+				lens := (*[2]int64)(at)
+				k, next := ringBytes(unsafe.Add(at, 16), lens[0])
+				v, next := ringBytes(next, lens[1])
+				r.Headers[i] = spool.Header{Key: append([]byte{}, k...), Value: cloneOrNil(v)}
+				at = next
+			}
+		}
+		r.Partition, r.opaque, r.size = int32(e.partition), uintptr(e.opaque), int64(e.rsize)
+		p.cl.ProduceBorrowed(p.ctx, &r.Record, p.doneFn)
+		off += int(e.size)
+	}
+}
+
+// ringBytes is a view of the n bytes at at (nil for n < 0: null) and where the next field
+// starts.
+func ringBytes(at unsafe.Pointer, n int64) ([]byte, unsafe.Pointer) {
+	if n < 0 {
+		return nil, at
+	}
+	if n == 0 {
+		return []byte{}, at
+	}
+	return unsafe.Slice((*byte)(at), int(n)), unsafe.Add(at, n)
+}
+
+// cloneOrNil is a Go copy of b, nil for nil.
+func cloneOrNil(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}

@@ -48,6 +48,7 @@ func spoolgo_producer_take_reports(h C.uintptr_t, timeoutMS C.int, out **C.spool
 		arr[i].partition = C.int32_t(partition)
 		arr[i].err = C.spool_err_t(errCode(rep.err))
 	}
+	p.reuse(got)
 	*out = (*C.spool_report_t)(base)
 	return C.size_t(len(got))
 }

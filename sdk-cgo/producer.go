@@ -38,7 +38,13 @@ type producer struct {
 	ring   *drainer
 	budget atomic.Int64 // its share of the runtime's memory limit (addMemBudget)
 
-	slab []cRecord // records not handed out yet, allocated slabSize at a time (drainer only)
+	// Records are reused once their reports are served: fresh ones (slab, allocated slabSize
+	// at a time) only when none is free, so a steady flow allocates none. spare and slab are
+	// the drainer's; freeRecs collects the records served, and the drainer takes it whole.
+	slab      []cRecord
+	spareRecs []*cRecord
+	freeMu    sync.Mutex
+	freeRecs  []*cRecord
 
 	mu     sync.Mutex
 	queue  []report
@@ -73,14 +79,35 @@ type takenBlock struct {
 // classes. A slab lives until its last record is reported.
 const slabSize = 200
 
-// newRecord returns a zeroed record from the slab. Only the drainer calls it.
+// newRecord returns a zeroed record: one served before, or one from the slab. Only the
+// drainer calls it.
 func (p *producer) newRecord() *cRecord {
+	if len(p.spareRecs) == 0 {
+		p.freeMu.Lock()
+		p.spareRecs, p.freeRecs = p.freeRecs, p.spareRecs[:0]
+		p.freeMu.Unlock()
+	}
+	if n := len(p.spareRecs); n > 0 {
+		r := p.spareRecs[n-1]
+		p.spareRecs = p.spareRecs[:n-1]
+		*r = cRecord{}
+		return r
+	}
 	if len(p.slab) == 0 {
 		p.slab = make([]cRecord, slabSize)
 	}
 	r := &p.slab[0]
 	p.slab = p.slab[1:]
 	return r
+}
+
+// reuse hands the records of reports served back to newRecord: nothing reads them after.
+func (p *producer) reuse(reps []report) {
+	p.freeMu.Lock()
+	for _, rep := range reps {
+		p.freeRecs = append(p.freeRecs, rep.r)
+	}
+	p.freeMu.Unlock()
 }
 
 // unreserve gives back the room in the ring's queue bound of n records of size bytes, whose
@@ -182,6 +209,9 @@ func (p *producer) done(sr *spool.Record, err error, lease *spool.Lent) {
 	if !p.reports {
 		lease.Release()
 		p.unreserve(1, r.size)
+		p.freeMu.Lock()
+		p.freeRecs = append(p.freeRecs, r)
+		p.freeMu.Unlock()
 		return
 	}
 	p.mu.Lock()
@@ -264,7 +294,8 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 		tb.leases[i] = rep.lease
 	}
 	n := len(got)
-	clear(got) // the records go once their reports are released
+	p.reuse(got)
+	clear(got)
 	p.mu.Lock()
 	if p.taken == nil {
 		p.taken = map[unsafe.Pointer]*takenBlock{}

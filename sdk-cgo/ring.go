@@ -9,6 +9,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	spool "github.com/spoolmq/spool/sdk-go"
@@ -123,6 +124,9 @@ func (d *drainer) wait(ctx context.Context) error {
 // batch before ProduceBorrowed returns; headers, which the SDK keeps, are copied here.
 func (p *producer) produceBlock(base unsafe.Pointer, size int) {
 	const head = int(unsafe.Sizeof(C.spoolring_rec_t{}))
+	// One timestamp for the block (its records were produced within the last few
+	// milliseconds): reading the clock per record costs more than encoding a small record.
+	now := time.Now()
 	for off := 0; off < size; {
 		e := (*C.spoolring_rec_t)(unsafe.Add(base, off))
 		at := unsafe.Add(base, off+head)
@@ -141,7 +145,7 @@ func (p *producer) produceBlock(base unsafe.Pointer, size int) {
 				at = next
 			}
 		}
-		r.Partition, r.opaque, r.size = int32(e.partition), uintptr(e.opaque), int64(e.rsize)
+		r.Partition, r.opaque, r.size, r.Timestamp = int32(e.partition), uintptr(e.opaque), int64(e.rsize), now
 		p.cl.ProduceBorrowed(p.ctx, &r.Record, p.doneFn)
 		off += int(e.size)
 	}

@@ -145,11 +145,7 @@ func spoolgo_producer_new(confH C.uintptr_t, hasDR C.int, ring *C.spoolring_t, e
 	if sc == nil {
 		return 0
 	}
-	name, ok := sc.Get("partitioner")
-	if !ok {
-		name = spool.PartitionerMurmur2Random
-	}
-	part, err := spool.PartitionerByName(name)
+	part, err := sc.Partitioner()
 	if err != nil { // checked by Set already
 		setErrstr(errstr, size, "spool_producer_new: "+err.Error())
 		return 0

@@ -83,10 +83,12 @@ var partitionerNames = []string{
 // PartitionerByName returns a new partitioner for one of the names the "partitioner" key
 // takes, with librdkafka's placement:
 //   - murmur2_random (the default): keyed records by murmur2 as the Java client
-//     (KafkaPartition), records with a nil key at random;
+//     (KafkaPartition), records with a nil key at random, one partition per topic for
+//     sticky.partitioning.linger.ms (10 ms) at a time, as librdkafka;
 //   - murmur2: every record by murmur2 of its key, a nil key hashed as an empty one;
 //   - consistent_random: records by CRC-32 (IEEE) of the key modulo the partition count, a
-//     nil or empty key at random; consistent: a nil key hashed as an empty one;
+//     nil or empty key at random (sticky as murmur2_random's); consistent: a nil key hashed
+//     as an empty one;
 //   - random: every record at random; round_robin: one partition after the other;
 //   - sticky: keyed records by murmur2, unkeyed ones to one partition for 1000 records, then
 //     the next (Sticky(0, true)).
@@ -113,14 +115,10 @@ func PartitionerByName(name string) (Partitioner, error) {
 func crc32Partition(key []byte, n int) int { return int(crc32.ChecksumIEEE(key) % uint32(n)) }
 
 // keyedOrRandom places records by hash of their key, except those whose key random (when not
-// nil) picks, which go to a random partition.
+// nil) picks, which go to a random partition that sticks for DefaultStickyLinger (see
+// keyedSticky; the sticky.partitioning.linger.ms key changes it).
 func keyedOrRandom(hash func(key []byte, n int) int, random func(key []byte) bool) Partitioner {
-	return PartitionerFunc(func(r *Record, n int) int {
-		if random != nil && random(r.Key) {
-			return rand.IntN(n)
-		}
-		return hash(r.Key, n)
-	})
+	return &keyedSticky{hash: hash, random: random, linger: DefaultStickyLinger}
 }
 
 // confKeys is the table. Keys that set the same field (linger.ms and queue.buffering.max.ms)
@@ -252,6 +250,9 @@ var confKeys = []ConfKey{
 		"produce requests outstanding per broker; above 5 idempotence is off unless enable.idempotence=true (MaxInFlight)", MaxInFlight),
 	msKey("message.timeout.ms", []string{"delivery.timeout.ms"}, RoleProducer, 120000, 1, 86400000,
 		"how long a record may be retried before its delivery fails (DeliveryTimeout)", DeliveryTimeout),
+	msKey("sticky.partitioning.linger.ms", nil, RoleProducer, 10, 0, 900000,
+		"how long records murmur2_random and consistent_random place at random stay on one partition, so their batches fill; 0: a random partition per record (StickyPartitioningLinger)",
+		StickyPartitioningLinger),
 	{Name: "partitioner", Role: RoleProducer, Default: PartitionerMurmur2Random,
 		Doc: "where records without an explicit partition go: " + strings.Join(partitionerNames, ", ") + " (PartitionerByName)",
 		parse: func(v string) (string, Opt, error) {
@@ -516,6 +517,28 @@ func (c *Conf) Get(key string) (value string, ok bool) {
 
 // Clone returns an independent copy of c.
 func (c *Conf) Clone() *Conf { return &Conf{set: slices.Clone(c.set)} }
+
+// Partitioner returns the partitioner c's partitioner and sticky.partitioning.linger.ms keys
+// describe (their defaults when unset), for a caller that wraps it: libspool places records
+// with an explicit partition there and asks it for the others.
+func (c *Conf) Partitioner() (Partitioner, error) {
+	name, ok := c.Get("partitioner")
+	if !ok {
+		name = PartitionerMurmur2Random
+	}
+	p, err := PartitionerByName(name)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := c.Get("sticky.partitioning.linger.ms"); ok {
+		ms, err := strconv.Atoi(v) // checked by Set
+		if err != nil {
+			return nil, fmt.Errorf("sticky.partitioning.linger.ms: %w", err)
+		}
+		p = applyStickyLinger(p, time.Duration(ms)*time.Millisecond)
+	}
+	return p, nil
+}
 
 // Opts returns the options c stands for, to pass to NewClient (after which more options may
 // follow and override them).

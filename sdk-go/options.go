@@ -81,6 +81,8 @@ type config struct {
 	codec           compress.Codec
 	codecLevels     [compress.Zstd + 1]int // per codec, Kafka's level (0: the codec's default)
 	partitioner     Partitioner
+	stickyLinger    time.Duration // StickyPartitioningLinger, applied to partitioner when set
+	stickyLingerSet bool
 	deliveryTimeout time.Duration
 	produceTimeout  time.Duration
 	maxInFlight     int
@@ -349,6 +351,20 @@ func WithPartitioner(p Partitioner) Opt {
 	}
 }
 
+// StickyPartitioningLinger sets how long the partitioners of PartitionerByName that place
+// records without a usable key at random (murmur2_random, consistent_random) keep them on one
+// partition per topic before picking another (librdkafka's sticky.partitioning.linger.ms);
+// 0 picks a partition per record. Default: DefaultStickyLinger. Other partitioners ignore it.
+func StickyPartitioningLinger(d time.Duration) Opt {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("StickyPartitioningLinger: negative %v", d)
+		}
+		c.stickyLinger, c.stickyLingerSet = d, true
+		return nil
+	}
+}
+
 // DeliveryTimeout bounds how long a record may be retried before its callback gets the last
 // error. Default: 2m.
 func DeliveryTimeout(d time.Duration) Opt {
@@ -427,6 +443,9 @@ func (c *config) validate() error {
 	}
 	if c.partitioner == nil {
 		c.partitioner = DefaultPartitioner()
+	}
+	if c.stickyLingerSet {
+		c.partitioner = applyStickyLinger(c.partitioner, c.stickyLinger)
 	}
 	if c.dial == nil {
 		d := &net.Dialer{Timeout: c.dialTimeout}

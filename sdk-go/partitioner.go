@@ -3,8 +3,10 @@ package spool
 import (
 	"encoding/binary"
 	"maps"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Partitioner picks the partition of a record. Partition is called with the record and the
@@ -87,8 +89,7 @@ func (rr *roundRobin) Partition(_ *Record, n int) int {
 type sticky struct {
 	every  uint64
 	next   atomic.Uint32 // the partition the next new topic starts on
-	mu     sync.Mutex    // serializes adding topics
-	topics atomic.Pointer[map[string]*stickyTopic]
+	topics perTopic[stickyTopic]
 }
 
 type stickyTopic struct {
@@ -104,7 +105,6 @@ func Sticky(every int, keys bool) Partitioner {
 		every = 1000
 	}
 	s := &sticky{every: uint64(every)}
-	s.topics.Store(&map[string]*stickyTopic{})
 	if keys {
 		return PartitionerFunc(func(r *Record, n int) int {
 			if r.Key != nil {
@@ -117,27 +117,100 @@ func Sticky(every int, keys bool) Partitioner {
 }
 
 func (s *sticky) Partition(r *Record, n int) int {
-	st := (*s.topics.Load())[r.Topic]
-	if st == nil {
-		st = s.addTopic(r.Topic)
-	}
+	st := s.topics.get(r.Topic, func() *stickyTopic { return &stickyTopic{start: uint64(s.next.Add(1) - 1)} })
 	k := st.n.Add(1) - 1
 	return int((st.start + k/s.every) % uint64(n))
 }
 
-// addTopic publishes a copy of the topic map with topic added.
-func (s *sticky) addTopic(topic string) *stickyTopic {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old := *s.topics.Load()
-	if st := old[topic]; st != nil {
-		return st
+// perTopic is a partitioner's state per topic: a copy-on-write map, so that Partition, which
+// runs once per record, takes no lock once the topic is known.
+type perTopic[T any] struct {
+	mu sync.Mutex // serializes adding topics
+	m  atomic.Pointer[map[string]*T]
+}
+
+// get returns topic's state, made by mk the first time.
+func (p *perTopic[T]) get(topic string, mk func() *T) *T {
+	if m := p.m.Load(); m != nil {
+		if v := (*m)[topic]; v != nil {
+			return v
+		}
 	}
-	st := &stickyTopic{start: uint64(s.next.Add(1) - 1)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var old map[string]*T
+	if m := p.m.Load(); m != nil {
+		old = *m
+	}
+	if v := old[topic]; v != nil {
+		return v
+	}
+	v := mk()
 	m := maps.Clone(old)
-	m[topic] = st
-	s.topics.Store(&m)
-	return st
+	if m == nil {
+		m = map[string]*T{}
+	}
+	m[topic] = v
+	p.m.Store(&m)
+	return v
+}
+
+// DefaultStickyLinger is librdkafka's sticky.partitioning.linger.ms: how long records that
+// murmur2_random and consistent_random place "at random" stay on one partition.
+const DefaultStickyLinger = 10 * time.Millisecond
+
+// keyedSticky is librdkafka's placement for its partitioner names: keyed records by hash,
+// and those that random says have no usable key on one partition per topic, picked at random
+// and picked again once linger has passed (sticky.partitioning.linger.ms), so that their
+// batches fill, as the Java client's sticky placement does (KIP-480). linger 0 (or random
+// nil) places each such record at random.
+type keyedSticky struct {
+	hash   func(key []byte, n int) int
+	random func(key []byte) bool // nil: every record by hash
+	linger time.Duration
+	topics perTopic[stickyPick]
+}
+
+// stickyPick is a topic's current partition for unkeyed records and, in nanoseconds of
+// stickyClock, until when it holds. The two are read without a lock: a reader seeing one
+// updated and not the other places one record on the previous partition, which is harmless.
+type stickyPick struct {
+	part  atomic.Int32
+	until atomic.Int64
+}
+
+var stickyClock = time.Now() // the monotonic origin of stickyPick.until
+
+func (k *keyedSticky) Partition(r *Record, n int) int {
+	if k.random == nil || !k.random(r.Key) {
+		return k.hash(r.Key, n)
+	}
+	if k.linger <= 0 {
+		return rand.IntN(n)
+	}
+	pick := k.topics.get(r.Topic, func() *stickyPick { return &stickyPick{} })
+	now := int64(time.Since(stickyClock))
+	if p := int(pick.part.Load()); now < pick.until.Load() && p < n {
+		return p
+	}
+	p := rand.IntN(n)
+	pick.part.Store(int32(p))
+	pick.until.Store(now + int64(k.linger))
+	return p
+}
+
+// withStickyLinger is k with linger d, a partitioner of its own.
+func (k *keyedSticky) withStickyLinger(d time.Duration) Partitioner {
+	return &keyedSticky{hash: k.hash, random: k.random, linger: d}
+}
+
+// applyStickyLinger gives p linger d when it is one of PartitionerByName's sticky
+// placements, and returns p unchanged otherwise.
+func applyStickyLinger(p Partitioner, d time.Duration) Partitioner {
+	if k, ok := p.(*keyedSticky); ok {
+		return k.withStickyLinger(d)
+	}
+	return p
 }
 
 // DefaultPartitioner is the default: keyed records by Hash (Java-compatible murmur2), unkeyed

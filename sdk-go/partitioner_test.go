@@ -1,9 +1,12 @@
 package spool_test
 
 import (
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/spoolmq/spool/broker/brokertest"
 	spool "github.com/spoolmq/spool/sdk-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -133,5 +136,99 @@ func BenchmarkMurmur2(b *testing.B) {
 	b.SetBytes(int64(len(key)))
 	for b.Loop() {
 		spool.Murmur2(key)
+	}
+}
+
+// stickyConfPartitioner is the partitioner of a Conf with these keys.
+func stickyConfPartitioner(t *testing.T, kv map[string]string) spool.Partitioner {
+	t.Helper()
+	conf, err := spool.NewConfFromMap(kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := conf.Partitioner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestStickyRandomPartitioners checks librdkafka's sticky.partitioning.linger.ms: records
+// murmur2_random and consistent_random would place at random stay on one partition per topic
+// while the linger lasts, move once it has passed, and are placed one by one with 0; keyed
+// records are placed by their hash throughout.
+func TestStickyRandomPartitioners(t *testing.T) {
+	if k, _ := spool.LookupConfKey("sticky.partitioning.linger.ms"); k.Default != "10" {
+		t.Fatalf("sticky.partitioning.linger.ms default %q, want librdkafka's 10", k.Default)
+	}
+	for _, name := range []string{spool.PartitionerMurmur2Random, spool.PartitionerConsistentRandom} {
+		t.Run(name, func(t *testing.T) {
+			// A linger longer than the test: every unkeyed record of a topic on one partition.
+			p := stickyConfPartitioner(t, map[string]string{"partitioner": name, "sticky.partitioning.linger.ms": "900000"})
+			first := p.Partition(&spool.Record{Topic: "a"}, 6)
+			for range 200 {
+				if got := p.Partition(&spool.Record{Topic: "a"}, 6); got != first {
+					t.Fatalf("unkeyed records moved from %d to %d within the linger", first, got)
+				}
+				p.Partition(&spool.Record{Topic: "b"}, 6) // another topic's pick is its own
+			}
+			if name == spool.PartitionerMurmur2Random {
+				if got := p.Partition(&spool.Record{Topic: "a", Key: []byte("foobar")}, 10); got != 6 {
+					t.Fatalf("keyed record foobar on %d, want 6 (murmur2)", got)
+				}
+			}
+			// 0: a partition per record (200 records on one of 6 by chance: 6^-199).
+			p = stickyConfPartitioner(t, map[string]string{"partitioner": name, "sticky.partitioning.linger.ms": "0"})
+			seen := map[int]bool{}
+			for range 200 {
+				seen[p.Partition(&spool.Record{Topic: "a"}, 6)] = true
+			}
+			if len(seen) < 2 {
+				t.Fatalf("with linger 0 200 unkeyed records all went to %v", seen)
+			}
+			// 1 ms: a new pick once it has passed (the same partition again 1 in 6 times).
+			p = stickyConfPartitioner(t, map[string]string{"partitioner": name, "sticky.partitioning.linger.ms": "1"})
+			first = p.Partition(&spool.Record{Topic: "a"}, 6)
+			moved := false
+			for range 500 {
+				time.Sleep(2 * time.Millisecond)
+				if p.Partition(&spool.Record{Topic: "a"}, 6) != first {
+					moved = true
+					break
+				}
+			}
+			if !moved {
+				t.Fatalf("unkeyed records stayed on %d for 500 lingers of 1 ms", first)
+			}
+		})
+	}
+}
+
+// TestStickyLingerOption checks that a client configured by a Conf applies
+// sticky.partitioning.linger.ms to its partitioner: unkeyed records produced within the
+// linger land on one partition.
+func TestStickyLingerOption(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	conf, err := spool.NewConfFromMap(map[string]string{"bootstrap.servers": addr, "partitioner": "murmur2_random", "sticky.partitioning.linger.ms": "900000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := spool.NewClient(conf.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := testCtx(t)
+	topic := createTopic(t, cl, 6)
+	parts := map[int32]int{}
+	for i := range 30 {
+		r := &spool.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}
+		if err := cl.ProduceSync(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		parts[r.Partition]++
+	}
+	if len(parts) != 1 {
+		t.Fatalf("30 unkeyed records within the linger spread over %v", parts)
 	}
 }

@@ -241,6 +241,8 @@ var confKeys = []ConfKey{
 	msKey("linger.ms", []string{"queue.buffering.max.ms"}, RoleProducer, 5, 0, 60000, "how long a batch waits for more records (Linger)", Linger),
 	intKey("batch.size", []string{"message.max.bytes"}, RoleProducer, 1<<20, 1024, 64<<20,
 		"largest batch, in bytes before compression; a record must fit in one (MaxBatchBytes)", MaxBatchBytes),
+	intKey("batch.num.messages", nil, RoleProducer, 10000, 1, 1000000,
+		"most records in one batch (MaxBatchRecords)", MaxBatchRecords),
 	intKey("queue.buffering.max.messages", nil, RoleProducer, 50000, 1, 1<<30,
 		"records produced and not yet acknowledged (libspool: not yet reported); a produce beyond waits (libspool: QUEUE_FULL) (MaxBufferedRecords)", MaxBufferedRecords),
 	intKey("queue.buffering.max.kbytes", nil, RoleProducer, 32<<10, 1, 1<<31-1,

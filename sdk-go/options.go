@@ -75,6 +75,7 @@ type config struct {
 	idempotentSet   bool
 	linger          time.Duration
 	maxBatchBytes   int
+	maxBatchRecords int
 	maxBuffered     int
 	maxBufBytes     int64
 	blockOnFull     bool
@@ -113,6 +114,7 @@ func defaultConfig() config {
 		idempotent:         true,
 		linger:             5 * time.Millisecond,
 		maxBatchBytes:      1 << 20,
+		maxBatchRecords:    10000,
 		maxBuffered:        50000,
 		maxBufBytes:        32 << 20,
 		blockOnFull:        true,
@@ -271,6 +273,20 @@ func MaxBatchBytes(n int) Opt {
 			return fmt.Errorf("MaxBatchBytes: %d outside [1 KiB, 64 MiB]", n)
 		}
 		c.maxBatchBytes = n
+		return nil
+	}
+}
+
+// MaxBatchRecords caps the records of one partition's batch (librdkafka's
+// batch.num.messages). A batch that holds a large share of what may be buffered at once
+// (MaxBufferedRecords) leaves nothing to send while it waits for its acknowledgement, so
+// smaller batches can be faster: several then travel at once. Default: 10000, librdkafka's.
+func MaxBatchRecords(n int) Opt {
+	return func(c *config) error {
+		if n < 1 || n > 1000000 {
+			return fmt.Errorf("MaxBatchRecords: %d outside [1, 1000000]", n)
+		}
+		c.maxBatchRecords = n
 		return nil
 	}
 }

@@ -293,7 +293,7 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	pb := p.part(r.Topic, r.Partition)
 	pb.mu.Lock()
 	wake := false
-	if pb.cur != nil && pb.cur.size+size > cl.cfg.maxBatchBytes {
+	if pb.cur != nil && (pb.cur.size+size > cl.cfg.maxBatchBytes || len(pb.cur.proms) >= cl.cfg.maxBatchRecords) {
 		p.encodeEarly(pb, pb.seal())
 		wake = true
 	}

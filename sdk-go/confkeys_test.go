@@ -165,15 +165,7 @@ func TestConfPartitionersAgreeWithLibrdkafka(t *testing.T) {
 			if name != spool.PartitionerConsistentRandom {
 				keys = append(keys, []byte{}) // hashed; consistent_random places it at random
 			}
-			conf, err := spool.NewConfFromMap(map[string]string{"bootstrap.servers": addr, "partitioner": name, "linger.ms": "0"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl, err := spool.NewClient(conf.Opts()...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
+			cl := confClient(t, map[string]string{"bootstrap.servers": addr, "partitioner": name, "linger.ms": "0"})
 			topic := createTopic(t, cl, 7)
 			var in strings.Builder
 			for _, k := range keys {

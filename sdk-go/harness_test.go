@@ -196,3 +196,19 @@ func consumeN(t testing.TB, cl *spool.Client, topic string, n int) []*spool.Reco
 	}
 	return out
 }
+
+// confClient is a client configured by the librdkafka-style keys kv (NewConfFromMap), closed
+// when the test ends.
+func confClient(t testing.TB, kv map[string]string) *spool.Client {
+	t.Helper()
+	conf, err := spool.NewConfFromMap(kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := spool.NewClient(conf.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}

@@ -209,15 +209,7 @@ func TestStickyRandomPartitioners(t *testing.T) {
 // linger land on one partition.
 func TestStickyLingerOption(t *testing.T) {
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
-	conf, err := spool.NewConfFromMap(map[string]string{"bootstrap.servers": addr, "partitioner": "murmur2_random", "sticky.partitioning.linger.ms": "900000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := spool.NewClient(conf.Opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := confClient(t, map[string]string{"bootstrap.servers": addr, "partitioner": "murmur2_random", "sticky.partitioning.linger.ms": "900000"})
 	ctx := testCtx(t)
 	topic := createTopic(t, cl, 6)
 	parts := map[int32]int{}

@@ -67,6 +67,14 @@ static int reserve(spoolring_t *r, int64_t n, int64_t size, int force) {
 
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
+/* RING_ENTRY_MAX bounds one record's entry (spoolring_rec_t.size is 32 bits); the SDK
+ * refuses records larger than batch.size (at most 64 MiB) anyway. */
+#define RING_ENTRY_MAX ((size_t)1 << 31)
+
+/* RING_KEEP_MAX: a buffer that grew beyond this for a large record is freed once drained,
+ * rather than kept for the life of the producer. */
+#define RING_KEEP_MAX ((size_t)4 << 20)
+
 /* entry_size is the bytes of a record's entry in a ring buffer. */
 static size_t entry_size(size_t topic_len, const void *key, size_t key_len, const void *value,
                          size_t value_len, const spool_header_t *headers, size_t header_count) {
@@ -150,6 +158,11 @@ spool_err_t spoolring_produce(spool_producer_t *p, const char *topic, int32_t pa
     if (!reserve(r, 1, rsize, 0)) return queue_full(p);
     size_t topic_len = strlen(topic);
     size_t size = entry_size(topic_len, key, key_len, value, value_len, headers, header_count);
+    if (size > RING_ENTRY_MAX) {
+        __atomic_sub_fetch(&r->outq, 1, __ATOMIC_SEQ_CST);
+        __atomic_sub_fetch(&r->outq_bytes, rsize, __ATOMIC_SEQ_CST);
+        return SPOOL_RESP_ERR_MESSAGE_TOO_LARGE;
+    }
     pthread_mutex_lock(&r->mu);
     spool_err_t err = !wait_room(r, size) ? SPOOL_ERR__CLOSED : !room(r, size) ? SPOOL_ERR__QUEUE_FULL : 0;
     if (err) {
@@ -171,9 +184,11 @@ spool_err_t spoolring_produce_batch(spool_producer_t *p, const char *topic,
     int64_t rsize = 0;
     for (size_t i = 0; i < count; i++) {
         const spool_record_t *c = &recs[i];
+        size_t size = entry_size(topic_len, c->key, c->key_len, c->value, c->value_len,
+                                 c->headers, c->header_count);
+        if (size > RING_ENTRY_MAX) return SPOOL_RESP_ERR_MESSAGE_TOO_LARGE;
         rsize += record_size(c->key_len, c->value_len, c->headers, c->header_count);
-        bytes += entry_size(topic_len, c->key, c->key_len, c->value, c->value_len, c->headers,
-                            c->header_count);
+        bytes += size;
     }
     if (!reserve(r, (int64_t)count, rsize, 0)) return queue_full(p);
     pthread_mutex_lock(&r->mu);
@@ -212,8 +227,10 @@ spool_err_t spoolring_produce_packed(spool_producer_t *p, const char *topic, siz
         size_t kl = key_lens && key_lens[i] > 0 ? (size_t)key_lens[i] : 0;
         size_t vl = value_lens && value_lens[i] > 0 ? (size_t)value_lens[i] : 0;
         int has_key = key_lens && key_lens[i] >= 0, has_value = value_lens && value_lens[i] >= 0;
+        size_t size = entry_size(topic_len, has_key ? "" : NULL, kl, has_value ? "" : NULL, vl, h, hc);
+        if (size > RING_ENTRY_MAX) return SPOOL_RESP_ERR_MESSAGE_TOO_LARGE;
         rsize += record_size(kl, vl, h, hc);
-        bytes += entry_size(topic_len, has_key ? "" : NULL, kl, has_value ? "" : NULL, vl, h, hc);
+        bytes += size;
     }
     pthread_mutex_lock(&r->mu);
     spool_err_t err = !wait_room(r, bytes) ? SPOOL_ERR__CLOSED : !room(r, bytes) ? SPOOL_ERR__QUEUE_FULL : 0;
@@ -262,6 +279,11 @@ size_t spoolring_take(spoolring_t *r, char **block, size_t *len, int *hurry) {
         r->fill ^= 1;
         r->len = 0;
         r->count = 0;
+        if (r->cap[r->fill] > RING_KEEP_MAX) {
+            free(r->buf[r->fill]);
+            r->buf[r->fill] = NULL;
+            r->cap[r->fill] = 0;
+        }
         pthread_cond_broadcast(&r->taken);
     }
     pthread_mutex_unlock(&r->mu);

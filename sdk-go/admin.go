@@ -69,16 +69,19 @@ func (a *Admin) controller(ctx context.Context) (*conn, error) {
 
 // controllerRequest sends req to the controller (any broker if it cannot be reached), with
 // retries, and hands the response to check, whose error decides whether to retry.
-func (a *Admin) controllerRequest(ctx context.Context, req, resp wire.Message, check func() error) error {
+func (a *Admin) controllerRequest(ctx context.Context, req, resp wire.Message, check func(again bool) error) error {
+	sent := false // an earlier attempt's request may have reached the controller
 	return a.cl.withRetries(ctx, func(ctx context.Context) error {
 		c, err := a.controller(ctx)
 		if err != nil {
 			return err
 		}
+		again := sent
+		sent = true
 		if err := roundTrip(ctx, c, req, resp); err != nil {
 			return err
 		}
-		return check()
+		return check(again)
 	})
 }
 
@@ -101,9 +104,16 @@ func (a *Admin) CreateTopic(ctx context.Context, name string, partitions int32, 
 	}
 	req.Topics = []wire.CreateTopicsRequestCreatableTopic{t}
 	resp := &wire.CreateTopicsResponse{}
-	err := a.controllerRequest(ctx, req, resp, func() error {
+	err := a.controllerRequest(ctx, req, resp, func(again bool) error {
 		for _, r := range resp.Topics {
-			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
+			err := wire.ErrorForCode(r.ErrorCode)
+			if again && errors.Is(err, wire.ErrTopicAlreadyExists) {
+				// An earlier attempt timed out or lost its connection after the controller
+				// got it, and went on to create the topic (a broker does not undo a creation
+				// that outlasts the request's timeout).
+				continue
+			}
+			if err != nil {
 				return withMessage(err, r.ErrorMessage)
 			}
 		}
@@ -167,10 +177,13 @@ func (a *Admin) DeleteTopics(ctx context.Context, names ...string) error {
 		req.Topics = append(req.Topics, wire.DeleteTopicsRequestDeleteTopicState{Name: &names[i]})
 	}
 	resp := &wire.DeleteTopicsResponse{}
-	err := a.controllerRequest(ctx, req, resp, func() error {
+	err := a.controllerRequest(ctx, req, resp, func(again bool) error {
 		var errs []error
 		for _, r := range resp.Responses {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
+				if again && errors.Is(err, wire.ErrUnknownTopicOrPartition) {
+					continue // deleted by an earlier attempt, as CreateTopic's retries
+				}
 				n := ""
 				if r.Name != nil {
 					n = *r.Name
@@ -274,7 +287,7 @@ func (a *Admin) CreatePartitions(ctx context.Context, topic string, total int32)
 	req.TimeoutMs = int32(a.cl.cfg.requestTimeout / time.Millisecond)
 	req.Topics = []wire.CreatePartitionsRequestTopic{{Name: topic, Count: total}}
 	resp := &wire.CreatePartitionsResponse{}
-	err := a.controllerRequest(ctx, req, resp, func() error {
+	err := a.controllerRequest(ctx, req, resp, func(bool) error {
 		for _, r := range resp.Results {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
 				if errors.Is(err, wire.ErrUnknownTopicOrPartition) {

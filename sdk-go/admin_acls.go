@@ -324,7 +324,7 @@ func (a *Admin) DeleteUserScram(ctx context.Context, user string, m ScramMechani
 
 func (a *Admin) alterScram(ctx context.Context, req *wire.AlterUserScramCredentialsRequest, what string) error {
 	resp := &wire.AlterUserScramCredentialsResponse{}
-	err := a.controllerRequest(ctx, req, resp, func() error {
+	err := a.controllerRequest(ctx, req, resp, func(bool) error {
 		for _, r := range resp.Results {
 			if err := wire.ErrorForCode(r.ErrorCode); err != nil {
 				return withMessage(err, r.ErrorMessage)

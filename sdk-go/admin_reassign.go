@@ -68,7 +68,7 @@ func (a *Admin) AlterReassignments(ctx context.Context, targets map[string]map[i
 	}
 	resp := &wire.AlterPartitionReassignmentsResponse{}
 	out := PartitionErrors{}
-	err := a.controllerRequest(ctx, req, resp, func() error {
+	err := a.controllerRequest(ctx, req, resp, func(bool) error {
 		if err := wire.ErrorForCode(resp.ErrorCode); err != nil {
 			return withMessage(err, resp.ErrorMessage)
 		}
@@ -92,7 +92,7 @@ func (a *Admin) ListReassignments(ctx context.Context) ([]Reassignment, error) {
 	req.Default()
 	req.TimeoutMs = int32(a.cl.cfg.requestTimeout / time.Millisecond)
 	resp := &wire.ListPartitionReassignmentsResponse{}
-	err := a.controllerRequest(ctx, req, resp, func() error {
+	err := a.controllerRequest(ctx, req, resp, func(bool) error {
 		return withMessage(wire.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func (a *Admin) ElectLeaders(ctx context.Context, unclean bool, parts map[string
 	}
 	resp := &wire.ElectLeadersResponse{}
 	out := PartitionErrors{}
-	err := a.controllerRequest(ctx, req, resp, func() error {
+	err := a.controllerRequest(ctx, req, resp, func(bool) error {
 		if err := wire.ErrorForCode(resp.ErrorCode); err != nil {
 			return err
 		}

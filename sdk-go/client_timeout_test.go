@@ -2,8 +2,10 @@ package spool_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +18,10 @@ import (
 // response, as a broker that hangs would. It reports each connection the client closes.
 type stallProxy struct {
 	*relay
-	stalled   atomic.Bool
+	stalled atomic.Bool
+	// stallOn, when not -1, is an API key whose next request stalls the proxy as it passes
+	// to the broker: its answer, and every one after it, is swallowed.
+	stallOn   atomic.Int32
 	swallowed atomic.Int64
 	accepted  atomic.Int64
 	closed    chan struct{} // a value per connection closed by the client, while there is room
@@ -24,6 +29,7 @@ type stallProxy struct {
 
 func startStallProxy(t *testing.T, target string) *stallProxy {
 	px := &stallProxy{closed: make(chan struct{}, 100)}
+	px.stallOn.Store(-1)
 	px.relay = startRelay(t, target, px.serve)
 	return px
 }
@@ -46,9 +52,8 @@ func (px *stallProxy) serve(c, u net.Conn) {
 			}
 		}
 	}()
-	buf := make([]byte, 32<<10)
 	for {
-		n, err := c.Read(buf)
+		f, err := readFrame(c)
 		if err != nil {
 			// The client hung up (or the test cleaned up): either way the broker side goes.
 			u.Close()
@@ -60,7 +65,11 @@ func (px *stallProxy) serve(c, u net.Conn) {
 			}
 			return
 		}
-		if _, err := u.Write(buf[:n]); err != nil {
+		if key := px.stallOn.Load(); key >= 0 && len(f) >= 6 && int32(binary.BigEndian.Uint16(f[4:])) == key {
+			px.stallOn.Store(-1)
+			px.stalled.Store(true)
+		}
+		if _, err := u.Write(f); err != nil {
 			return
 		}
 	}
@@ -151,6 +160,31 @@ func TestRequestTimeoutClosesStalledConn(t *testing.T) {
 			px.stalled.Store(false)
 			if err := <-done; err != nil {
 				t.Fatalf("DescribeTopicConfigs across the stall: %v", err)
+			}
+		}},
+		{"create and delete", func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, _ string) {
+			// The controller gets each request but its answer is lost: the retry finds the
+			// topic created (deleted) by the first attempt, which is what was asked.
+			topic := "lost-answer-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			for _, step := range []struct {
+				key  int16
+				call func() error
+			}{
+				{wire.KeyCreateTopics, func() error { return cl.Admin().CreateTopic(ctx, topic, 2, 1, nil) }},
+				{wire.KeyDeleteTopics, func() error { return cl.Admin().DeleteTopics(ctx, topic) }},
+			} {
+				call := step.call
+				px.stallOn.Store(int32(step.key))
+				done := make(chan error, 1)
+				go func() { done <- call() }()
+				px.waitClientClose(t, ctx)
+				px.stalled.Store(false)
+				if err := <-done; err != nil {
+					t.Fatalf("across a lost answer: %v", err)
+				}
+			}
+			if _, err := cl.Admin().DescribeTopicConfigs(ctx, topic, "retention.ms"); !errors.Is(err, wire.ErrUnknownTopicOrPartition) {
+				t.Fatalf("the topic is still there after DeleteTopics: %v", err)
 			}
 		}},
 		{"fetch", func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, addr string) {

@@ -211,8 +211,9 @@ spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t er
  * holds the records produced whose delivery report has not been served yet, at most
  * queue.buffering.max.messages records and queue.buffering.max.kbytes KiB of keys, values
  * and headers (a record larger than that goes into an empty queue); serve reports
- * (spool_producer_poll) and produce again. Thread-safe: records of one thread to one
- * partition are stored in call order. */
+ * (spool_producer_poll) and produce again. SPOOL_RESP_ERR_MESSAGE_TOO_LARGE, at once, for a
+ * record of 2 GiB or more (smaller ones beyond batch.size fail in their delivery report).
+ * Thread-safe: records of one thread to one partition are stored in call order. */
 spool_err_t spool_produce(spool_producer_t *producer, const char *topic, int32_t partition,
                           const void *key, size_t key_len, const void *value,
                           size_t value_len, void *msg_opaque);
@@ -245,7 +246,8 @@ typedef struct spool_record_s {
  * records with count > 0, a partition below SPOOL_PARTITION_UA, NULL headers or a NULL
  * header key with a length), none is (SPOOL_ERR__BAD_ARG). records is not used after the
  * call returns. SPOOL_ERR__QUEUE_FULL, and none buffered, when the records do not fit in
- * the queue (see spool_produce) unless it is empty. Thread-safe as spool_produce. */
+ * the queue (see spool_produce) unless it is empty; SPOOL_RESP_ERR_MESSAGE_TOO_LARGE, and
+ * none buffered, when one is 2 GiB or more. Thread-safe as spool_produce. */
 spool_err_t spool_produce_batch(spool_producer_t *producer, const char *topic,
                                 const spool_record_t *records, size_t count);
 
@@ -404,7 +406,8 @@ void spool_message_destroy(spool_message_t *msg);
  * queued (SPOOL_ERR_NO_ERROR; each then gets one delivery report) or, for a bad argument
  * (NULL producer or topic, a partition below SPOOL_PARTITION_UA, NULL keys or values with a
  * positive length, NULL headers or a NULL header key with a length), none is
- * (SPOOL_ERR__BAD_ARG); SPOOL_ERR__CLOSED once the producer is being destroyed.
+ * (SPOOL_ERR__BAD_ARG) or a record of 2 GiB or more (SPOOL_RESP_ERR_MESSAGE_TOO_LARGE);
+ * SPOOL_ERR__CLOSED once the producer is being destroyed.
  * The call returns once the records are copied into the queue the other produce calls use,
  * in call order with theirs; it never fails with SPOOL_ERR__QUEUE_FULL but waits, while a
  * megabyte of earlier records waits to be encoded. Records beyond

@@ -123,6 +123,12 @@ static void api(const char *broker) {
     CHECK_ERR(spool_produce_headers(p, "t", 0, NULL, 0, NULL, 0, NULL, 1, NULL), SPOOL_ERR__BAD_ARG);
     spool_header_t bad = {NULL, 3, NULL, 0};
     CHECK_ERR(spool_produce_headers(p, "t", 0, NULL, 0, NULL, 0, &bad, 1, NULL), SPOOL_ERR__BAD_ARG);
+    /* 2 GiB is refused before a byte of it is read (errstr is not that long) */
+    CHECK_ERR(spool_produce(p, "t", 0, NULL, 0, errstr, (size_t)1 << 31, NULL),
+              SPOOL_RESP_ERR_MESSAGE_TOO_LARGE);
+    spool_record_t huge = {SPOOL_PARTITION_UA, NULL, 0, errstr, (size_t)1 << 31, NULL, 0, NULL};
+    CHECK_ERR(spool_produce_batch(p, "t", &huge, 1), SPOOL_RESP_ERR_MESSAGE_TOO_LARGE);
+    CHECK(spool_producer_outq_len(p) == 0);
     CHECK_ERR(spool_producer_flush(p, 1000), SPOOL_ERR_NO_ERROR);
     spool_producer_destroy(p);
 

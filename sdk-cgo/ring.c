@@ -56,12 +56,16 @@ static int64_t record_size(size_t key_len, size_t value_len, const spool_header_
 /* reserve takes room in the queue for n records of size bytes, or returns 0 when it is full.
  * An empty queue takes anything, so that a batch larger than the bound still goes; force
  * takes it regardless (spool_produce_packed). */
+static void unreserve(spoolring_t *r, int64_t n, int64_t size) {
+    __atomic_sub_fetch(&r->outq, n, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&r->outq_bytes, size, __ATOMIC_SEQ_CST);
+}
+
 static int reserve(spoolring_t *r, int64_t n, int64_t size, int force) {
     int64_t msgs = __atomic_add_fetch(&r->outq, n, __ATOMIC_SEQ_CST);
     int64_t bytes = __atomic_add_fetch(&r->outq_bytes, size, __ATOMIC_SEQ_CST);
     if (force || msgs == n || (msgs <= r->max_msgs && bytes <= r->max_bytes)) return 1;
-    __atomic_sub_fetch(&r->outq, n, __ATOMIC_SEQ_CST);
-    __atomic_sub_fetch(&r->outq_bytes, size, __ATOMIC_SEQ_CST);
+    unreserve(r, n, size);
     return 0;
 }
 
@@ -159,16 +163,14 @@ spool_err_t spoolring_produce(spool_producer_t *p, const char *topic, int32_t pa
     size_t topic_len = strlen(topic);
     size_t size = entry_size(topic_len, key, key_len, value, value_len, headers, header_count);
     if (size > RING_ENTRY_MAX) {
-        __atomic_sub_fetch(&r->outq, 1, __ATOMIC_SEQ_CST);
-        __atomic_sub_fetch(&r->outq_bytes, rsize, __ATOMIC_SEQ_CST);
+        unreserve(r, 1, rsize);
         return SPOOL_RESP_ERR_MESSAGE_TOO_LARGE;
     }
     pthread_mutex_lock(&r->mu);
     spool_err_t err = !wait_room(r, size) ? SPOOL_ERR__CLOSED : !room(r, size) ? SPOOL_ERR__QUEUE_FULL : 0;
     if (err) {
         pthread_mutex_unlock(&r->mu);
-        __atomic_sub_fetch(&r->outq, 1, __ATOMIC_SEQ_CST);
-        __atomic_sub_fetch(&r->outq_bytes, rsize, __ATOMIC_SEQ_CST);
+        unreserve(r, 1, rsize);
         return err;
     }
     append(r, size, topic, topic_len, partition, key, key_len, value, value_len, headers,
@@ -195,8 +197,7 @@ spool_err_t spoolring_produce_batch(spool_producer_t *p, const char *topic,
     spool_err_t err = !wait_room(r, bytes) ? SPOOL_ERR__CLOSED : !room(r, bytes) ? SPOOL_ERR__QUEUE_FULL : 0;
     if (err) {
         pthread_mutex_unlock(&r->mu);
-        __atomic_sub_fetch(&r->outq, (int64_t)count, __ATOMIC_SEQ_CST);
-        __atomic_sub_fetch(&r->outq_bytes, rsize, __ATOMIC_SEQ_CST);
+        unreserve(r, (int64_t)count, rsize);
         return err;
     }
     for (size_t i = 0; i < count; i++) {

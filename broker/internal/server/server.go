@@ -371,7 +371,10 @@ func (s *Server) Serve() error {
 		s.lifeMu.Unlock()
 		return nil
 	}
-	s.wg.Add(1)
+	// Both goroutines join wg here, under lifeMu, so a Close racing this Serve either
+	// finds closed unset and waits for both, or set and Serve starts neither: an Add
+	// after Close's Wait began would be a WaitGroup misuse.
+	s.wg.Add(2)
 	s.lifeMu.Unlock()
 	go func() {
 		defer s.wg.Done()
@@ -379,11 +382,11 @@ func (s *Server) Serve() error {
 	}()
 	if s.zk != nil {
 		if err := s.zk.Start(); err != nil {
+			s.wg.Done()
 			return err
 		}
 	}
 	s.ready.Store(true)
-	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.runReconciler(s.ctx)

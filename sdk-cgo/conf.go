@@ -80,20 +80,21 @@ func spoolgo_conf_get(h C.uintptr_t, key *C.char, dest *C.char, size *C.size_t) 
 // libDefaults are libspool's own defaults for keys whose SDK default suits a Go program
 // better than a C one; checkedConf applies them to keys the caller did not set. They bound
 // what a C program's handles hold, so that its peak memory stays at or below librdkafka's
-// (see README.md, "Performance against librdkafka"): each record a producer queues costs
-// about 330 bytes besides its own (its Record, report and promise), and a consumer holds what
-// it fetched ahead, max.partition.fetch.bytes per partition several times over.
+// (see README.md, "Performance against librdkafka"): each record a producer queues costs 32
+// bytes besides its own encoded in its batch (the SDK's trackedRec; the Go heap holds up to
+// twice its live data between collections), and a consumer holds what it fetched ahead,
+// max.partition.fetch.bytes per partition several times over.
 //
 // A producer's throughput with acks=all is what it has in flight per fsync of the broker, so
 // its queue is split into batches of a tenth of it (batch.num.messages), which travel several
 // at a time (up to max.in.flight per connection), rather than a few full-sized batches that
 // leave nothing to send while they wait for their acknowledgement. Measured on our 2-core VMs
-// with 100 B records to 6 partitions: 20000 queued in batches of 2000 produce about as fast
-// as librdkafka's 100000 in batches of 10000, at 0.7 times its peak RSS; 1 KiB records are
-// bounded by batch.size first.
+// with 100 B records to 6 partitions: 40000 queued in batches of 4000 produce 1.1 times as
+// fast as librdkafka's 100000 in batches of 10000, at 0.6 times its peak RSS (100000 here:
+// 1.1 times as fast at 1.4 times its RSS); 1 KiB records are bounded by batch.size first.
 var libDefaults = [][2]string{
-	{"queue.buffering.max.messages", "20000"},
-	{"batch.num.messages", "2000"},
+	{"queue.buffering.max.messages", "40000"},
+	{"batch.num.messages", "4000"},
 	{"max.partition.fetch.bytes", "131072"},
 }
 

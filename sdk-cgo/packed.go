@@ -7,6 +7,8 @@ import "C"
 
 import (
 	"unsafe"
+
+	spool "github.com/spoolmq/spool/sdk-go"
 )
 
 // spoolgo_producer_take_reports is spoolgo_producer_take for spool_producer_poll_reports: the
@@ -32,23 +34,14 @@ func spoolgo_producer_take_reports(h C.uintptr_t, timeoutMS C.int, out **C.spool
 	}
 	arr := unsafe.Slice((*C.spool_report_t)(base), len(got))
 	for i, rep := range got {
-		ts := int64(-1)
-		if !rep.r.Timestamp.IsZero() {
-			ts = rep.r.Timestamp.UnixMilli()
-		}
-		partition := rep.r.Partition
-		if rep.err != nil && partition < 0 {
-			partition = -1
-		}
 		// msg_opaque is the caller's value, never dereferenced: stored as an integer, without
 		// a write barrier (see storeC).
-		*(*uintptr)(unsafe.Pointer(&arr[i].msg_opaque)) = rep.r.opaque
-		arr[i].offset = C.int64_t(rep.r.Offset)
-		arr[i].timestamp = C.int64_t(ts)
-		arr[i].partition = C.int32_t(partition)
+		*(*uintptr)(unsafe.Pointer(&arr[i].msg_opaque)) = rep.opaque
+		arr[i].offset = C.int64_t(rep.offset)
+		arr[i].timestamp = C.int64_t(rep.timestamp)
+		arr[i].partition = C.int32_t(max(rep.partition, -1))
 		arr[i].err = C.spool_err_t(errCode(rep.err))
 	}
-	p.reuse(got)
 	*out = (*C.spool_report_t)(base)
 	return C.size_t(len(got))
 }
@@ -60,7 +53,7 @@ func spoolgo_producer_take_reports(h C.uintptr_t, timeoutMS C.int, out **C.spool
 func sortByOpaque(rs []report) []report {
 	bounds := []int{0}
 	for i := 1; i < len(rs); i++ {
-		if rs[i].r.opaque < rs[i-1].r.opaque {
+		if rs[i].opaque < rs[i-1].opaque {
 			bounds = append(bounds, i)
 		}
 	}
@@ -79,7 +72,7 @@ func sortByOpaque(rs []report) []report {
 			a, b, out := src[lo:mid], src[mid:hi], dst[lo:hi]
 			i, j, o := 0, 0, 0
 			for i < len(a) && j < len(b) {
-				if b[j].r.opaque < a[i].r.opaque {
+				if b[j].opaque < a[i].opaque {
 					out[o] = b[j]
 					j++
 				} else {
@@ -98,16 +91,40 @@ func sortByOpaque(rs []report) []report {
 	return src
 }
 
+// report is a record's outcome as a spool_report_t gives it.
+type report struct {
+	opaque            uintptr
+	offset, timestamp int64
+	partition         int32
+	err               error
+}
+
 // takeReports waits up to timeoutMS for a report (0: not at all) and takes every report
 // queued, as spoolgo_producer_take does.
 func (p *producer) takeReports(timeoutMS C.int) []report {
 	got := p.takeQueue(timeoutMS)
-	// A spool_report_t holds no key or value: the batches' buffers go back now.
-	var served int64
-	for _, rep := range got {
-		rep.lease.Release()
-		served += rep.r.size
+	n, served := 0, int64(0)
+	for _, d := range got {
+		n += d.Len()
+		served += d.Bytes()
 	}
-	p.unreserve(int64(len(got)), served)
-	return got
+	reps := make([]report, 0, n)
+	var r spool.Record
+	for _, d := range got {
+		for i := range d.Len() {
+			d.Record(i, &r)
+			reps = append(reps, report{opaque: uintptr(d.Token(i)), offset: r.Offset, timestamp: r.Timestamp.UnixMilli(),
+				partition: r.Partition, err: d.Err()})
+		}
+		// A spool_report_t holds no key or value: the batch's buffer goes back now.
+		d.Release()
+	}
+	clear(got)
+	p.mu.Lock()
+	if p.spare == nil {
+		p.spare = got[:0]
+	}
+	p.mu.Unlock()
+	p.unreserve(int64(n), served)
+	return reps
 }

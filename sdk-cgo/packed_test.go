@@ -38,7 +38,7 @@ func TestSortByOpaque(t *testing.T) {
 	for _, c := range cases {
 		rs := make([]report, len(c))
 		for i, o := range c {
-			rs[i].r = &cRecord{opaque: o}
+			rs[i].opaque = o
 		}
 		got := sortByOpaque(rs)
 		want := slices.Clone(c)
@@ -47,8 +47,8 @@ func TestSortByOpaque(t *testing.T) {
 			t.Fatalf("sortByOpaque(%v) has %d reports", c, len(got))
 		}
 		for i := range got {
-			if got[i].r.opaque != want[i] {
-				t.Fatalf("sortByOpaque(%v) = ... %d at %d, want %d", c, got[i].r.opaque, i, want[i])
+			if got[i].opaque != want[i] {
+				t.Fatalf("sortByOpaque(%v) = ... %d at %d, want %d", c, got[i].opaque, i, want[i])
 			}
 		}
 	}

@@ -17,9 +17,9 @@ import (
 	spool "github.com/spoolmq/spool/sdk-go"
 )
 
-// producer is the Go side of a spool_producer_t. Delivery reports are queued here by the
-// SDK's goroutines and handed to C in batches by spoolgo_producer_take, so that C calls its
-// callback on its own thread.
+// producer is the Go side of a spool_producer_t. The SDK hands the outcomes of its records
+// (ProduceTracked, a batch at a time) to deliver, which queues them; spoolgo_producer_take
+// hands them to C in blocks, so that C calls its callback on its own thread.
 type producer struct {
 	cl      *spool.Client
 	reports bool // a dr_cb is set: keep reports
@@ -28,9 +28,8 @@ type producer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	topics    sync.Map                                // topic name → the same string, so a produce allocates no name
-	lastTopic atomic.Pointer[string]                  // the name topic returned last
-	doneFn    func(*spool.Record, error, *spool.Lent) // done, made once
+	topics    sync.Map               // topic name → the same string, so a produce allocates no name
+	lastTopic atomic.Pointer[string] // the name topic returned last
 
 	// ring is where the produce calls put records (ring.c; its queue bound, as librdkafka's:
 	// records and bytes produced whose report is not served yet, beyond which a produce is
@@ -38,76 +37,19 @@ type producer struct {
 	ring   *drainer
 	budget atomic.Int64 // its share of the runtime's memory limit (addMemBudget)
 
-	// Records are reused once their reports are served: fresh ones (slab, allocated slabSize
-	// at a time) only when none is free, so a steady flow allocates none. spare and slab are
-	// the drainer's; freeRecs collects the records served, and the drainer takes it whole.
-	slab      []cRecord
-	spareRecs []*cRecord
-	freeMu    sync.Mutex
-	freeRecs  []*cRecord
-
 	mu     sync.Mutex
-	queue  []report
-	spare  []report                       // the array of the queue taken last, reused
+	queue  []*spool.Delivery
+	spare  []*spool.Delivery              // the array of the queue taken last, reused
 	taken  map[unsafe.Pointer]*takenBlock // block of reports taken → what its messages point at
 	notify chan struct{}                  // a report was queued (capacity 1)
 }
 
-// cRecord is a record produced from C, with what its report needs. The SDK's callbacks get
-// its Record, the first field, and done finds the rest from it.
-type cRecord struct {
-	spool.Record
-	opaque uintptr
-	size   int64 // what it counts against maxBytes
-}
-
-type report struct {
-	r     *cRecord
-	err   error
-	lease *spool.Lent // the batch buffer holding the key and value; nil if none
-}
-
 // takenBlock is what the messages of a block of reports point at, until C is done with
-// them: the keys and values in their batches' buffers, pinned, and the leases on those.
+// them: the keys and values in their batches' buffers, pinned, and the deliveries holding
+// those buffers.
 type takenBlock struct {
-	pin    runtime.Pinner
-	leases []*spool.Lent
-}
-
-// slabSize is how many records the drainer allocates at once: one allocation per 200
-// records instead of one per record, small enough (30 KiB) for the allocator's small size
-// classes. A slab lives until its last record is reported.
-const slabSize = 200
-
-// newRecord returns a zeroed record: one served before, or one from the slab. Only the
-// drainer calls it.
-func (p *producer) newRecord() *cRecord {
-	if len(p.spareRecs) == 0 {
-		p.freeMu.Lock()
-		p.spareRecs, p.freeRecs = p.freeRecs, p.spareRecs[:0]
-		p.freeMu.Unlock()
-	}
-	if n := len(p.spareRecs); n > 0 {
-		r := p.spareRecs[n-1]
-		p.spareRecs = p.spareRecs[:n-1]
-		*r = cRecord{}
-		return r
-	}
-	if len(p.slab) == 0 {
-		p.slab = make([]cRecord, slabSize)
-	}
-	r := &p.slab[0]
-	p.slab = p.slab[1:]
-	return r
-}
-
-// reuse hands the records of reports served back to newRecord: nothing reads them after.
-func (p *producer) reuse(reps []report) {
-	p.freeMu.Lock()
-	for _, rep := range reps {
-		p.freeRecs = append(p.freeRecs, rep.r)
-	}
-	p.freeMu.Unlock()
+	pin        runtime.Pinner
+	deliveries []*spool.Delivery
 }
 
 // unreserve gives back the room in the ring's queue bound of n records of size bytes, whose
@@ -150,16 +92,16 @@ func spoolgo_producer_new(confH C.uintptr_t, hasDR C.int, ring *C.spoolring_t, e
 		setErrstr(errstr, size, "spool_producer_new: "+err.Error())
 		return 0
 	}
-	cl, err := spool.NewClient(append(sc.Opts(), spool.WithPartitioner(explicitPartitioner{part}))...)
+	p := &producer{notify: make(chan struct{}, 1), ring: newDrainer(ring), reports: hasDR != 0}
+	cl, err := spool.NewClient(append(sc.Opts(), spool.WithPartitioner(explicitPartitioner{part}), spool.WithDeliveryHandler(p.deliver))...)
 	if err != nil {
 		setErrstr(errstr, size, "spool_producer_new: "+err.Error())
 		return 0
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &producer{cl: cl, reports: hasDR != 0, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1), ring: newDrainer(ring)}
+	p.cl = cl
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	maxMsgs, maxBytes := confInt(sc, "queue.buffering.max.messages"), confInt(sc, "queue.buffering.max.kbytes")<<10
 	ring.max_msgs, ring.max_bytes = C.int64_t(maxMsgs), C.int64_t(maxBytes)
-	p.doneFn = p.done
 	p.budget.Store(producerBudget(maxMsgs, maxBytes))
 	addMemBudget(p.budget.Load())
 	go p.ring.run(p)
@@ -196,22 +138,16 @@ func (p *producer) topic(view string) string {
 	return name
 }
 
-// done queues the report of a record, or drops it when nobody asked for reports.
-func (p *producer) done(sr *spool.Record, err error, lease *spool.Lent) {
-	r := (*cRecord)(unsafe.Pointer(sr)) // every record produced here is a cRecord's first field
-	if err != nil {
-		r.Offset = -1
-	}
+// deliver queues the outcome of a batch's records for spool_producer_poll, or drops it
+// when nobody asked for reports.
+func (p *producer) deliver(d *spool.Delivery) {
 	if !p.reports {
-		lease.Release()
-		p.unreserve(1, r.size)
-		p.freeMu.Lock()
-		p.freeRecs = append(p.freeRecs, r)
-		p.freeMu.Unlock()
+		p.unreserve(int64(d.Len()), d.Bytes())
+		d.Release()
 		return
 	}
 	p.mu.Lock()
-	p.queue = append(p.queue, report{r, err, lease})
+	p.queue = append(p.queue, d)
 	p.mu.Unlock()
 	select {
 	case p.notify <- struct{}{}:
@@ -222,7 +158,7 @@ func (p *producer) done(sr *spool.Record, err error, lease *spool.Lent) {
 // takeQueue waits up to timeoutMS for a delivery report (0: not at all) and takes every
 // report queued. The queue goes on in the spare slice of an earlier take (given back when its
 // messages are released), so a steady flow of reports allocates no new queue.
-func (p *producer) takeQueue(timeoutMS C.int) []report {
+func (p *producer) takeQueue(timeoutMS C.int) []*spool.Delivery {
 	p.mu.Lock()
 	empty := len(p.queue) == 0
 	p.mu.Unlock()
@@ -257,49 +193,47 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	}
 	// One block for all: the array of pointers, then the messages; the shim frees it once,
 	// after spoolgo_producer_release. Keys and values are not copied: the messages point at
-	// the records' bytes, pinned until then.
-	ptrs := len(got) * int(unsafe.Sizeof((*C.spool_message_t)(nil)))
+	// the batches' bytes, pinned until then.
+	n, total, served := 0, 0, int64(0)
 	errstrs := make([]string, len(got))
-	sizes := make([]int, len(got))
-	total := ptrs
-	var served int64
-	for i, rep := range got {
-		errstrs[i] = errText(rep.err)
-		sizes[i] = messageBytes(&rep.r.Record, errstrs[i], true)
-		total += sizes[i]
-		served += rep.r.size
+	var r spool.Record
+	for i, d := range got {
+		errstrs[i] = errText(d.Err())
+		for j := range d.Len() {
+			d.Record(j, &r)
+			total += messageBytes(&r, errstrs[i], true)
+		}
+		n += d.Len()
+		served += d.Bytes()
 	}
+	ptrs := n * int(unsafe.Sizeof((*C.spool_message_t)(nil)))
+	total += ptrs
 	base := C.malloc(C.size_t(total))
 	if base == nil {
 		panic("libspool: out of memory")
 	}
-	tb := &takenBlock{leases: make([]*spool.Lent, len(got))}
-	arr := unsafe.Slice((**C.spool_message_t)(base), len(got))
-	at := ptrs
-	var pinnedLease *spool.Lent
-	for i, rep := range got {
-		// Records lent the same batch buffer (one after the other) pin it once.
+	tb := &takenBlock{deliveries: got}
+	arr := unsafe.Slice((**C.spool_message_t)(base), n)
+	at, k := ptrs, 0
+	for i, d := range got {
+		// A batch's records lend one buffer: pin it once, with the first key or value.
 		pin := &tb.pin
-		if rep.lease != nil && rep.lease == pinnedLease {
-			pin = alreadyPinned
-		} else if rep.lease != nil && (len(rep.r.Key) > 0 || len(rep.r.Value) > 0) {
-			pinnedLease = rep.lease
+		for j := range d.Len() {
+			d.Record(j, &r)
+			size := messageBytes(&r, errstrs[i], true)
+			storeC(unsafe.Pointer(&arr[k]), unsafe.Pointer(fillMessage(unsafe.Add(base, at), size, &r, d.Err(), errstrs[i], uintptr(d.Token(j)), pin)))
+			if len(r.Key) > 0 || len(r.Value) > 0 {
+				pin = alreadyPinned
+			}
+			at += size
+			k++
 		}
-		storeC(unsafe.Pointer(&arr[i]), unsafe.Pointer(fillMessage(unsafe.Add(base, at), sizes[i], &rep.r.Record, rep.err, errstrs[i], rep.r.opaque, pin)))
-		at += sizes[i]
-		tb.leases[i] = rep.lease
 	}
-	n := len(got)
-	p.reuse(got)
-	clear(got)
 	p.mu.Lock()
 	if p.taken == nil {
 		p.taken = map[unsafe.Pointer]*takenBlock{}
 	}
 	p.taken[base] = tb
-	if p.spare == nil {
-		p.spare = got
-	}
 	p.mu.Unlock()
 	p.unreserve(int64(n), served)
 	*out = &arr[0]
@@ -320,12 +254,19 @@ func spoolgo_producer_release(h C.uintptr_t, block unsafe.Pointer) {
 	tb := p.taken[block]
 	delete(p.taken, block)
 	p.mu.Unlock()
-	if tb != nil {
-		tb.pin.Unpin()
-		for _, l := range tb.leases {
-			l.Release()
-		}
+	if tb == nil {
+		return
 	}
+	tb.pin.Unpin()
+	for _, d := range tb.deliveries {
+		d.Release()
+	}
+	clear(tb.deliveries)
+	p.mu.Lock()
+	if p.spare == nil {
+		p.spare = tb.deliveries[:0]
+	}
+	p.mu.Unlock()
 }
 
 //export spoolgo_producer_flush

@@ -44,12 +44,13 @@ void spoolring_close(spoolring_t *r) {
 }
 
 /* record_size is what a record counts against queue.buffering.max.kbytes, as the SDK counts
- * it against its buffer (recordSize in sdk-go). */
-static int64_t record_size(size_t key_len, size_t value_len, const spool_header_t *headers,
-                           size_t header_count) {
-    int64_t size = 21 + (int64_t)key_len + (int64_t)value_len;
+ * it against its buffer (recordSize in sdk-go): the drainer gives back what the SDK's
+ * deliveries say (Delivery.Bytes), so the two must agree, null keys and values counting 0. */
+static int64_t record_size(const void *key, size_t key_len, const void *value, size_t value_len,
+                           const spool_header_t *headers, size_t header_count) {
+    int64_t size = 21 + (key ? (int64_t)key_len : 0) + (value ? (int64_t)value_len : 0);
     for (size_t i = 0; i < header_count; i++)
-        size += 10 + (int64_t)headers[i].key_len + (int64_t)headers[i].value_len;
+        size += 10 + (int64_t)headers[i].key_len + (headers[i].value ? (int64_t)headers[i].value_len : 0);
     return size;
 }
 
@@ -110,7 +111,7 @@ static char *put(char *at, const void *src, size_t n) {
 static void append(spoolring_t *r, size_t size, const char *topic, size_t topic_len,
                    int32_t partition, const void *key, size_t key_len, const void *value,
                    size_t value_len, const spool_header_t *headers, size_t header_count,
-                   int64_t rsize, uintptr_t opaque) {
+                   uintptr_t opaque) {
     char *base = r->buf[r->fill] + r->len;
     spoolring_rec_t *e = (spoolring_rec_t *)base;
     e->size = (uint32_t)size;
@@ -119,7 +120,6 @@ static void append(spoolring_t *r, size_t size, const char *topic, size_t topic_
     e->header_count = (uint32_t)header_count;
     e->key_len = key ? (int64_t)key_len : -1;
     e->value_len = value ? (int64_t)value_len : -1;
-    e->rsize = rsize;
     e->opaque = opaque;
     char *at = put(base + sizeof *e, topic, topic_len);
     at = put(at, key, key ? key_len : 0);
@@ -158,7 +158,7 @@ spool_err_t spoolring_produce(spool_producer_t *p, const char *topic, int32_t pa
                               const void *key, size_t key_len, const void *value, size_t value_len,
                               const spool_header_t *headers, size_t header_count, void *msg_opaque) {
     spoolring_t *r = &p->ring;
-    int64_t rsize = record_size(key_len, value_len, headers, header_count);
+    int64_t rsize = record_size(key, key_len, value, value_len, headers, header_count);
     if (!reserve(r, 1, rsize, 0)) return queue_full(p);
     size_t topic_len = strlen(topic);
     size_t size = entry_size(topic_len, key, key_len, value, value_len, headers, header_count);
@@ -174,7 +174,7 @@ spool_err_t spoolring_produce(spool_producer_t *p, const char *topic, int32_t pa
         return err;
     }
     append(r, size, topic, topic_len, partition, key, key_len, value, value_len, headers,
-           header_count, rsize, (uintptr_t)msg_opaque);
+           header_count, (uintptr_t)msg_opaque);
     unlock_and_kick(p);
     return SPOOL_ERR_NO_ERROR;
 }
@@ -189,7 +189,7 @@ spool_err_t spoolring_produce_batch(spool_producer_t *p, const char *topic,
         size_t size = entry_size(topic_len, c->key, c->key_len, c->value, c->value_len,
                                  c->headers, c->header_count);
         if (size > RING_ENTRY_MAX) return SPOOL_RESP_ERR_MESSAGE_TOO_LARGE;
-        rsize += record_size(c->key_len, c->value_len, c->headers, c->header_count);
+        rsize += record_size(c->key, c->key_len, c->value, c->value_len, c->headers, c->header_count);
         bytes += size;
     }
     if (!reserve(r, (int64_t)count, rsize, 0)) return queue_full(p);
@@ -205,9 +205,7 @@ spool_err_t spoolring_produce_batch(spool_producer_t *p, const char *topic,
         append(r, entry_size(topic_len, c->key, c->key_len, c->value, c->value_len, c->headers,
                              c->header_count),
                topic, topic_len, c->partition, c->key, c->key_len, c->value, c->value_len,
-               c->headers, c->header_count,
-               record_size(c->key_len, c->value_len, c->headers, c->header_count),
-               (uintptr_t)c->msg_opaque);
+               c->headers, c->header_count, (uintptr_t)c->msg_opaque);
     }
     unlock_and_kick(p);
     return SPOOL_ERR_NO_ERROR;
@@ -230,7 +228,7 @@ spool_err_t spoolring_produce_packed(spool_producer_t *p, const char *topic, siz
         int has_key = key_lens && key_lens[i] >= 0, has_value = value_lens && value_lens[i] >= 0;
         size_t size = entry_size(topic_len, has_key ? "" : NULL, kl, has_value ? "" : NULL, vl, h, hc);
         if (size > RING_ENTRY_MAX) return SPOOL_RESP_ERR_MESSAGE_TOO_LARGE;
-        rsize += record_size(kl, vl, h, hc);
+        rsize += record_size(has_key ? "" : NULL, kl, has_value ? "" : NULL, vl, h, hc);
         bytes += size;
     }
     pthread_mutex_lock(&r->mu);
@@ -258,7 +256,7 @@ spool_err_t spoolring_produce_packed(spool_producer_t *p, const char *topic, siz
         }
         append(r, entry_size(topic_len, key, kl, value, vl, h, hc), topic, topic_len,
                partitions ? partitions[i] : SPOOL_PARTITION_UA, key, kl, value, vl, h, hc,
-               record_size(kl, vl, h, hc), msg_opaques ? (uintptr_t)msg_opaques[i] : 0);
+               msg_opaques ? (uintptr_t)msg_opaques[i] : 0);
     }
     unlock_and_kick(p);
     return SPOOL_ERR_NO_ERROR;

@@ -31,6 +31,9 @@ type drainer struct {
 	drained  atomic.Uint64  // records taken and handed to the SDK
 	mu       sync.Mutex
 	progress chan struct{} // closed, and replaced, each time drained grows
+
+	scratch spool.Record   // the record produceBlock lends the SDK, one at a time
+	headers []spool.Header // its headers' array, reused
 }
 
 func newDrainer(r *C.spoolring_t) *drainer {
@@ -120,35 +123,37 @@ func (d *drainer) wait(ctx context.Context) error {
 }
 
 // produceBlock produces the records of a block taken from the ring (entries laid out as
-// spoolring_rec_t says). Keys and values are lent to the SDK, which copies them into its
-// batch before ProduceBorrowed returns; headers, which the SDK keeps, are copied here.
+// spoolring_rec_t says). Their keys, values and headers are lent to the SDK, which copies
+// them into its batch before ProduceTracked returns; the token is the C caller's opaque.
 func (p *producer) produceBlock(base unsafe.Pointer, size int) {
 	const head = int(unsafe.Sizeof(C.spoolring_rec_t{}))
 	// One timestamp for the block (its records were produced within the last few
 	// milliseconds): reading the clock per record costs more than encoding a small record.
 	now := time.Now()
+	r := &p.ring.scratch
 	for off := 0; off < size; {
 		e := (*C.spoolring_rec_t)(unsafe.Add(base, off))
 		at := unsafe.Add(base, off+head)
-		r := p.newRecord()
-		r.Topic = p.topic(unsafe.String((*byte)(at), int(e.topic_len)))
+		*r = spool.Record{Topic: p.topic(unsafe.String((*byte)(at), int(e.topic_len))), Partition: int32(e.partition), Timestamp: now}
 		at = unsafe.Add(at, e.topic_len)
 		r.Key, at = ringBytes(at, int64(e.key_len))
 		r.Value, at = ringBytes(at, int64(e.value_len))
 		if e.header_count > 0 {
-			r.Headers = make([]spool.Header, e.header_count)
-			for i := range r.Headers {
+			hs := p.ring.headers[:0]
+			for range e.header_count {
 				lens := (*[2]int64)(at)
-				k, next := ringBytes(unsafe.Add(at, 16), lens[0])
-				v, next := ringBytes(next, lens[1])
-				r.Headers[i] = spool.Header{Key: append([]byte{}, k...), Value: cloneOrNil(v)}
-				at = next
+				var h spool.Header
+				h.Key, at = ringBytes(unsafe.Add(at, 16), lens[0])
+				h.Value, at = ringBytes(at, lens[1])
+				hs = append(hs, h)
 			}
+			r.Headers, p.ring.headers = hs, hs
 		}
-		r.Partition, r.opaque, r.size, r.Timestamp = int32(e.partition), uintptr(e.opaque), int64(e.rsize), now
-		p.cl.ProduceBorrowed(p.ctx, &r.Record, p.doneFn)
+		p.cl.ProduceTracked(p.ctx, r, uint64(e.opaque))
 		off += int(e.size)
 	}
+	clear(p.ring.headers) // no view of the block outlives it
+	*r = spool.Record{}
 }
 
 // ringBytes is a view of the n bytes at at (nil for n < 0: null) and where the next field
@@ -161,12 +166,4 @@ func ringBytes(at unsafe.Pointer, n int64) ([]byte, unsafe.Pointer) {
 		return []byte{}, at
 	}
 	return unsafe.Slice((*byte)(at), int(n)), unsafe.Add(at, n)
-}
-
-// cloneOrNil is a Go copy of b, nil for nil.
-func cloneOrNil(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte{}, b...)
 }

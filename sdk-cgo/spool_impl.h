@@ -56,7 +56,6 @@ typedef struct spoolring_rec_s {
     uint32_t header_count;
     int64_t key_len;   /* -1: null */
     int64_t value_len; /* -1: null */
-    int64_t rsize;     /* what it counts against the queue's bound */
     uintptr_t opaque;
 } spoolring_rec_t;
 

@@ -82,7 +82,8 @@ type config struct {
 	codec           compress.Codec
 	codecLevels     [compress.Zstd + 1]int // per codec, Kafka's level (0: the codec's default)
 	partitioner     Partitioner
-	stickyLinger    time.Duration // StickyPartitioningLinger, applied to partitioner when set
+	onDelivery      func(*Delivery) // WithDeliveryHandler (producer_tracked.go)
+	stickyLinger    time.Duration   // StickyPartitioningLinger, applied to partitioner when set
 	stickyLingerSet bool
 	deliveryTimeout time.Duration
 	produceTimeout  time.Duration

@@ -1,7 +1,6 @@
 package spool
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,44 +21,28 @@ var ErrBufferFull = errors.New("spool: produce buffer full")
 // ErrRecordTooLarge is given for a record larger than MaxBatchBytes.
 var ErrRecordTooLarge = errors.New("spool: record larger than MaxBatchBytes")
 
+// promise is a record produced with Produce, waiting in its batch for the outcome.
 type promise struct {
 	r  *Record
 	cb func(*Record, error)
 }
 
-// borrowedPromise is what a record produced with ProduceBorrowed needs besides its promise
-// (whose cb is nil), kept apart so that Produce's promises stay small.
-type borrowedPromise struct {
-	i   int                         // its promise's index in the batch
-	lcb func(*Record, error, *Lent) // in place of cb
-	// lent is where r's key and value are in the batch's buffer when ProduceBorrowed left
-	// them there (r.Key and r.Value are nil until the batch finishes).
-	lent lentBytes
-}
-
-// lentBytes locates a borrowed record's key and value in its batch's uncompressed buffer:
-// the value starts at valueAt and the key ends where the value's length prefix begins. A
-// length of -1 is a null key or value; valueAt 0 means nothing was lent.
-type lentBytes struct {
-	valueAt          int32
-	keyLen, valueLen int32
-}
-
 // pbatch is one partition's batch: open while records are added, then sent (with the same
 // bytes and sequence on every retry) until it is acknowledged or fails.
 type pbatch struct {
+	tp
 	b       *batch.Builder
-	proms   []promise
-	size    int
-	created time.Time
-	data    []byte // the encoded batch, fixed once sent
-	pidGen  uint64 // the producer id generation data was encoded with (idempotence)
-	// lent marks a batch whose buffer holds the only copy of some records' keys and values
-	// (ProduceBorrowed): once finished, the buffer belongs to those records until each is
-	// released (lease), and only then is the batch recycled.
-	lent     bool
-	lease    Lent
-	borrowed []borrowedPromise // in promise order
+	proms   []promise    // Produce's records, in order
+	tracked []trackedRec // ProduceTracked's records, in order (producer_tracked.go)
+	// trackedSize is what the tracked records count against the buffer (Delivery.Bytes).
+	trackedSize int64
+	size        int
+	created     time.Time
+	data        []byte // the encoded batch, fixed once sent
+	pidGen      uint64 // the producer id generation data was encoded with (idempotence)
+	// delivery hands the tracked records to the DeliveryHandler; their keys and values are
+	// in the batch's buffer, so the batch is recycled only once the delivery is released.
+	delivery Delivery
 	// early marks data encoded by Produce (see encodeEarly) and not sent yet: under
 	// idempotence its numbers are only good while the producer id it used is current.
 	early    bool
@@ -204,45 +187,16 @@ func (p *producer) wake() {
 // partition are delivered in the order they were produced. cb runs on an internal goroutine
 // and must not block for long.
 func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error)) {
-	cl.produce(ctx, r, cb, nil)
+	cl.produce(ctx, r, cb, false, 0)
 }
 
-// ProduceBorrowed is Produce for a record whose Key and Value are valid only during the call
-// (C memory, a buffer the caller reuses): they are copied once, into the partition's batch,
-// instead of being kept by the record until it is acknowledged. When the call returns r.Key
-// and r.Value are nil (compressed batches: a copy of their own, as their batch holds them
-// compressed). When cb runs they are the batch's copy, read-only, and the Lent it gets (nil
-// when they are not in a batch's buffer) keeps that buffer from being reused for a new batch
-// until its Release is called, once for the record: after that r.Key and r.Value must not be
-// read. A record never released only keeps its batch from reuse. Headers are kept as
-// Produce keeps them.
-func (cl *Client) ProduceBorrowed(ctx context.Context, r *Record, cb func(*Record, error, *Lent)) {
-	cl.produce(ctx, r, nil, cb)
-}
-
-// Lent is the buffer of a batch holding the keys and values of records produced with
-// ProduceBorrowed, lent to their callbacks until each record is released.
-type Lent struct {
-	p    *producer
-	b    *pbatch
-	refs atomic.Int32
-}
-
-// Release gives back one record's share of the buffer: the last one lets the producer reuse
-// it. Safe on nil, and from any goroutine.
-func (l *Lent) Release() {
-	if l != nil && l.refs.Add(-1) == 0 {
-		l.p.recycle(l.b)
-	}
-}
-
-func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error), lcb func(*Record, error, *Lent)) {
+// produce is Produce, and ProduceTracked when tracked (cb is nil then, and r the caller's,
+// read only during the call).
+func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error), tracked bool, token uint64) {
 	p := cl.prod
-	borrowed := lcb != nil
 	fail := func(err error) {
-		if borrowed {
-			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value) // for lcb, as promised
-			lcb(r, err, nil)
+		if tracked {
+			p.failTracked(r, token, err)
 		} else if cb != nil {
 			cb(r, err)
 		}
@@ -274,8 +228,13 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	if r.Timestamp.IsZero() {
 		r.Timestamp = p.clock.now()
 	}
+	trackedSize := size // what the caller reserved, before a trace context joins the headers
 	if cl.cfg.propagator != nil || cl.tel != nil {
-		cb = cl.traceProduce(ctx, r, cb)
+		if !tracked {
+			cb = cl.traceProduce(ctx, r, cb)
+		} else if cl.cfg.propagator != nil {
+			cl.injectTrace(ctx, r) // no span: a tracked record has no callback to end it
+		}
 		if n := recordSize(r); n != size { // the trace context went into the headers
 			p.slots.usedBytes.Add(int64(n - size))
 			size = n
@@ -293,7 +252,7 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	pb := p.part(r.Topic, r.Partition)
 	pb.mu.Lock()
 	wake := false
-	if pb.cur != nil && (pb.cur.size+size > cl.cfg.maxBatchBytes || len(pb.cur.proms) >= cl.cfg.maxBatchRecords) {
+	if pb.cur != nil && (pb.cur.size+size > cl.cfg.maxBatchBytes || pb.cur.b.NumRecords() >= cl.cfg.maxBatchRecords) {
 		p.encodeEarly(pb, pb.seal())
 		wake = true
 	}
@@ -310,26 +269,20 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 		b.b.SetSkipIneffectiveCompression(true)
 		b.created = time.Now()
 		b.size = batch.HeaderSize
+		b.tp = pb.tp
 		pb.cur = b
 		wake = true
 	}
 	b := pb.cur
-	b.b.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
-	if borrowed {
-		bp := borrowedPromise{i: len(b.proms), lcb: lcb}
-		if cl.cfg.codec == compress.None {
-			bp.lent = lend(b.b.Size(), r)
-			r.Key, r.Value = nil, nil
-			b.lent = true
-		} else {
-			// The batch's buffer will hold the compressed records: keep a copy of our own.
-			kv := make([]byte, len(r.Key)+len(r.Value))
-			copy(kv[copy(kv, r.Key):], r.Value)
-			r.Key, r.Value = nilOr(r.Key, kv[:len(r.Key):len(r.Key)]), nilOr(r.Value, kv[len(r.Key):])
-		}
-		b.borrowed = append(b.borrowed, bp)
+	i := b.b.NumRecords()
+	ts := r.Timestamp.UnixMilli()
+	b.b.Append(ts, r.Key, r.Value, r.Headers)
+	if tracked {
+		b.tracked = append(b.tracked, trackedRec{i: int32(i), lent: lend(b.b.Size(), r), token: token, ts: ts})
+		b.trackedSize += int64(trackedSize)
+	} else {
+		b.proms = append(b.proms, promise{r, cb})
 	}
-	b.proms = append(b.proms, promise{r, cb})
 	b.size += size
 	// A record joining an open batch needs no wake-up even without linger: the sender saw
 	// the batch when it was opened and takes it once a request slot frees up.
@@ -338,45 +291,6 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	if wake {
 		p.wake()
 	}
-}
-
-// lend locates r's key and value in a batch buffer of end bytes whose last record is r.
-func lend(end int, r *Record) lentBytes {
-	// The record ends with its value, then the headers' count and the headers.
-	tail := wire.VarintLen(int64(len(r.Headers)))
-	for _, h := range r.Headers {
-		tail += wire.VarintLen(int64(len(h.Key))) + len(h.Key) + wire.VarintLen(int64(nullLen(h.Value))) + len(h.Value)
-	}
-	return lentBytes{valueAt: int32(end - tail - len(r.Value)), keyLen: nullLen(r.Key), valueLen: nullLen(r.Value)}
-}
-
-// nullLen is the length of b on the wire: -1 for nil.
-func nullLen(b []byte) int32 {
-	if b == nil {
-		return -1
-	}
-	return int32(len(b))
-}
-
-// nilOr is b2, or nil when b is nil.
-func nilOr(b, b2 []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return b2
-}
-
-// bytes is where l's key and value are in buf, the batch's uncompressed buffer.
-func (l lentBytes) bytes(buf []byte) (key, value []byte) {
-	at := int(l.valueAt)
-	if l.valueLen >= 0 {
-		value = buf[at : at+int(l.valueLen) : at+int(l.valueLen)]
-	}
-	if l.keyLen >= 0 {
-		end := at - wire.VarintLen(int64(l.valueLen))
-		key = buf[end-int(l.keyLen) : end : end]
-	}
-	return key, value
 }
 
 // recordSize is what a record counts against MaxBatchBytes and MaxBufferedBytes: its bytes
@@ -515,7 +429,7 @@ func (p *producer) encodeEarly(pb *partBuf, b *pbatch) {
 	}
 	if id != nil {
 		b.pidGen = id.gen
-		pb.pidGen, pb.seq, pb.seqGap = id.gen, seq+int32(len(b.proms)), false
+		pb.pidGen, pb.seq, pb.seqGap = id.gen, seq+int32(b.b.NumRecords()), false
 	}
 	b.data, b.early = data, true
 }
@@ -588,40 +502,38 @@ func (p *producer) close() {
 
 // finish completes a batch's records and recycles it.
 func (p *producer) finish(b *pbatch, base int64, err error) {
-	if p.cl.tel != nil && err == nil && len(b.proms) > 0 {
-		p.cl.tel.batchAcked(b.proms[0].r.Topic, len(b.proms), b.size)
+	n := b.b.NumRecords()
+	if p.cl.tel != nil && err == nil && n > 0 {
+		p.cl.tel.batchAcked(b.topic, n, b.size)
 	}
-	var lease *Lent
-	if b.lent {
-		lease = b.giveBack(p)
-	}
-	next := 0 // of b.borrowed
-	for i, pr := range b.proms {
-		if err == nil {
-			if base >= 0 {
-				pr.r.Offset = base + int64(i)
-			} else {
-				pr.r.Offset = -1
+	if len(b.proms) > 0 {
+		next := 0 // of b.tracked: the records in between are b.proms's, in order
+		k := 0
+		for i := range n {
+			if next < len(b.tracked) && int(b.tracked[next].i) == i {
+				next++
+				continue
 			}
-		}
-		switch {
-		case pr.cb != nil:
-			pr.cb(pr.r, err)
-		case next < len(b.borrowed) && b.borrowed[next].i == i:
-			bp := b.borrowed[next]
-			next++
-			if bp.lent.valueAt > 0 {
-				bp.lcb(pr.r, err, lease)
-			} else {
-				bp.lcb(pr.r, err, nil)
+			pr := b.proms[k]
+			k++
+			if err == nil {
+				if base >= 0 {
+					pr.r.Offset = base + int64(i)
+				} else {
+					pr.r.Offset = -1
+				}
+			}
+			if pr.cb != nil {
+				pr.cb(pr.r, err)
 			}
 		}
 	}
-	p.slots.release(len(b.proms), int64(b.size-batch.HeaderSize))
-	p.buffered.Add(-int64(len(b.proms)))
+	d := b.deliver(p, base, err) // nil without tracked records or a handler for them
+	p.slots.release(n, int64(b.size-batch.HeaderSize))
+	p.buffered.Add(-int64(n))
 	p.batchDone()
-	if lease != nil {
-		lease.Release() // finish's own share: the records' callbacks may have released theirs
+	if d != nil {
+		d.Release() // finish's own share: the handler may have released its share already
 		return
 	}
 	p.recycle(b)
@@ -631,10 +543,9 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 func (p *producer) recycle(b *pbatch) {
 	clear(b.proms)
 	b.proms = b.proms[:0]
-	clear(b.borrowed)
-	b.borrowed = b.borrowed[:0]
+	b.tracked, b.trackedSize = b.tracked[:0], 0
 	b.data, b.pidGen, b.early, b.attempts, b.lastErr = nil, 0, false, 0, nil
-	b.inflight, b.done, b.base, b.err, b.lent = false, false, 0, nil, false
+	b.inflight, b.done, b.base, b.err = false, false, 0, nil
 	select {
 	case p.free <- b:
 	default:
@@ -647,26 +558,6 @@ func (p *producer) batchDone() {
 	close(p.doneCh)
 	p.doneCh = make(chan struct{})
 	p.doneMu.Unlock()
-}
-
-// giveBack points the borrowed records of b, which is finishing, at their bytes in its
-// buffer, and returns the lease on it: one share per borrowed record, and one for finish.
-func (b *pbatch) giveBack(p *producer) *Lent {
-	buf := b.data // uncompressed: the builder's buffer
-	if buf == nil {
-		buf, _ = b.b.Finish() // a batch with records in it, which Finish does not refuse
-	}
-	n := int32(1)
-	for _, bp := range b.borrowed {
-		if bp.lent.valueAt > 0 {
-			r := b.proms[bp.i].r
-			r.Key, r.Value = bp.lent.bytes(buf)
-			n++
-		}
-	}
-	b.lease.p, b.lease.b = p, b
-	b.lease.refs.Store(n)
-	return &b.lease
 }
 
 // run is the sender: it collects ready batches into produce requests per leader (at most one

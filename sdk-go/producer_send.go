@@ -312,14 +312,14 @@ func (p *producer) collectAndSend() (next time.Time) {
 					}
 					b.b.SetProducer(ident.id, ident.epoch, pb.seq)
 					b.pidGen = gen
-					pb.seq += int32(len(b.proms))
+					pb.seq += int32(b.b.NumRecords())
 				}
 				data, err := b.b.Finish()
 				if err != nil {
 					// Nothing was sent: fail just this batch, in its place in the order, and
 					// give its sequence numbers to the next batch so the sequence has no gap.
 					if idemp {
-						pb.seq -= int32(len(b.proms))
+						pb.seq -= int32(b.b.NumRecords())
 					}
 					b.done, b.err = true, fmt.Errorf("spool: encoding batch for %s[%d]: %w", pb.topic, pb.partition, err)
 					continue

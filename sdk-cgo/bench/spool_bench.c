@@ -3,7 +3,8 @@
  * linger.ms=5, batch.size=1 MiB), then consume them from its partitions.
  * usage: spool_bench BROKER TOPIC PARTITIONS N SIZE
  * With SPOOL_BENCH_BATCH=K in the environment it produces with spool_produce_batch, K
- * records a call, instead of one spool_produce per record.
+ * records a call, instead of one spool_produce per record. SPOOL_BENCH_CONF="key=value ..."
+ * sets more configuration keys.
  * prints: produce_rps consume_rps peak_rss_kib */
 #include <spool.h>
 
@@ -27,6 +28,22 @@ static spool_conf_t *conf(const char *broker) {
             fprintf(stderr, "%s\n", errstr);
             exit(1);
         }
+    /* SPOOL_BENCH_CONF="key=value key=value": more keys, for trying other settings */
+    const char *extra = getenv("SPOOL_BENCH_CONF");
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", extra ? extra : "");
+    for (char *save = NULL, *kv = strtok_r(buf, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq == NULL) {
+            fprintf(stderr, "SPOOL_BENCH_CONF: %s is not key=value\n", kv);
+            exit(1);
+        }
+        *eq = 0;
+        if (spool_conf_set(c, kv, eq + 1, errstr, sizeof errstr) != SPOOL_CONF_OK) {
+            fprintf(stderr, "%s\n", errstr);
+            exit(1);
+        }
+    }
     return c;
 }
 

@@ -150,6 +150,12 @@ func (b *Builder) NumRecords() int { return int(b.count) }
 // Size is the size the batch would have uncompressed: header plus encoded records.
 func (b *Builder) Size() int { return max(len(b.buf), HeaderSize) }
 
+// Uncompressed is the batch's records as appended, after HeaderSize bytes of room for the
+// header (sealed only by an uncompressed Finish): the builder's own buffer, which keeps the
+// records uncompressed when Finish compresses them into another. Valid until the next
+// Append or Reset, which may reuse or move it.
+func (b *Builder) Uncompressed() []byte { return b.buf }
+
 // Append adds a record with the next offset delta (0, 1, 2, ...). A nil key or value is
 // written as null; a non-nil empty one as empty. A header with a nil Value has a null value.
 func (b *Builder) Append(timestamp int64, key, value []byte, headers []RecordHeader) {

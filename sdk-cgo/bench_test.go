@@ -75,8 +75,9 @@ func BenchmarkPythonPollVsConfluentKafka(b *testing.B) {
 }
 
 // compare runs ours and theirs (each given BROKER TOPIC PARTITIONS N SIZE, printing
-// "produce_rps consume_rps peak_rss_kib") three times each, alternating, for 100 B and 1 KiB
-// records (counts[0] and counts[1] of them), and reports the medians and their ratios.
+// "produce_rps consume_rps peak_rss_kib") five times each (SPOOL_BENCH_RUNS), alternating,
+// for 100 B and 1 KiB records (counts[0] and counts[1] of them), and reports the medians and
+// their ratios. Five, because the broker's fsyncs on this VM move a run's rate by ±30%.
 func compare(b *testing.B, counts []int, ours, theirs func(args ...string) *exec.Cmd) {
 	impls := map[string]func(args ...string) *exec.Cmd{"ours": ours, "theirs": theirs}
 	addr := brokertest.Start(b, brokertest.Options{}).Addr
@@ -86,13 +87,19 @@ func compare(b *testing.B, counts []int, ours, theirs func(args ...string) *exec
 	}
 	defer cl.Close()
 	const partitions = 6
+	runs := 5
+	if v := os.Getenv("SPOOL_BENCH_RUNS"); v != "" {
+		if runs, err = strconv.Atoi(v); err != nil || runs < 1 {
+			b.Fatalf("SPOOL_BENCH_RUNS=%q: want a count of runs", v)
+		}
+	}
 	seq := 0
 	for _, w := range []struct {
 		size int
 		n    int
 	}{{100, counts[0]}, {1024, counts[1]}} {
 		res := map[string][4][]float64{} // impl → produce, consume, rss, produce CPU samples
-		for range 3 {
+		for range runs {
 			for _, impl := range []string{"ours", "theirs"} {
 				seq++
 				topic := fmt.Sprintf("bench-%d", seq)
@@ -141,7 +148,7 @@ func compare(b *testing.B, counts []int, ours, theirs func(args ...string) *exec
 		b.ReportMetric(med(s[0])/med(k[0]), fmt.Sprintf("produce-x-%dB", w.size))
 		b.ReportMetric(med(s[1])/med(k[1]), fmt.Sprintf("consume-x-%dB", w.size))
 		b.ReportMetric(med(s[2])/med(k[2]), fmt.Sprintf("rss-x-%dB", w.size))
-		if len(s[3]) == 3 && len(k[3]) == 3 {
+		if len(s[3]) == runs && len(k[3]) == runs {
 			b.Logf("%d B: CPU to produce %.2f vs %.2f s (%.2fx)", w.size, med(s[3]), med(k[3]), med(s[3])/med(k[3]))
 			b.ReportMetric(med(s[3])/med(k[3]), fmt.Sprintf("produce-cpu-x-%dB", w.size))
 		}

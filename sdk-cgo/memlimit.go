@@ -50,7 +50,8 @@ func addMemBudget(n int64) {
 
 // producerBudget is the memory a producer with these bounds may hold: each queued byte once
 // (in its batch, keys and values are not copied elsewhere) with a quarter more for batch
-// buffers not yet full, and per record its Record and report, about 200 bytes.
+// buffers not yet full, and per record 64 bytes: the SDK's 32 (ProduceTracked) and the
+// report's pointer and share of the queue of deliveries, with room to spare.
 func producerBudget(maxMsgs, maxBytes int64) int64 {
-	return maxBytes + maxBytes/4 + min(maxMsgs, maxBytes/21)*200
+	return maxBytes + maxBytes/4 + min(maxMsgs, maxBytes/21)*64
 }

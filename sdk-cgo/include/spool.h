@@ -26,7 +26,7 @@
  *
  * Memory: the Go runtime's garbage collector runs under a soft memory limit that the library
  * derives from its live producers' queue bounds (about 24 MiB plus 1.25 times each
- * producer's queue.buffering.max.kbytes plus 200 bytes per queued record), so that peak
+ * producer's queue.buffering.max.kbytes plus 64 bytes per queued record), so that peak
  * memory follows what the handles hold. Go's own environment variables, read when the
  * library loads, override it: GOMEMLIMIT (e.g. 512MiB, or off) replaces the derived limit,
  * GOGC (default 100) sets how much the heap grows between collections.

@@ -278,7 +278,7 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	ts := r.Timestamp.UnixMilli()
 	b.b.Append(ts, r.Key, r.Value, r.Headers)
 	if tracked {
-		b.tracked = append(b.tracked, trackedRec{i: int32(i), lent: lend(b.b.Size(), r), token: token, ts: ts})
+		b.tracked = append(b.tracked, newTrackedRec(i, b.b.Size(), r, token, ts))
 		b.trackedSize += int64(trackedSize)
 	} else {
 		b.proms = append(b.proms, promise{r, cb})
@@ -510,7 +510,7 @@ func (p *producer) finish(b *pbatch, base int64, err error) {
 		next := 0 // of b.tracked: the records in between are b.proms's, in order
 		k := 0
 		for i := range n {
-			if next < len(b.tracked) && int(b.tracked[next].i) == i {
+			if next < len(b.tracked) && b.tracked[next].index() == i {
 				next++
 				continue
 			}

@@ -40,11 +40,29 @@ func WithDeliveryHandler(h func(*Delivery)) Opt {
 
 // trackedRec is a record of ProduceTracked in its batch.
 type trackedRec struct {
-	i     int32     // its index in the batch
+	at    uint32    // its index in the batch, with trackedHeaders set when it has headers
 	lent  lentBytes // where its key and value are in the batch's buffer
 	token uint64
 	ts    int64 // its timestamp, Unix milliseconds
 }
+
+// trackedHeaders marks a trackedRec whose record has headers. Without it a delivery never
+// reads the batch's buffer for the record's headers: when the delivery is served, that
+// buffer is long out of the cache, and one read per record cost a cache miss each.
+const trackedHeaders = 1 << 31
+
+// newTrackedRec is the trackedRec of r, the record at index i of a batch whose buffer ends,
+// r last, at end.
+func newTrackedRec(i, end int, r *Record, token uint64, ts int64) trackedRec {
+	t := trackedRec{at: uint32(i), lent: lend(end, r), token: token, ts: ts}
+	if len(r.Headers) > 0 {
+		t.at |= trackedHeaders
+	}
+	return t
+}
+
+// index is the record's index in its batch.
+func (t *trackedRec) index() int { return int(t.at &^ trackedHeaders) }
 
 // lentBytes locates a record's key and value in its batch's uncompressed buffer: the value
 // starts at valueAt and the key ends where the value's length prefix begins. A length of -1
@@ -154,10 +172,13 @@ func (d *Delivery) Record(i int, r *Record) {
 	key, value := t.lent.bytes(buf)
 	offset := int64(-1)
 	if d.err == nil && d.base >= 0 {
-		offset = d.base + int64(t.i)
+		offset = d.base + int64(t.index())
 	}
 	*r = Record{Topic: d.b.topic, Partition: d.b.partition, Offset: offset, Timestamp: time.UnixMilli(t.ts),
-		Key: key, Value: value, Headers: t.lent.headers(buf)}
+		Key: key, Value: value}
+	if t.at&trackedHeaders != 0 {
+		r.Headers = t.lent.headers(buf)
+	}
 }
 
 // Release ends the handler's use of d: after it, nothing d gave may be read. The batch's
@@ -195,7 +216,7 @@ func (p *producer) failTracked(r *Record, token uint64, err error) {
 	}
 	ts := r.Timestamp.UnixMilli()
 	b.b.Append(ts, r.Key, r.Value, r.Headers)
-	b.tracked = []trackedRec{{lent: lend(b.b.Size(), r), token: token, ts: ts}}
+	b.tracked = []trackedRec{newTrackedRec(0, b.b.Size(), r, token, ts)}
 	b.trackedSize = int64(recordSize(r))
 	if d := b.deliver(p, -1, err); d != nil {
 		d.Release() // the handler's share holds it now

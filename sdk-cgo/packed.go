@@ -103,11 +103,7 @@ type report struct {
 // queued, as spoolgo_producer_take does.
 func (p *producer) takeReports(timeoutMS C.int) []report {
 	got := p.takeQueue(timeoutMS)
-	n, served := 0, int64(0)
-	for _, d := range got {
-		n += d.Len()
-		served += d.Bytes()
-	}
+	n, served := countServed(got)
 	reps := make([]report, 0, n)
 	var r spool.Record
 	for _, d := range got {
@@ -119,12 +115,7 @@ func (p *producer) takeReports(timeoutMS C.int) []report {
 		// A spool_report_t holds no key or value: the batch's buffer goes back now.
 		d.Release()
 	}
-	clear(got)
-	p.mu.Lock()
-	if p.spare == nil {
-		p.spare = got[:0]
-	}
-	p.mu.Unlock()
+	p.reuseQueue(got)
 	p.unreserve(int64(n), served)
 	return reps
 }

@@ -194,7 +194,8 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 	// One block for all: the array of pointers, then the messages; the shim frees it once,
 	// after spoolgo_producer_release. Keys and values are not copied: the messages point at
 	// the batches' bytes, pinned until then.
-	n, total, served := 0, 0, int64(0)
+	n, served := countServed(got)
+	total := 0
 	errstrs := make([]string, len(got))
 	var r spool.Record
 	for i, d := range got {
@@ -203,8 +204,6 @@ func spoolgo_producer_take(h C.uintptr_t, timeoutMS C.int, out ***C.spool_messag
 			d.Record(j, &r)
 			total += messageBytes(&r, errstrs[i], true)
 		}
-		n += d.Len()
-		served += d.Bytes()
 	}
 	ptrs := n * int(unsafe.Sizeof((*C.spool_message_t)(nil)))
 	total += ptrs
@@ -261,10 +260,26 @@ func spoolgo_producer_release(h C.uintptr_t, block unsafe.Pointer) {
 	for _, d := range tb.deliveries {
 		d.Release()
 	}
-	clear(tb.deliveries)
+	p.reuseQueue(tb.deliveries)
+}
+
+// countServed is the number of records of the deliveries ds and what they counted against
+// the ring's queue bound, to give back once their reports are served.
+func countServed(ds []*spool.Delivery) (n int, bytes int64) {
+	for _, d := range ds {
+		n += d.Len()
+		bytes += d.Bytes()
+	}
+	return n, bytes
+}
+
+// reuseQueue gives the array of a queue taken by takeQueue, whose deliveries are released,
+// back to it for the next queue.
+func (p *producer) reuseQueue(ds []*spool.Delivery) {
+	clear(ds)
 	p.mu.Lock()
 	if p.spare == nil {
-		p.spare = tb.deliveries[:0]
+		p.spare = ds[:0]
 	}
 	p.mu.Unlock()
 }

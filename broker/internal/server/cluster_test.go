@@ -335,6 +335,22 @@ func movedOff(id int32) func(clusterView) bool {
 	}
 }
 
+// settled reports whether there is a controller and every partition has a leader and all n
+// replicas in its ISR.
+func settled(n int) func(clusterView) bool {
+	return func(v clusterView) bool {
+		if v.Controller < 0 {
+			return false
+		}
+		for _, pv := range v.Partitions {
+			if pv.Leader < 0 || len(pv.ISR) != n {
+				return false
+			}
+		}
+		return len(v.Partitions) > 0
+	}
+}
+
 // inEveryISR reports whether id is back in every partition's ISR.
 func inEveryISR(id int32) func(clusterView) bool {
 	return func(v clusterView) bool {
@@ -398,8 +414,13 @@ type brokerFault struct {
 // broker back and waits until it is in every ISR again.
 func (f *faultRun) run(bf brokerFault) {
 	f.t.Helper()
-	v := f.wait("a view", func(clusterView) bool { return true })
+	// The victim is chosen from a settled view: right after a fault (ZooKeeper's restart
+	// expires every session) a partition may be briefly without a leader.
+	v := f.wait(bf.name+": every partition led, every ISR full", settled(len(f.c.Brokers)))
 	victim := bf.victim(v)
+	if _, ok := f.c.Brokers[victim]; !ok {
+		f.t.Fatalf("%s: no broker %d to strike in view %+v", bf.name, victim, v)
+	}
 	parts := led(v, victim)
 	at := time.Now()
 	bf.strike(f.t, victim)
@@ -492,6 +513,8 @@ func TestClusterFaults(t *testing.T) {
 		f.t = t
 		zk.Restart(t)
 		waitAcks(t, hist, hist.Count(), 500, "producing after ZooKeeper's restart")
+		// Every session may have expired while it was down: the cluster must come back whole.
+		f.wait("after ZooKeeper's restart: every partition led, every ISR full", settled(len(c.Brokers)))
 		// The controller still works: a leader killed now still fails over.
 		f.run(brokerFault{name: "kill -9 of a leader after ZooKeeper's restart", victim: leaderOfPartition(2), strike: kill, recover: restart})
 	})

@@ -315,38 +315,45 @@ class _Batch:
 
 
 class _ReportMessage(Message):
-    """The message of a delivery report: (batch, (msg_opaque, offset, timestamp, partition,
-    err)) of spool_report_t; key and value are the batch's."""
+    """The message of a delivery report: (batch, block, at), its spool_report_t (msg_opaque,
+    offset, timestamp, partition, err) at byte at of block, read only when asked for; key and
+    value are the batch's."""
 
     __slots__ = ()
 
+    def _report(self):
+        return _report.unpack_from(self[1], self[2])
+
     def error(self):
-        code = self[1][4]
+        code = self._report()[4]
         return KafkaError(code) if code else None
 
     def topic(self):
         return self[0].topic
 
     def partition(self):
-        p = self[1][3]
+        p = self._report()[3]
         return None if p < 0 else p
 
     def offset(self):
-        o = self[1][1]
+        o = self._report()[1]
         return None if o < 0 else o
 
     def timestamp(self):
-        ts = self[1][2]
+        ts = self._report()[2]
         if ts < 0:
             return (TIMESTAMP_NOT_AVAILABLE, 0)
         return (TIMESTAMP_CREATE_TIME, ts)
 
+    def _index(self):
+        return self._report()[0] & _INDEX_MASK
+
     def key(self):
         keys = self[0].keys
-        return None if keys is None else keys[self[1][0] & _INDEX_MASK]
+        return None if keys is None else keys[self._index()]
 
     def value(self):
-        return self[0].values[self[1][0] & _INDEX_MASK]
+        return self[0].values[self._index()]
 
     def headers(self):
         return self[0].headers
@@ -380,7 +387,7 @@ def _linger(ref, wake, linger):
         if p is None or not p._p:
             return
         p._send_all()
-        if p._q:
+        if p._waiting():
             wake.set()  # a record came while sending: its produce may have seen others waiting
         del p
 
@@ -401,9 +408,15 @@ class Producer:
         self._default_cb = conf.get("on_delivery") or conf.get("delivery.report.cb")
         linger = float(conf.get("linger.ms", conf.get("queue.buffering.max.ms", 5))) / 1000
         c = _new_conf(conf, {"on_delivery", "delivery.report.cb"})
-        # The queue: (topic, value, key, partition, callback) per record. Producers only append
-        # (atomic); senders take a prefix under _lock, so that no record is lost or reordered.
+        # The queues. _q: (topic, value, key, partition, callback) per record. _plain: topic →
+        # the values of its plain records (bytes, no key, partition or callback of their own:
+        # the most common kind, queued without a tuple each); the dict is replaced, never
+        # changed, and a topic's list once made is kept. Producers only append (atomic);
+        # senders take a prefix under _lock, _q's before _plain's, so that no record is lost,
+        # and a record that goes to _q waits until _plain is empty, so that a thread's records
+        # keep their order.
         self._q = []
+        self._plain = {}
         self._names = {}  # topic → encoded name
         self._inflight = {}  # batch number → _Batch handed over with callbacks, until its last report
         self._batches = 0
@@ -432,10 +445,24 @@ class Producer:
                 timestamp=0, headers=None):
         """Queues one record; its delivery callback runs in a later poll() or flush().
         headers: a dict or a list of (key, value) pairs."""
+        plain = self._plain.get(topic)
+        if plain is not None and key is None and partition == -1 and type(value) is bytes \
+                and on_delivery is None and callback is None and not timestamp and not headers:
+            plain.append(value)
+            n = len(plain)
+            if n >= _BATCH or len(value) > _BIG:
+                self._send_all()
+            elif n == 1:
+                self._wake.set()
+            return
         if (type(value) is not bytes and value is not None) or (type(key) is not bytes and key is not None) \
                 or partition < -1 or timestamp or headers or not self._p:
             self._produce_checked(topic, value, key, partition, on_delivery or callback, timestamp, headers)
             return
+        if plain is None and type(topic) is str:
+            self._plain_topic(topic)
+        if any(self._plain.values()):
+            self._send_all()  # the plain records before this one go first
         q = self._q
         q.append((topic, value, key, partition, on_delivery or callback))
         n = len(q)
@@ -455,8 +482,10 @@ class Producer:
         if not isinstance(topic, str):
             raise TypeError("topic must be str, not %s" % type(topic).__name__)
         if not headers:
-            self._q.append((topic, value, key, partition, cb))
-            self._send_all()
+            with self._lock:
+                self._send_all()
+                self._q.append((topic, value, key, partition, cb))
+                self._send_all()
             return
         # With headers: handed over alone, after the records queued before it.
         hdrs = list(headers.items()) if isinstance(headers, dict) else list(headers)
@@ -491,10 +520,22 @@ class Producer:
         if first:
             del self._inflight[first >> _INDEX_BITS]
 
+    def _plain_topic(self, topic):
+        """Gives topic a queue of plain records, so that its next plain records take
+        produce()'s first way. _plain is replaced, never changed, so that it can be read and
+        iterated without the lock."""
+        with self._lock:
+            if topic not in self._plain:
+                self._plain = {**self._plain, topic: []}
+
+    def _waiting(self):
+        """Whether records wait in the queues."""
+        return bool(self._q) or any(self._plain.values())
+
     def _send_all(self):
         """Hands every queued record to libspool, one call per topic and up to _BATCH records."""
         q = self._q
-        if not q:
+        if not q and not any(self._plain.values()):
             return
         with self._lock:
             while q:
@@ -510,17 +551,27 @@ class Producer:
                     by.setdefault(rec[0], []).append(rec)
                 for topic, recs in by.items():
                     self._submit(topic, *list(zip(*recs))[1:])
+            for topic, plain in self._plain.items():
+                while plain:
+                    n = min(len(plain), _BATCH)
+                    values = plain[:n]
+                    del plain[:n]
+                    self._submit(topic, values)
 
-    def _submit(self, topic, values, keys, parts, cbs, harr=None, kept=None):
-        """One spool_produce_packed call for records of one topic (columns as tuples); harr
-        and kept: the headers of a single record, as spool_header_t and as Python values."""
+    def _submit(self, topic, values, keys=None, parts=None, cbs=None, harr=None, kept=None):
+        """One spool_produce_packed call for records of one topic (columns as sequences;
+        keys, parts or cbs None: every key None, every partition -1, every callback the
+        default); harr and kept: the headers of a single record, as spool_header_t and as
+        Python values."""
         n = len(values)
-        cb = cbs[0]
-        if cbs.count(cb) == n:  # one callback for all: kept once
-            cbs = None
-        else:
-            cb = None
-        keyed = keys.count(None) != n
+        cb = None
+        if cbs is not None:
+            cb = cbs[0]
+            if cbs.count(cb) == n:  # one callback for all: kept once
+                cbs = None
+            else:
+                cb = None
+        keyed = keys is not None and keys.count(None) != n
         b = _Batch(topic, values, keys if keyed else None, cb or self._default_cb if cbs is None else None, cbs, kept)
         hptrs = hcounts = None
         if harr is not None:
@@ -530,7 +581,7 @@ class Producer:
         opaques = array(_opaque_type, range(first, first + n)) if first else None
         klens, kbuf = _column(keys) if keyed else (None, None)
         vlens, vbuf = _column(values)
-        partitions = None if parts.count(-1) == n else array("i", parts)  # alive during the call
+        partitions = None if parts is None or parts.count(-1) == n else array("i", parts)  # alive during the call
         err = L.spool_produce_packed(self._handle(), self._name(topic), n, _addr(partitions),
                                      kbuf, _addr(klens), vbuf, _addr(vlens), hptrs, hcounts, _addr(opaques))
         if err:
@@ -587,7 +638,6 @@ class Producer:
             data = ctypes.string_at(ptr, n * _report.size)
         finally:
             L.spool_free(ptr)
-        reports = list(_report.iter_unpack(data))
         view = memoryview(data)
         opaques = view.cast(_opaque_type)[::_report.size // view.cast(_opaque_type).itemsize]
         codes = view.cast("i")[_report.size // 4 - 1::_report.size // 4]
@@ -605,7 +655,8 @@ class Producer:
                 calls.append((b, i, j))
                 i = j
         for b, i, j in calls:
-            msgs = map(_tuple_new, _repeat(_ReportMessage), zip(_repeat(b), reports[i:j]))
+            msgs = map(_tuple_new, _repeat(_ReportMessage),
+                       zip(_repeat(b), _repeat(data), range(i * _report.size, j * _report.size, _report.size)))
             if b.cbs is None and not any(codes[i:j]):
                 it = map(b.cb, _repeat(None), msgs)
             else:
@@ -619,7 +670,7 @@ class Producer:
         return n
 
     def _report_one(self, b, msg):
-        cb = b.cb if b.cbs is None else (b.cbs[msg[1][0] & _INDEX_MASK] or self._default_cb)
+        cb = b.cb if b.cbs is None else (b.cbs[msg._index()] or self._default_cb)
         if cb is not None:
             cb(msg.error(), msg)
 
@@ -664,6 +715,8 @@ class Producer:
                 L.spool_producer_destroy(self._p)
                 self._p = None
                 self._q.clear()
+                for plain in self._plain.values():
+                    plain.clear()
                 self._wake.set()  # the linger thread ends
 
     def __enter__(self):

@@ -313,6 +313,74 @@ def test_batches_and_callbacks(brokers, topic_name):
     assert isinstance(m, spool.Message) and "offset=" in repr(m)
 
 
+def test_plain_records_keep_their_place(brokers, topic_name):
+    """Plain records (bytes, no key, partition or callback of their own) wait in a queue of
+    their own; mixed with the others in one thread, on one partition, every record still goes
+    out in produce order, with its own key and callback."""
+    make_topic(brokers, topic_name, 1)
+    n = 3000
+    default, own = {}, {}
+
+    def on_default(err, msg):
+        default[msg.value()] = (err, msg.key(), msg.offset())
+
+    def on_own(err, msg):
+        own[msg.value()] = (err, msg.key(), msg.offset())
+
+    with Producer({"bootstrap.servers": brokers, "on_delivery": on_default, "linger.ms": 1000}) as p:
+        for i in range(n):
+            kind = i % 7 if i >= 1500 else 0  # 1500 plain records, then mixed
+            value = b"v%d" % i
+            if kind == 3:
+                p.produce(topic_name, value, key=b"k%d" % i)
+            elif kind == 5:
+                p.produce(topic_name, value, partition=0)
+            elif kind == 6:
+                p.produce(topic_name, value, on_delivery=on_own)
+            else:
+                p.produce(topic_name, value)
+        assert p.flush(30) == 0
+    got = consume_all(brokers, topic_name, 1, n)
+    assert [m.value() for m in got] == [b"v%d" % i for i in range(n)]
+    assert len(default) + len(own) == n
+    for m in got:
+        i = int(m.value()[1:])
+        err, key, offset = (own if i >= 1500 and i % 7 == 6 else default)[m.value()]
+        assert err is None and offset == m.offset()
+        assert key == m.key() == (b"k%d" % i if i >= 1500 and i % 7 == 3 else None)
+
+
+def test_threads_add_topics(brokers, topic_name):
+    """Threads producing plain records each to a topic of its own and to a shared one, the
+    producer learning its topics while they run: every record is delivered once."""
+    topics = [topic_name] + ["%s-%d" % (topic_name, t) for t in range(4)]
+    for t in topics:
+        make_topic(brokers, t, 2)
+    delivered = []
+    lock = threading.Lock()
+
+    def cb(err, msg):
+        assert err is None
+        with lock:
+            delivered.append((msg.topic(), msg.value()))
+
+    p = Producer({"bootstrap.servers": brokers, "on_delivery": cb, "linger.ms": 1})
+
+    def work(t):
+        for i in range(300):
+            p.produce(topics[t + 1] if i % 2 else topic_name, b"t%d-%d" % (t, i))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert p.flush(30) == 0
+    p.close()
+    assert sorted(delivered) == sorted((topics[t + 1] if i % 2 else topic_name, b"t%d-%d" % (t, i))
+                                       for t in range(4) for i in range(300))
+
+
 def test_two_topics_interleaved(brokers, topic_name):
     """Records to two topics, interleaved, cross in one call per topic; each report names its
     own topic and each topic keeps its order."""

@@ -717,6 +717,7 @@ class Producer:
                 self._q.clear()
                 for plain in self._plain.values():
                     plain.clear()
+                self._plain = {}  # produce() then takes the way that finds the producer closed
                 self._wake.set()  # the linger thread ends
 
     def __enter__(self):

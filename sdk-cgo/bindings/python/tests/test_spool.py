@@ -350,6 +350,18 @@ def test_plain_records_keep_their_place(brokers, topic_name):
         assert key == m.key() == (b"k%d" % i if i >= 1500 and i % 7 == 3 else None)
 
 
+def test_produce_after_close_raises(brokers, topic_name):
+    """A closed producer refuses records, plain or not, though it queued plain ones before."""
+    make_topic(brokers, topic_name, 1)
+    p = Producer({"bootstrap.servers": brokers})
+    p.produce(topic_name, b"before")
+    assert p.flush(30) == 0
+    p.close()
+    for kw in ({}, {"key": b"k"}):
+        with pytest.raises(RuntimeError, match="closed"):
+            p.produce(topic_name, b"after", **kw)
+
+
 def test_threads_add_topics(brokers, topic_name):
     """Threads producing plain records each to a topic of its own and to a shared one, the
     producer learning its topics while they run: every record is delivered once."""

@@ -416,13 +416,16 @@ func (c *consumer) offsetsLocked() map[string]map[int32]int64 {
 
 func (c *consumer) commitAsyncLocked() {
 	c.lastCommit, c.dirty = time.Now(), false
-	c.cl.CommitAsync(c.offsetsLocked(), func(err error) {
-		if err != nil {
-			c.mu.Lock()
-			c.asyncErr = err
-			c.mu.Unlock()
-		}
-	})
+	c.cl.CommitAsync(c.offsetsLocked(), c.asyncDone)
+}
+
+// asyncDone keeps an asynchronous commit's failure for the next commit or close to return.
+func (c *consumer) asyncDone(err error) {
+	if err != nil {
+		c.mu.Lock()
+		c.asyncErr = err
+		c.mu.Unlock()
+	}
 }
 
 // commitSync commits what C took, and returns that error or an earlier asynchronous one.
@@ -464,6 +467,45 @@ func spoolgo_consumer_commit(h C.uintptr_t, async C.int) C.int {
 	}
 	c.mu.Unlock()
 	return errCode(c.commitSync())
+}
+
+// spoolgo_consumer_commit_offsets commits the n offsets at offs (checked by the shim),
+// which are only read during the call, as spoolgo_consumer_commit commits what C took.
+//
+//export spoolgo_consumer_commit_offsets
+func spoolgo_consumer_commit_offsets(h C.uintptr_t, offs *C.spool_topic_partition_offset_t, n C.size_t, async C.int) C.int {
+	c := value[consumer](h)
+	if c == nil {
+		return errBadArg
+	}
+	offsets := map[string]map[int32]int64{}
+	for _, o := range unsafe.Slice(offs, int(n)) {
+		topic := C.GoString(o.topic)
+		if offsets[topic] == nil {
+			offsets[topic] = map[int32]int64{}
+		}
+		offsets[topic][int32(o.partition)] = int64(o.offset)
+	}
+	c.mu.Lock()
+	cl, prev := c.cl, c.asyncErr
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return errClosed
+	case !c.group || cl == nil:
+		c.mu.Unlock()
+		return errState
+	}
+	c.asyncErr = nil
+	c.mu.Unlock()
+	if len(offsets) == 0 {
+		return errCode(prev)
+	}
+	if async != 0 {
+		cl.CommitAsync(offsets, c.asyncDone)
+		return errCode(prev)
+	}
+	return errCode(errors.Join(cl.CommitOffsets(context.Background(), offsets), prev))
 }
 
 // spoolgo_consumer_close_start commits (with auto commit) and starts closing the client in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,6 +281,20 @@ func TestC(t *testing.T) {
 			}
 			if committed != n+1 {
 				t.Errorf("group committed offsets sum to %d, want %d (every record)", committed, n+1)
+			}
+
+			// topic has three partitions of about n/3 records each, read by no group yet.
+			run("offsets", b.Addr, topic, "g-offsets-"+r.name)
+			offs, err := admin.Admin().GroupLag(ctx, "g-offsets-"+r.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chosen := map[int32]int64{}
+			for _, l := range offs {
+				chosen[l.Partition] = l.Committed
+			}
+			if want := map[int32]int64{0: 5, 1: 7, 2: 3}; !maps.Equal(chosen, want) {
+				t.Errorf("offsets committed by spool_consumer_commit_offsets: %v, want %v", chosen, want)
 			}
 
 			ttopic := "c-threads-" + r.name

@@ -309,6 +309,17 @@ spool_err_t spool_consumer_commit(spool_consumer_t *c, int async) {
     return spoolgo_consumer_commit(c->h, async);
 }
 
+spool_err_t spool_consumer_commit_offsets(spool_consumer_t *c,
+                                          const spool_topic_partition_offset_t *offsets,
+                                          size_t count, int async) {
+    if (c == NULL || (offsets == NULL && count > 0)) return SPOOL_ERR__BAD_ARG;
+    for (size_t i = 0; i < count; i++)
+        if (offsets[i].topic == NULL || offsets[i].partition < 0 || offsets[i].offset < 0)
+            return SPOOL_ERR__BAD_ARG;
+    return spoolgo_consumer_commit_offsets(c->h, (spool_topic_partition_offset_t *)offsets, count,
+                                           async);
+}
+
 /* close_consumer closes c, serving the revocation's callback on this thread while the Go
  * side closes (the callback may still commit then). */
 static spool_err_t close_consumer(spool_consumer_t *c) {

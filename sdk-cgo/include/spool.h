@@ -328,6 +328,26 @@ size_t spool_consumer_poll_batch(spool_consumer_t *consumer, int timeout_ms,
  * failure is returned by the next commit or close. SPOOL_ERR__STATE without a group. */
 spool_err_t spool_consumer_commit(spool_consumer_t *consumer, int async);
 
+/* A partition's offset to commit: the offset of the next record to read there (the last one
+ * processed + 1), as Kafka commits it. topic is NUL-terminated. */
+typedef struct spool_topic_partition_offset_s {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+} spool_topic_partition_offset_t;
+
+/* Commits the offsets given, offsets[0] to offsets[count-1], instead of what poll returned
+ * (librdkafka's rd_kafka_commit with a list): for committing a record once it is processed,
+ * with enable.auto.commit=false. With auto commit on, the offsets after what poll returned
+ * are still committed later, past these. async as spool_consumer_commit. offsets is only
+ * read during the call. SPOOL_ERR__BAD_ARG, and nothing committed, for a NULL consumer, NULL
+ * offsets with count > 0, a NULL topic, or a negative partition or offset; SPOOL_ERR__STATE
+ * without a group or before subscribe; SPOOL_ERR__CLOSED after close. count 0 commits
+ * nothing (an earlier asynchronous commit's failure is still returned). */
+spool_err_t spool_consumer_commit_offsets(spool_consumer_t *consumer,
+                                          const spool_topic_partition_offset_t *offsets,
+                                          size_t count, int async);
+
 /* Commits (with enable.auto.commit) and leaves the group; spool_consumer_poll then returns
  * NULL. Call it before spool_consumer_destroy to hand partitions over at once. */
 spool_err_t spool_consumer_close(spool_consumer_t *consumer);

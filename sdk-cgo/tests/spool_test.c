@@ -7,6 +7,8 @@
  *                                    the queue's bounds (SPOOL_ERR__QUEUE_FULL)
  *   consume  BROKER TOPIC N PARTS    the N records back from PARTS partitions, by assign
  *   group    BROKER TOPIC N GROUP    two consumers of one group share the N records
+ *   offsets  BROKER TOPIC GROUP      a consumer commits offsets it chooses (three partitions);
+ *                                    the next member of its group starts from them
  *   down     BROKER                  a producer whose broker is down gets failed reports
  *   threads  BROKER TOPIC N          4 threads produce N records through one producer while
  *                                    another polls reports, then 2 threads poll one consumer
@@ -99,6 +101,8 @@ static void api(const char *broker) {
     CHECK_ERR(spool_consumer_seek(NULL, "t", 0, 0), SPOOL_ERR__BAD_ARG);
     CHECK(spool_consumer_poll(NULL, 0) == NULL);
     CHECK_ERR(spool_consumer_commit(NULL, 0), SPOOL_ERR__BAD_ARG);
+    spool_topic_partition_offset_t at = {"t", 0, 1};
+    CHECK_ERR(spool_consumer_commit_offsets(NULL, &at, 1, 0), SPOOL_ERR__BAD_ARG);
     CHECK_ERR(spool_consumer_close(NULL), SPOOL_ERR__BAD_ARG);
     spool_consumer_destroy(NULL);
     size_t len = 7;
@@ -139,6 +143,10 @@ static void api(const char *broker) {
     CHECK_ERR(spool_consumer_subscribe(c, NULL, 1), SPOOL_ERR__BAD_ARG);
     CHECK_ERR(spool_consumer_assign(c, NULL, 0, 0), SPOOL_ERR__BAD_ARG);
     CHECK_ERR(spool_consumer_commit(c, 0), SPOOL_ERR__STATE);
+    CHECK_ERR(spool_consumer_commit_offsets(c, &at, 1, 0), SPOOL_ERR__STATE);
+    CHECK_ERR(spool_consumer_commit_offsets(c, NULL, 1, 0), SPOOL_ERR__BAD_ARG);
+    spool_topic_partition_offset_t bad_offsets[3] = {{NULL, 0, 1}, {"t", -1, 1}, {"t", 0, -2}};
+    for (int i = 0; i < 3; i++) CHECK_ERR(spool_consumer_commit_offsets(c, &bad_offsets[i], 1, 0), SPOOL_ERR__BAD_ARG);
     CHECK(spool_consumer_poll(c, 0) == NULL);
     CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR);
     CHECK_ERR(spool_consumer_assign(c, "t", 0, 0), SPOOL_ERR__CLOSED);
@@ -532,6 +540,61 @@ static void group(const char *broker, const char *topic, int n, const char *grou
     free(seen);
 }
 
+/* ---- offsets ---- */
+
+/* first_offsets polls a new member of group until it has a record of each of the three
+ * partitions of topic, and stores the offset of each partition's first record. */
+static void first_offsets(const char *broker, const char *topic, const char *group_id,
+                          int64_t first[3]) {
+    const char *kv[] = {"group.id", group_id, "enable.auto.commit", "false", NULL};
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, kv), errstr, sizeof errstr);
+    CHECK(c != NULL);
+    const char *topics[] = {topic};
+    CHECK_ERR(spool_consumer_subscribe(c, topics, 1), SPOOL_ERR_NO_ERROR);
+    for (int p = 0; p < 3; p++) first[p] = -1;
+    for (int round = 0; round < 3000 && (first[0] < 0 || first[1] < 0 || first[2] < 0); round++) {
+        spool_message_t *m = spool_consumer_poll(c, 20);
+        if (m == NULL) continue;
+        CHECK_ERR(spool_message_err(m), SPOOL_ERR_NO_ERROR);
+        int32_t p = spool_message_partition(m);
+        CHECK(p >= 0 && p < 3);
+        if (first[p] < 0) first[p] = spool_message_offset(m);
+        spool_message_destroy(m);
+    }
+    CHECK(first[0] >= 0 && first[1] >= 0 && first[2] >= 0);
+    CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR); /* commits nothing: auto commit is off */
+    spool_consumer_destroy(c);
+}
+
+static void offsets(const char *broker, const char *topic, const char *group_id) {
+    int64_t first[3];
+    first_offsets(broker, topic, group_id, first); /* nothing committed: from the start */
+    CHECK(first[0] == 0 && first[1] == 0 && first[2] == 0);
+
+    const char *kv[] = {"group.id", group_id, "enable.auto.commit", "false", NULL};
+    spool_consumer_t *c = spool_consumer_new(conf_with(broker, kv), errstr, sizeof errstr);
+    CHECK(c != NULL);
+    const char *topics[] = {topic};
+    spool_topic_partition_offset_t want[3] = {{topic, 0, 5}, {topic, 1, 7}, {topic, 2, 3}};
+    CHECK_ERR(spool_consumer_commit_offsets(c, want, 3, 0), SPOOL_ERR__STATE); /* not subscribed */
+    CHECK_ERR(spool_consumer_subscribe(c, topics, 1), SPOOL_ERR_NO_ERROR);
+    spool_message_t *m = NULL;
+    for (int round = 0; round < 3000 && m == NULL; round++) m = spool_consumer_poll(c, 20);
+    CHECK(m != NULL); /* a member of the group now */
+    spool_message_destroy(m);
+    CHECK_ERR(spool_consumer_commit_offsets(c, want, 0, 0), SPOOL_ERR_NO_ERROR); /* nothing */
+    CHECK_ERR(spool_consumer_commit_offsets(c, want, 2, 1), SPOOL_ERR_NO_ERROR); /* async */
+    CHECK_ERR(spool_consumer_commit_offsets(c, &want[2], 1, 0), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR); /* waits for the async commit */
+    CHECK_ERR(spool_consumer_commit_offsets(c, want, 3, 0), SPOOL_ERR__CLOSED);
+    spool_consumer_destroy(c);
+
+    first_offsets(broker, topic, group_id, first);
+    for (int p = 0; p < 3; p++) CHECK(first[p] == want[p].offset);
+    printf("offsets: the next member started at %" PRId64 ", %" PRId64 ", %" PRId64 "\n", first[0],
+           first[1], first[2]);
+}
+
 /* ---- down ---- */
 
 static void down(const char *broker) {
@@ -691,6 +754,8 @@ int main(int argc, char **argv) {
         consume(broker, argv[3], atoi(argv[4]), atoi(argv[5]));
     } else if (strcmp(scenario, "group") == 0 && argc == 6) {
         group(broker, argv[3], atoi(argv[4]), argv[5]);
+    } else if (strcmp(scenario, "offsets") == 0 && argc == 5) {
+        offsets(broker, argv[3], argv[4]);
     } else if (strcmp(scenario, "down") == 0) {
         down(broker);
     } else if (strcmp(scenario, "threads") == 0 && argc == 5) {

@@ -99,7 +99,7 @@ def _check(code, what=None):
 
 
 class TopicPartition:
-    """A topic, a partition and an offset, for Consumer.assign."""
+    """A topic, a partition and an offset, for Consumer.assign and Consumer.commit."""
 
     def __init__(self, topic, partition=-1, offset=OFFSET_BEGINNING):
         self.topic, self.partition, self.offset = topic, partition, offset
@@ -845,11 +845,27 @@ class Consumer:
         return self._take(timeout, num_messages)
 
     def commit(self, message=None, offsets=None, asynchronous=True):
-        """Commits the offsets after the messages poll() returned (message and offsets are not
-        supported: every returned message counts)."""
-        if message is not None or offsets is not None:
-            raise NotImplementedError("commit(message=..., offsets=...) is not supported by libspool yet")
-        _check(L.spool_consumer_commit(self._handle(), 1 if asynchronous else 0), "commit")
+        """Commits, as confluent-kafka's: without arguments, for each partition the offset
+        after the last message poll() or consume() returned; with message, the offset after
+        that message in its partition; with offsets (a list of TopicPartition), their offsets
+        as given (each the next record to read). Given message or offsets, a synchronous
+        commit returns the TopicPartitions committed; otherwise it returns None. With
+        enable.auto.commit on, what poll() returned is still committed later."""
+        if message is None and offsets is None:
+            _check(L.spool_consumer_commit(self._handle(), 1 if asynchronous else 0), "commit")
+            return None
+        if message is not None and offsets is not None:
+            raise ValueError("commit: message and offsets are exclusive")
+        if message is not None:
+            if message.error() is not None:
+                raise KafkaException(KafkaError(KafkaError._BAD_ARG, "commit: the message is an error, not a record"))
+            offsets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        offsets = list(offsets)
+        arr = (L.TopicPartitionOffsetC * len(offsets))()
+        for i, tp in enumerate(offsets):
+            arr[i].topic, arr[i].partition, arr[i].offset = tp.topic.encode(), tp.partition, tp.offset
+        _check(L.spool_consumer_commit_offsets(self._handle(), arr, len(offsets), 1 if asynchronous else 0), "commit")
+        return None if asynchronous else offsets
 
     def close(self):
         """Commits (with enable.auto.commit), leaves the group and frees the consumer."""

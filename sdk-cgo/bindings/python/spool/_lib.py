@@ -61,6 +61,11 @@ class TopicPartitionC(ctypes.Structure):
     _fields_ = [("topic", c_char_p), ("partition", c_int32)]
 
 
+class TopicPartitionOffsetC(ctypes.Structure):
+    """spool_topic_partition_offset_t."""
+    _fields_ = [("topic", c_char_p), ("partition", c_int32), ("offset", c_int64)]
+
+
 REBALANCE_ASSIGN, REBALANCE_REVOKE, REBALANCE_LOST = 1, 2, 3
 REBALANCE_CB = ctypes.CFUNCTYPE(None, P, c_int, ctypes.POINTER(TopicPartitionC), c_size_t, c_void_p)
 
@@ -100,6 +105,8 @@ spool_consumer_seek = _fn("spool_consumer_seek", c_int, P, c_char_p, c_int32, c_
 spool_consumer_poll = _fn("spool_consumer_poll", P, P, c_int)
 spool_consumer_poll_batch = _fn("spool_consumer_poll_batch", c_size_t, P, c_int, ctypes.POINTER(P), c_size_t)
 spool_consumer_commit = _fn("spool_consumer_commit", c_int, P, c_int)
+spool_consumer_commit_offsets = _fn("spool_consumer_commit_offsets", c_int, P,
+                                    ctypes.POINTER(TopicPartitionOffsetC), c_size_t, c_int)
 spool_consumer_close = _fn("spool_consumer_close", c_int, P)
 spool_consumer_destroy = _fn("spool_consumer_destroy", None, P)
 

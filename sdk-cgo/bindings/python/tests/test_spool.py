@@ -362,6 +362,44 @@ def test_produce_after_close_raises(brokers, topic_name):
             p.produce(topic_name, b"after", **kw)
 
 
+def test_commit_message_and_offsets(brokers, topic_name):
+    """commit(message=...) commits the offset after that message, commit(offsets=...) the
+    offsets given; the group's next member starts there. Bad offsets raise."""
+    make_topic(brokers, topic_name, 2)
+    with Producer({"bootstrap.servers": brokers}) as p:
+        for i in range(40):
+            p.produce(topic_name, b"%d" % i, partition=i % 2)
+        assert p.flush(30) == 0
+    conf = {"bootstrap.servers": brokers, "group.id": topic_name + "-g", "enable.auto.commit": False}
+
+    def first_offsets():
+        first = {}
+        with Consumer(conf) as c:
+            c.subscribe([topic_name])
+            deadline = time.monotonic() + 30
+            while len(first) < 2 and time.monotonic() < deadline:
+                m = c.poll(0.1)
+                if m is not None and m.error() is None:
+                    first.setdefault(m.partition(), m.offset())
+        return first
+
+    with Consumer(conf) as c:
+        c.subscribe([topic_name])
+        with pytest.raises(KafkaException) as e:
+            c.commit(offsets=[TopicPartition(topic_name, 0, -5)], asynchronous=False)
+        assert e.value.args[0].code() == KafkaError._BAD_ARG
+        m, deadline = None, time.monotonic() + 30
+        while (m is None or m.partition() != 0 or m.offset() < 4) and time.monotonic() < deadline:
+            m = c.poll(0.1)
+        assert m is not None and m.partition() == 0 and m.offset() >= 4
+        with pytest.raises(ValueError):
+            c.commit(message=m, offsets=[])
+        assert c.commit(offsets=[TopicPartition(topic_name, 1, 9)]) is None  # asynchronous
+        done = c.commit(message=m, asynchronous=False)
+        assert [(tp.topic, tp.partition, tp.offset) for tp in done] == [(topic_name, 0, m.offset() + 1)]
+    assert first_offsets() == {0: m.offset() + 1, 1: 9}
+
+
 def test_threads_add_topics(brokers, topic_name):
     """Threads producing plain records each to a topic of its own and to a shared one, the
     producer learning its topics while they run: every record is delivered once."""

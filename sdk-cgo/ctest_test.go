@@ -338,6 +338,9 @@ func checkProduced(t *testing.T, ctx context.Context, addr, topic string, n int)
 			}
 			seen[v] = true
 			if string(r.Key) == "explicit" {
+				if r.Timestamp.UnixMilli() != 1700000000123 { // spool_produce_timestamp's
+					t.Errorf("explicit record: timestamp %d, want 1700000000123", r.Timestamp.UnixMilli())
+				}
 				if r.Partition != 0 || r.Value == nil || len(r.Value) != 0 {
 					t.Errorf("explicit record: partition %d, value %q", r.Partition, r.Value)
 				}

@@ -111,7 +111,7 @@ static char *put(char *at, const void *src, size_t n) {
 static void append(spoolring_t *r, size_t size, const char *topic, size_t topic_len,
                    int32_t partition, const void *key, size_t key_len, const void *value,
                    size_t value_len, const spool_header_t *headers, size_t header_count,
-                   uintptr_t opaque) {
+                   uintptr_t opaque, int64_t timestamp) {
     char *base = r->buf[r->fill] + r->len;
     spoolring_rec_t *e = (spoolring_rec_t *)base;
     e->size = (uint32_t)size;
@@ -121,6 +121,7 @@ static void append(spoolring_t *r, size_t size, const char *topic, size_t topic_
     e->key_len = key ? (int64_t)key_len : -1;
     e->value_len = value ? (int64_t)value_len : -1;
     e->opaque = opaque;
+    e->timestamp = timestamp;
     char *at = put(base + sizeof *e, topic, topic_len);
     at = put(at, key, key ? key_len : 0);
     at = put(at, value, value ? value_len : 0);
@@ -155,8 +156,9 @@ static spool_err_t queue_full(spool_producer_t *p) {
 }
 
 spool_err_t spoolring_produce(spool_producer_t *p, const char *topic, int32_t partition,
-                              const void *key, size_t key_len, const void *value, size_t value_len,
-                              const spool_header_t *headers, size_t header_count, void *msg_opaque) {
+                              int64_t timestamp, const void *key, size_t key_len, const void *value,
+                              size_t value_len, const spool_header_t *headers, size_t header_count,
+                              void *msg_opaque) {
     spoolring_t *r = &p->ring;
     int64_t rsize = record_size(key, key_len, value, value_len, headers, header_count);
     if (!reserve(r, 1, rsize, 0)) return queue_full(p);
@@ -174,7 +176,7 @@ spool_err_t spoolring_produce(spool_producer_t *p, const char *topic, int32_t pa
         return err;
     }
     append(r, size, topic, topic_len, partition, key, key_len, value, value_len, headers,
-           header_count, (uintptr_t)msg_opaque);
+           header_count, (uintptr_t)msg_opaque, timestamp);
     unlock_and_kick(p);
     return SPOOL_ERR_NO_ERROR;
 }
@@ -205,7 +207,7 @@ spool_err_t spoolring_produce_batch(spool_producer_t *p, const char *topic,
         append(r, entry_size(topic_len, c->key, c->key_len, c->value, c->value_len, c->headers,
                              c->header_count),
                topic, topic_len, c->partition, c->key, c->key_len, c->value, c->value_len,
-               c->headers, c->header_count, (uintptr_t)c->msg_opaque);
+               c->headers, c->header_count, (uintptr_t)c->msg_opaque, 0);
     }
     unlock_and_kick(p);
     return SPOOL_ERR_NO_ERROR;
@@ -256,7 +258,7 @@ spool_err_t spoolring_produce_packed(spool_producer_t *p, const char *topic, siz
         }
         append(r, entry_size(topic_len, key, kl, value, vl, h, hc), topic, topic_len,
                partitions ? partitions[i] : SPOOL_PARTITION_UA, key, kl, value, vl, h, hc,
-               msg_opaques ? (uintptr_t)msg_opaques[i] : 0);
+               msg_opaques ? (uintptr_t)msg_opaques[i] : 0, 0);
     }
     unlock_and_kick(p);
     return SPOOL_ERR_NO_ERROR;

@@ -135,6 +135,9 @@ func (p *producer) produceBlock(base unsafe.Pointer, size int) {
 		e := (*C.spoolring_rec_t)(unsafe.Add(base, off))
 		at := unsafe.Add(base, off+head)
 		*r = spool.Record{Topic: p.topic(unsafe.String((*byte)(at), int(e.topic_len))), Partition: int32(e.partition), Timestamp: now}
+		if e.timestamp > 0 {
+			r.Timestamp = time.UnixMilli(int64(e.timestamp))
+		}
 		at = unsafe.Add(at, e.topic_len)
 		r.Key, at = ringBytes(at, int64(e.key_len))
 		r.Value, at = ringBytes(at, int64(e.value_len))

@@ -126,17 +126,26 @@ spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t er
     return p;
 }
 
+spool_err_t spool_produce_timestamp(spool_producer_t *p, const char *topic, int32_t partition,
+                                    int64_t timestamp_ms, const void *key, size_t key_len,
+                                    const void *value, size_t value_len,
+                                    const spool_header_t *headers, size_t header_count,
+                                    void *msg_opaque) {
+    if (p == NULL || topic == NULL || (headers == NULL && header_count > 0) ||
+        partition < SPOOL_PARTITION_UA || timestamp_ms < 0)
+        return SPOOL_ERR__BAD_ARG;
+    for (size_t i = 0; i < header_count; i++)
+        if (headers[i].key == NULL && headers[i].key_len > 0) return SPOOL_ERR__BAD_ARG;
+    return spoolring_produce(p, topic, partition, timestamp_ms, key, key_len, value, value_len,
+                             headers, header_count, msg_opaque);
+}
+
 spool_err_t spool_produce_headers(spool_producer_t *p, const char *topic, int32_t partition,
                                   const void *key, size_t key_len, const void *value,
                                   size_t value_len, const spool_header_t *headers,
                                   size_t header_count, void *msg_opaque) {
-    if (p == NULL || topic == NULL || (headers == NULL && header_count > 0) ||
-        partition < SPOOL_PARTITION_UA)
-        return SPOOL_ERR__BAD_ARG;
-    for (size_t i = 0; i < header_count; i++)
-        if (headers[i].key == NULL && headers[i].key_len > 0) return SPOOL_ERR__BAD_ARG;
-    return spoolring_produce(p, topic, partition, key, key_len, value, value_len, headers,
-                             header_count, msg_opaque);
+    return spool_produce_timestamp(p, topic, partition, 0, key, key_len, value, value_len, headers,
+                                   header_count, msg_opaque);
 }
 
 spool_err_t spool_produce_batch(spool_producer_t *p, const char *topic,

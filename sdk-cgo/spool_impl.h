@@ -57,6 +57,7 @@ typedef struct spoolring_rec_s {
     int64_t key_len;   /* -1: null */
     int64_t value_len; /* -1: null */
     uintptr_t opaque;
+    int64_t timestamp; /* ms since the epoch; 0: when the drainer takes it */
 } spoolring_rec_t;
 
 struct spool_producer_s {
@@ -71,8 +72,9 @@ void spoolring_init(spoolring_t *r);
 void spoolring_close(spoolring_t *r);
 void spoolring_destroy(spoolring_t *r);
 spool_err_t spoolring_produce(spool_producer_t *p, const char *topic, int32_t partition,
-                              const void *key, size_t key_len, const void *value, size_t value_len,
-                              const spool_header_t *headers, size_t header_count, void *msg_opaque);
+                              int64_t timestamp, const void *key, size_t key_len, const void *value,
+                              size_t value_len, const spool_header_t *headers, size_t header_count,
+                              void *msg_opaque);
 spool_err_t spoolring_produce_batch(spool_producer_t *p, const char *topic,
                                     const spool_record_t *recs, size_t count);
 spool_err_t spoolring_produce_packed(spool_producer_t *p, const char *topic, size_t count,

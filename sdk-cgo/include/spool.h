@@ -226,6 +226,16 @@ spool_err_t spool_produce_headers(spool_producer_t *producer, const char *topic,
                                   const spool_header_t *headers, size_t header_count,
                                   void *msg_opaque);
 
+/* spool_produce_headers with the record's timestamp: timestamp_ms, milliseconds since the
+ * epoch (the record's CreateTime, unless its topic has message.timestamp.type=LogAppendTime);
+ * 0: the time the record is produced, as with the other calls (librdkafka's 0).
+ * SPOOL_ERR__BAD_ARG for a negative timestamp_ms. */
+spool_err_t spool_produce_timestamp(spool_producer_t *producer, const char *topic,
+                                    int32_t partition, int64_t timestamp_ms, const void *key,
+                                    size_t key_len, const void *value, size_t value_len,
+                                    const spool_header_t *headers, size_t header_count,
+                                    void *msg_opaque);
+
 /* One record of spool_produce_batch: spool_produce_headers's arguments. */
 typedef struct spool_record_s {
     int32_t partition; /* SPOOL_PARTITION_UA: the partitioner chooses */

@@ -27,6 +27,9 @@
 
 static char errstr[512];
 
+/* the timestamp produce gives its record to an explicit partition (spool_produce_timestamp) */
+#define EXPLICIT_TS 1700000000123LL
+
 static spool_conf_t *conf_with(const char *broker, const char *const *kv) {
     spool_conf_t *conf = spool_conf_new();
     CHECK(conf != NULL);
@@ -90,6 +93,7 @@ static void api(const char *broker) {
     CHECK(spool_producer_new(NULL, errstr, sizeof errstr) == NULL);
     CHECK(spool_consumer_new(NULL, NULL, 0) == NULL);
     CHECK_ERR(spool_produce(NULL, "t", 0, NULL, 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_produce_timestamp(NULL, "t", 0, 1, NULL, 0, NULL, 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
     spool_record_t one = {SPOOL_PARTITION_UA, NULL, 0, NULL, 0, NULL, 0, NULL};
     CHECK_ERR(spool_produce_batch(NULL, "t", &one, 1), SPOOL_ERR__BAD_ARG);
     CHECK(spool_producer_poll(NULL, 0) == -1);
@@ -194,7 +198,7 @@ static void dr_cb(spool_producer_t *p, const spool_message_t *m, void *opaque) {
         return;
     }
     CHECK(spool_message_offset(m) >= 0 && spool_message_partition(m) >= 0);
-    CHECK(spool_message_timestamp(m) > 1600000000000LL);
+    CHECK(i == d->n ? spool_message_timestamp(m) == EXPLICIT_TS : spool_message_timestamp(m) > EXPLICIT_TS);
     size_t len;
     const char *v = spool_message_value(m, &len);
     char want[32] = "";
@@ -283,8 +287,10 @@ static void produce(const char *broker, const char *topic, int n) {
     CHECK_ERR(spool_produce_batch(p, NULL, bad, 1), SPOOL_ERR__BAD_ARG);
     CHECK_ERR(spool_produce_batch(p, topic, NULL, 1), SPOOL_ERR__BAD_ARG);
     CHECK_ERR(spool_produce_batch(p, topic, NULL, 0), SPOOL_ERR_NO_ERROR);
-    /* one to an explicit partition, with an empty value */
-    CHECK_ERR(spool_produce(p, topic, 0, "explicit", 8, "", 0, (void *)(intptr_t)n), SPOOL_ERR_NO_ERROR);
+    /* one to an explicit partition, with an empty value and a timestamp of its own */
+    CHECK_ERR(spool_produce_timestamp(p, topic, 0, -1, "explicit", 8, "", 0, NULL, 0, NULL), SPOOL_ERR__BAD_ARG);
+    CHECK_ERR(spool_produce_timestamp(p, topic, 0, EXPLICIT_TS, "explicit", 8, "", 0, NULL, 0, (void *)(intptr_t)n),
+              SPOOL_ERR_NO_ERROR);
     CHECK_ERR(spool_producer_flush(p, 30000), SPOOL_ERR_NO_ERROR);
     CHECK(spool_producer_outq_len(p) == 0);
     CHECK(d.reports == n + 1 && d.failed == 0);
@@ -352,6 +358,7 @@ static void check_record(const spool_message_t *m, const char *topic, int n, int
     const char *v = spool_message_value(m, &vlen);
     if (klen == 8 && memcmp(k, "explicit", 8) == 0) {
         CHECK(v != NULL && vlen == 0 && spool_message_partition(m) == 0);
+        CHECK(spool_message_timestamp(m) == EXPLICIT_TS);
         seen[n]++;
         return;
     }

@@ -41,6 +41,16 @@ function errorOf(code, what) {
   return new KafkaJSError(`${what}: ${fn.err2str(code)}`, { code, retriable });
 }
 
+// timestampOf is a message's timestamp as libspool takes it: milliseconds since the epoch
+// (KafkaJS gives a string), 0 for none.
+const timestampOf = (ts) => {
+  if (ts === undefined || ts === null) return 0;
+  const n = Number(ts);
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new KafkaJSError(`timestamp ${ts} is not milliseconds since the epoch`, { code: ErrorCodes.BAD_ARG });
+  }
+  return n;
+};
 const toBuffer = (v) => (v === null || v === undefined ? null : Buffer.isBuffer(v) ? v : Buffer.from(String(v)));
 
 // koffi passes an empty Buffer as NULL, which libspool reads as null: an empty key or value
@@ -151,7 +161,7 @@ class Producer {
     producers.set(id, this);
   }
 
-  // send({topic, messages: [{key, value, partition, headers}]}) resolves, once every record
+  // send({topic, messages: [{key, value, partition, headers, timestamp}]}) resolves, once every record
   // is acknowledged, to one RecordMetadata per partition written; it rejects with the first
   // record's KafkaJSError if any failed.
   async send({ topic, messages, acks, timeout } = {}) {
@@ -189,7 +199,11 @@ class Producer {
 
   // Produces messages to topic with one spool_produce_batch call and returns a promise of
   // each one's delivery report. libspool checks every record first and buffers all or none.
+  // Messages with a timestamp (ms since the epoch, as a string or a number) go one
+  // spool_produce_timestamp call each instead, checked first here; a full queue may then
+  // stop the call midway, failing the rest.
   _produce(topic, messages) {
+    const stamps = messages.map((m) => timestampOf(m.timestamp));
     const waiters = [];
     const records = messages.map((m) => {
       const key = toBuffer(m.key);
@@ -212,10 +226,20 @@ class Producer {
         msg_opaque: id,
       };
     });
-    const err = records.length ? fn.produceBatch(this.handle, topic, records, records.length) : 0;
+    let err = 0;
+    let done = 0; // records buffered
+    if (stamps.every((ts) => ts === 0)) {
+      err = records.length ? fn.produceBatch(this.handle, topic, records, records.length) : 0;
+    } else {
+      for (; done < records.length && err === 0; done += err === 0 ? 1 : 0) {
+        const r = records[done];
+        err = fn.produceTimestamp(this.handle, topic, r.partition, stamps[done], r.key, r.key_len, r.value,
+          r.value_len, r.headers, r.header_count, r.msg_opaque);
+      }
+    }
     if (err !== 0) {
       const e = errorOf(err, `produce to ${topic}`);
-      for (const r of records) {
+      for (const r of records.slice(done)) {
         const waiter = this.pending.get(r.msg_opaque);
         this.pending.delete(r.msg_opaque);
         waiter.reject(e);

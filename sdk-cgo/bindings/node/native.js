@@ -85,6 +85,7 @@ const fn = {
 
   producerNew: lib.func('spool_producer_t *spool_producer_new(spool_conf_t *conf, _Out_ char *errstr, size_t errstr_size)'),
   produce: lib.func('int spool_produce_headers(spool_producer_t *p, const char *topic, int32_t partition, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len, const spool_header_t *headers, size_t header_count, intptr_t msg_opaque)'),
+  produceTimestamp: lib.func('int spool_produce_timestamp(spool_producer_t *p, const char *topic, int32_t partition, int64_t timestamp_ms, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len, const spool_header_t *headers, size_t header_count, intptr_t msg_opaque)'),
   produceBatch: lib.func('int spool_produce_batch(spool_producer_t *p, const char *topic, const spool_record_t *records, size_t count)'),
   producerPoll: lib.func('int spool_producer_poll(spool_producer_t *p, int timeout_ms)'),
   outqLen: lib.func('int spool_producer_outq_len(spool_producer_t *p)'),

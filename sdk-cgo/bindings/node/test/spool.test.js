@@ -77,6 +77,28 @@ test('round trip with keys, null keys, headers and explicit partitions', async (
   assert.ok(empty.key.equals(Buffer.alloc(0)) && empty.value.equals(Buffer.alloc(0)));
 });
 
+test('messages with a timestamp keep it, in order with the others', async () => {
+  const topic = unique('node-timestamp');
+  await createTopic(topic, 1);
+  const producer = kafka.producer();
+  await producer.connect();
+  await assert.rejects(producer.send({ topic, messages: [{ value: 'bad', timestamp: '-1' }] }), { code: ErrorCodes.BAD_ARG });
+  await producer.send({
+    topic,
+    messages: [
+      { value: 'before' },
+      { value: 'stamped', timestamp: '1700000000123' },
+      { value: 'stamped-h', timestamp: 1700000000124, headers: { h: '1' } },
+    ],
+  });
+  await producer.disconnect();
+  const got = await consume(unique('g'), topic, 3);
+  assert.deepEqual(got.map((m) => m.value.toString()), ['before', 'stamped', 'stamped-h']);
+  assert.deepEqual(got.slice(1).map((m) => m.timestamp), ['1700000000123', '1700000000124']);
+  assert.ok(Number(got[0].timestamp) > 1700000000124);
+  assert.deepEqual(got[2].headers, { h: Buffer.from('1') });
+});
+
 test('a group of two consumers shares the partitions', async () => {
   const topic = unique('node-group');
   const n = 80;

@@ -366,6 +366,21 @@ def _column(items):
     return array("q", map(len, items)), b"".join(items)
 
 
+def _headers(headers):
+    """A record's headers (a dict or (key, value) pairs) as spool_header_t and as the
+    (str, bytes) pairs its delivery report's message gives back."""
+    hdrs = list(headers.items()) if isinstance(headers, dict) else list(headers)
+    harr = (L.Header * len(hdrs))()
+    kept = []
+    for i, (hk, hv) in enumerate(hdrs):
+        hkb, hvb = _bytes(hk, "header key"), _bytes(hv, "header value")
+        kept.append((hk if isinstance(hk, str) else hkb.decode(errors="replace"), hvb))
+        harr[i].key, harr[i].key_len = hkb, len(hkb)
+        harr[i].value = ctypes.cast(ctypes.c_char_p(hvb), ctypes.c_void_p) if hvb is not None else None
+        harr[i].value_len = 0 if hvb is None else len(hvb)
+    return harr, kept
+
+
 def _addr(a):
     """The address of an array's data, for a ctypes c_void_p argument; None stays NULL."""
     return None if a is None else a.buffer_info()[0]
@@ -472,34 +487,38 @@ class Producer:
             self._wake.set()
 
     def _produce_checked(self, topic, value, key, partition, cb, timestamp, headers):
-        """produce() for what its fast path does not take: conversions, errors, headers."""
+        """produce() for what its fast path does not take: conversions, errors, headers,
+        timestamps."""
         self._handle()
         value, key = _bytes(value, "value"), _bytes(key, "key")
         if partition < -1:
             raise KafkaException(KafkaError(KafkaError._BAD_ARG, "produce: partition %d is below -1" % partition))
-        if timestamp:
-            raise NotImplementedError("produce(timestamp=...) is not supported by libspool yet")
+        if not isinstance(timestamp, int) or timestamp < 0:
+            raise KafkaException(KafkaError(KafkaError._BAD_ARG, "produce: timestamp %r is not milliseconds since the epoch"
+                                            % (timestamp,)))
         if not isinstance(topic, str):
             raise TypeError("topic must be str, not %s" % type(topic).__name__)
-        if not headers:
+        if not headers and not timestamp:
             with self._lock:
                 self._send_all()
                 self._q.append((topic, value, key, partition, cb))
                 self._send_all()
             return
-        # With headers: handed over alone, after the records queued before it.
-        hdrs = list(headers.items()) if isinstance(headers, dict) else list(headers)
-        harr = (L.Header * len(hdrs))()
-        kept = []
-        for i, (hk, hv) in enumerate(hdrs):
-            hkb, hvb = _bytes(hk, "header key"), _bytes(hv, "header value")
-            kept.append((hk if isinstance(hk, str) else hkb.decode(errors="replace"), hvb))
-            harr[i].key, harr[i].key_len = hkb, len(hkb)
-            harr[i].value = ctypes.cast(ctypes.c_char_p(hvb), ctypes.c_void_p) if hvb is not None else None
-            harr[i].value_len = 0 if hvb is None else len(hvb)
+        # With headers or a timestamp: handed over alone, after the records queued before it.
+        harr, kept = _headers(headers) if headers else (None, None)
         with self._lock:
             self._send_all()
-            self._submit(topic, (value,), (key,), (partition,), (cb,), harr, kept)
+            if not timestamp:
+                self._submit(topic, (value,), (key,), (partition,), (cb,), harr, kept)
+                return
+            b = _Batch(topic, (value,), None if key is None else (key,), cb or self._default_cb, None, kept)
+            first = self._track(b)
+            err = L.spool_produce_timestamp(self._handle(), self._name(topic), partition, timestamp,
+                                            key, 0 if key is None else len(key), value, 0 if value is None else len(value),
+                                            harr, 0 if harr is None else len(harr), first or None)
+            if err:
+                self._untrack(first)
+                _check(err, "produce")
 
     def _name(self, topic):
         name = self._names.get(topic)

@@ -90,6 +90,8 @@ spool_producer_new = _fn("spool_producer_new", P, P, c_char_p, c_size_t)
 spool_produce = _fn("spool_produce", c_int, P, c_char_p, c_int32, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p)
 spool_produce_headers = _fn("spool_produce_headers", c_int, P, c_char_p, c_int32, c_char_p, c_size_t,
                             c_char_p, c_size_t, ctypes.POINTER(Header), c_size_t, c_void_p)
+spool_produce_timestamp = _fn("spool_produce_timestamp", c_int, P, c_char_p, c_int32, c_int64, c_char_p, c_size_t,
+                              c_char_p, c_size_t, ctypes.POINTER(Header), c_size_t, c_void_p)
 spool_produce_batch = _fn("spool_produce_batch", c_int, P, c_char_p, ctypes.POINTER(Record), c_size_t)
 spool_producer_poll = _fn("spool_producer_poll", c_int, P, c_int)
 spool_producer_flush = _fn("spool_producer_flush", c_int, P, c_int)

@@ -400,6 +400,31 @@ def test_commit_message_and_offsets(brokers, topic_name):
     assert first_offsets() == {0: m.offset() + 1, 1: 9}
 
 
+def test_produce_timestamp(brokers, topic_name):
+    """produce(timestamp=ms) gives the record its CreateTime, with or without headers, in
+    order with the records around it; the report and the consumed message carry it."""
+    make_topic(brokers, topic_name, 1)
+    ts = 1700000000123
+    reports = {}
+    with Producer({"bootstrap.servers": brokers, "on_delivery": lambda err, msg: reports.setdefault(
+            msg.value(), (err, msg.timestamp(), msg.headers()))}) as p:
+        with pytest.raises(KafkaException) as e:
+            p.produce(topic_name, b"bad", timestamp=-5)
+        assert e.value.args[0].code() == KafkaError._BAD_ARG
+        p.produce(topic_name, b"before")
+        p.produce(topic_name, b"stamped", timestamp=ts)
+        p.produce(topic_name, b"stamped-h", key=b"k", timestamp=ts + 1, headers={"h": b"1"})
+        p.produce(topic_name, b"after")
+        assert p.flush(30) == 0
+    assert reports[b"stamped"] == (None, (spool.TIMESTAMP_CREATE_TIME, ts), None)
+    assert reports[b"stamped-h"] == (None, (spool.TIMESTAMP_CREATE_TIME, ts + 1), [("h", b"1")])
+    assert reports[b"before"][1][1] > ts + 1 and b"bad" not in reports
+    got = consume_all(brokers, topic_name, 1, 4)
+    assert [m.value() for m in got] == [b"before", b"stamped", b"stamped-h", b"after"]
+    assert [m.timestamp()[1] for m in got[1:3]] == [ts, ts + 1]
+    assert got[2].key() == b"k" and got[2].headers() == [("h", b"1")]
+
+
 def test_threads_add_topics(brokers, topic_name):
     """Threads producing plain records each to a topic of its own and to a shared one, the
     producer learning its topics while they run: every record is delivered once."""

@@ -27,12 +27,14 @@ pub struct FutureRecord<'a, K: ToBytes + ?Sized, P: ToBytes + ?Sized> {
     pub partition: Option<i32>,
     pub payload: Option<&'a P>,
     pub key: Option<&'a K>,
+    /// Milliseconds since the epoch; None: the time of the send.
+    pub timestamp: Option<i64>,
     pub headers: Option<OwnedHeaders>,
 }
 
 impl<'a, K: ToBytes + ?Sized, P: ToBytes + ?Sized> FutureRecord<'a, K, P> {
     pub fn to(topic: &'a str) -> FutureRecord<'a, K, P> {
-        FutureRecord { topic, partition: None, payload: None, key: None, headers: None }
+        FutureRecord { topic, partition: None, payload: None, key: None, timestamp: None, headers: None }
     }
     pub fn partition(mut self, partition: i32) -> Self {
         self.partition = Some(partition);
@@ -44,6 +46,10 @@ impl<'a, K: ToBytes + ?Sized, P: ToBytes + ?Sized> FutureRecord<'a, K, P> {
     }
     pub fn key(mut self, key: &'a K) -> Self {
         self.key = Some(key);
+        self
+    }
+    pub fn timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = Some(timestamp);
         self
     }
     pub fn headers(mut self, headers: OwnedHeaders) -> Self {
@@ -203,10 +209,11 @@ impl FutureProducer {
         let (value, value_len) = ptr_len(record.payload.map(ToBytes::to_bytes));
         let headers = record.headers.as_ref().map(OwnedHeaders::as_native).unwrap_or_default();
         let err = unsafe {
-            sys::spool_produce_headers(
+            sys::spool_produce_timestamp(
                 self.shared.handle,
                 topic.as_ptr(),
                 record.partition.unwrap_or(sys::SPOOL_PARTITION_UA),
+                record.timestamp.unwrap_or(0),
                 key,
                 key_len,
                 value,

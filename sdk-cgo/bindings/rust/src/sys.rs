@@ -116,10 +116,11 @@ extern "C" {
         value_len: usize,
         msg_opaque: *mut c_void,
     ) -> spool_err_t;
-    pub fn spool_produce_headers(
+    pub fn spool_produce_timestamp(
         producer: *mut spool_producer_t,
         topic: *const c_char,
         partition: i32,
+        timestamp_ms: i64,
         key: *const c_void,
         key_len: usize,
         value: *const c_void,

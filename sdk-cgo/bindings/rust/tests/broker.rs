@@ -51,7 +51,10 @@ fn round_trip_with_keys_null_keys_and_headers() {
             p.send_result(FutureRecord::to(topic).key("alice").payload("hello alice").headers(headers.clone()))
                 .unwrap(),
             p.send_result(FutureRecord::<(), _>::to(topic).payload(&binary).partition(2)).unwrap(),
-            p.send_result(FutureRecord::to(topic).key(&b""[..]).payload(&b""[..]).partition(1)).unwrap(),
+            p.send_result(
+                FutureRecord::to(topic).key(&b""[..]).payload(&b""[..]).partition(1).timestamp(1_700_000_000_123),
+            )
+            .unwrap(),
         ];
         let delivered: Vec<(i32, i64)> = futures.into_iter().map(|f| block_on(f).expect("delivered")).collect();
         assert_eq!(delivered[1], (2, 0));
@@ -91,6 +94,8 @@ fn round_trip_with_keys_null_keys_and_headers() {
         assert!(bin.headers().is_none());
         let empty = &got[&(1, 0)];
         assert_eq!((empty.key(), empty.payload()), (Some(&b""[..]), Some(&b""[..])));
+        assert_eq!(empty.timestamp().to_millis(), Some(1_700_000_000_123), "the timestamp given to the record");
+        assert!(first.timestamp().to_millis().unwrap() > 1_700_000_000_123);
 
         // seek back and read the first record again, borrowed.
         c.seek(topic, delivered[0].0, Offset::Offset(delivered[0].1), Duration::from_secs(1)).expect("seek");

@@ -91,7 +91,7 @@ class SpoolTest {
             Future<RecordMetadata> f1 = p.send(new ProducerRecord<>(topic, null, "alice".getBytes(StandardCharsets.UTF_8),
                     "hello alice".getBytes(StandardCharsets.UTF_8), hs), (md, e) -> called.set(md));
             Future<RecordMetadata> f2 = p.send(new ProducerRecord<>(topic, 2, null, binary));
-            Future<RecordMetadata> f3 = p.send(new ProducerRecord<>(topic, 1, new byte[0], new byte[0]));
+            Future<RecordMetadata> f3 = p.send(new ProducerRecord<>(topic, 1, 1700000000123L, new byte[0], new byte[0]));
             first = f1.get(10, TimeUnit.SECONDS);
             bin = f2.get(10, TimeUnit.SECONDS);
             empty = f3.get(10, TimeUnit.SECONDS);
@@ -100,6 +100,9 @@ class SpoolTest {
         assertEquals(2, bin.partition());
         assertEquals(0, bin.offset());
         assertEquals(1, empty.partition());
+        assertEquals(1700000000123L, empty.timestamp(), "the timestamp given to the record");
+        assertTrue(first.timestamp() > 1700000000123L, "a record without one gets the time of its send");
+        assertThrows(IllegalArgumentException.class, () -> new ProducerRecord<>(topic, 1, -1L, "k", "v"));
 
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(props(), new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
@@ -130,6 +133,7 @@ class SpoolTest {
             ConsumerRecord<byte[], byte[]> e = got.get("1@0");
             assertArrayEquals(new byte[0], e.key());
             assertArrayEquals(new byte[0], e.value());
+            assertEquals(1700000000123L, e.timestamp());
 
             // seek back and read alice's record again
             c.seek(new TopicPartition(topic, first.partition()), first.offset());

@@ -51,8 +51,9 @@ public interface LibSpool extends Library {
     void spool_conf_destroy(Pointer conf);
 
     Pointer spool_producer_new(Pointer conf, byte[] errstr, long errstrSize);
-    int spool_produce_headers(Pointer producer, String topic, int partition, Pointer key, long keyLen,
-                              Pointer value, long valueLen, Pointer headers, long headerCount, Pointer msgOpaque);
+    int spool_produce_timestamp(Pointer producer, String topic, int partition, long timestampMs, Pointer key,
+                                long keyLen, Pointer value, long valueLen, Pointer headers, long headerCount,
+                                Pointer msgOpaque);
     int spool_producer_poll(Pointer producer, int timeoutMs);
     int spool_producer_flush(Pointer producer, int timeoutMs);
     int spool_producer_outq_len(Pointer producer);

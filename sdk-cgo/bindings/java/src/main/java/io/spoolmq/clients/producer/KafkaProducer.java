@@ -105,9 +105,9 @@ public class KafkaProducer<K, V> implements AutoCloseable {
         Memory valueMem = LibSpool.memory(value);
         List<Memory> keep = new ArrayList<>();
         Memory headers = headers(record.headers().toArray(), keep);
-        int err = LibSpool.LIB.spool_produce_headers(handle, record.topic(),
+        int err = LibSpool.LIB.spool_produce_timestamp(handle, record.topic(),
                 record.partition() == null ? LibSpool.SPOOL_PARTITION_UA : record.partition(),
-                keyMem, key == null ? 0 : key.length, valueMem, value == null ? 0 : value.length,
+                record.timestamp() == null ? 0 : record.timestamp(), keyMem, key == null ? 0 : key.length, valueMem, value == null ? 0 : value.length,
                 headers, record.headers().size(), new Pointer(id));
         // The header memory must outlive the call (libspool copies it before returning).
         java.lang.ref.Reference.reachabilityFence(keep);
@@ -151,7 +151,7 @@ public class KafkaProducer<K, V> implements AutoCloseable {
         if (v.err == 0) {
             // As the Java client: the callback runs before the future completes, so that get()
             // returns after it.
-            RecordMetadata md = new RecordMetadata(v.topic, v.partition, v.offset);
+            RecordMetadata md = new RecordMetadata(v.topic, v.partition, v.offset, v.timestamp);
             try {
                 if (p.callback() != null) {
                     p.callback().onCompletion(md, null);
@@ -167,7 +167,7 @@ public class KafkaProducer<K, V> implements AutoCloseable {
     private static void fail(Pending p, KafkaException e) {
         try {
             if (p.callback() != null) {
-                p.callback().onCompletion(new RecordMetadata(p.topic(), -1, -1), e);
+                p.callback().onCompletion(new RecordMetadata(p.topic(), -1, -1, -1), e);
             }
         } finally {
             p.future().completeExceptionally(e);

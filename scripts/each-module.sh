@@ -5,7 +5,16 @@ set -euo pipefail
 mod=$1 action=$2
 cd "$(dirname "$0")/../$mod"
 GO=${GO:-go}
-pkgs=$($GO list ./... 2>/dev/null || true)
+# A module whose packages do not load (say, a go.mod that needs tidying under GOWORK=off)
+# fails here with go's message, rather than passing as one with nothing to do.
+errs=$(mktemp)
+if ! pkgs=$($GO list ./... 2>"$errs"); then
+  echo "[$mod] go list ./... failed:" >&2
+  cat "$errs" >&2
+  rm -f "$errs"
+  exit 1
+fi
+rm -f "$errs"
 if [ -z "$pkgs" ]; then
   echo "[$mod] no packages yet, nothing to $action"
   exit 0

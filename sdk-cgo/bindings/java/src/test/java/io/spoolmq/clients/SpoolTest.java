@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.spoolmq.clients.consumer.ConsumerRebalanceListener;
 import io.spoolmq.clients.consumer.ConsumerRecord;
 import io.spoolmq.clients.consumer.KafkaConsumer;
+import io.spoolmq.clients.consumer.OffsetAndMetadata;
 import io.spoolmq.clients.internal.LibSpool;
 import io.spoolmq.clients.producer.KafkaProducer;
 import io.spoolmq.clients.producer.ProducerRecord;
@@ -147,6 +148,49 @@ class SpoolTest {
             assertEquals(first.offset(), again.offset());
             assertEquals(first.partition(), again.partition());
         }
+    }
+
+    /** The offset of the first record of each partition a new member of conf's group reads. */
+    private static Map<Integer, Long> firstOffsets(Properties conf, String topic, int partitions) {
+        Map<Integer, Long> first = new HashMap<>();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(conf, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            c.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (first.size() < partitions && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                    first.putIfAbsent(r.partition(), r.offset());
+                }
+            }
+        }
+        return first;
+    }
+
+    @Test
+    void commitSyncWithOffsetsIsWhereTheGroupResumes() throws Exception {
+        String topic = unique("java-commit");
+        try (KafkaProducer<byte[], byte[]> p = producer()) {
+            p.createTopic(topic, 2, (short) -1, TEN_SECONDS);
+            List<Future<RecordMetadata>> fs = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                fs.add(p.send(new ProducerRecord<>(topic, i % 2, null, ("v" + i).getBytes(StandardCharsets.UTF_8))));
+            }
+            for (Future<RecordMetadata> f : fs) {
+                f.get(10, TimeUnit.SECONDS);
+            }
+        }
+        Properties conf = props("group.id", topic, "enable.auto.commit", "false");
+        assertEquals(Map.of(0, 0L, 1, 0L), firstOffsets(conf, topic, 2), "nothing committed yet");
+        assertThrows(IllegalArgumentException.class, () -> new OffsetAndMetadata(-1));
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(conf, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            c.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (c.poll(Duration.ofMillis(200)).isEmpty() && System.nanoTime() < deadline) {
+                // until it is a member of the group
+            }
+            c.commitSync(Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(4),
+                    new TopicPartition(topic, 1), new OffsetAndMetadata(7)));
+        }
+        assertEquals(Map.of(0, 4L, 1, 7L), firstOffsets(conf, topic, 2), "where the commit said");
     }
 
     @Test

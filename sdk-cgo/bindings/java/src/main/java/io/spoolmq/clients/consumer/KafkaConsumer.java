@@ -1,5 +1,7 @@
 package io.spoolmq.clients.consumer;
 
+import com.sun.jna.Memory;
+import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
@@ -234,6 +236,36 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
 
     public void commitAsync() {
         check(withHandle(h -> LibSpool.LIB.spool_consumer_commit(h, 1)), "commit");
+    }
+
+    /**
+     * Commits the offsets given instead of what poll returned (for committing a record once it
+     * is processed, with {@code enable.auto.commit=false}), and waits for the broker's answer.
+     */
+    public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        int n = offsets.size();
+        if (n == 0) {
+            return;
+        }
+        // spool_topic_partition_offset_t: a pointer, an int32 (padded to 8) and an int64.
+        int size = Native.POINTER_SIZE + 8 + 8;
+        Memory arr = new Memory((long) size * n);
+        List<Memory> keep = new ArrayList<>();
+        int i = 0;
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
+            byte[] t = e.getKey().topic().getBytes(StandardCharsets.UTF_8);
+            Memory tm = new Memory(t.length + 1L);
+            tm.write(0, t, 0, t.length);
+            tm.setByte(t.length, (byte) 0);
+            keep.add(tm);
+            long off = (long) i++ * size;
+            arr.setPointer(off, tm);
+            arr.setInt(off + Native.POINTER_SIZE, e.getKey().partition());
+            arr.setLong(off + Native.POINTER_SIZE + 8, e.getValue().offset());
+        }
+        int err = withHandle(h -> LibSpool.LIB.spool_consumer_commit_offsets(h, arr, n, 0));
+        java.lang.ref.Reference.reachabilityFence(keep); // the topics must outlive the call
+        check(err, "commit");
     }
 
     /** Commits (with enable.auto.commit), leaves the group and frees the consumer. */

@@ -67,6 +67,7 @@ public interface LibSpool extends Library {
     int spool_consumer_seek(Pointer consumer, String topic, int partition, long offset);
     long spool_consumer_poll_batch(Pointer consumer, int timeoutMs, Pointer[] msgs, long max);
     int spool_consumer_commit(Pointer consumer, int async);
+    int spool_consumer_commit_offsets(Pointer consumer, Pointer offsets, long count, int async);
     int spool_consumer_close(Pointer consumer);
     void spool_consumer_destroy(Pointer consumer);
 

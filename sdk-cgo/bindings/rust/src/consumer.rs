@@ -1,7 +1,7 @@
 //! `BaseConsumer`: poll returns messages that borrow the consumer, as rdkafka's.
 use crate::config::{ClientConfig, FromClientConfig};
 use crate::error::{check, ErrorCode, KafkaError, KafkaResult};
-use crate::message::BorrowedMessage;
+use crate::message::{BorrowedMessage, Message};
 use crate::sys;
 use crate::topic_partition_list::{Offset, TopicPartitionList};
 use crate::util::{cstr_to_string, Timeout};
@@ -82,6 +82,11 @@ pub trait Consumer {
     fn seek<T: Into<Timeout>>(&self, topic: &str, partition: i32, offset: Offset, timeout: T) -> KafkaResult<()>;
     /// Commits the offsets after the records `poll` returned.
     fn commit_consumer_state(&self, mode: CommitMode) -> KafkaResult<()>;
+    /// Commits the offsets of the list (each the next record to read; only `Offset::Offset`
+    /// of 0 or more), instead of what `poll` returned.
+    fn commit(&self, topic_partition_list: &TopicPartitionList, mode: CommitMode) -> KafkaResult<()>;
+    /// Commits the offset after message in its partition.
+    fn commit_message(&self, message: &BorrowedMessage<'_>, mode: CommitMode) -> KafkaResult<()>;
 }
 
 /// A consumer read by calling `poll`, as rdkafka's `BaseConsumer`. Dropping it commits (with
@@ -171,6 +176,38 @@ impl<C: ConsumerContext + 'static> Consumer for BaseConsumer<C> {
     fn commit_consumer_state(&self, mode: CommitMode) -> KafkaResult<()> {
         let is_async = (mode == CommitMode::Async) as i32;
         check(unsafe { sys::spool_consumer_commit(self.handle, is_async) }, KafkaError::ConsumerCommit)
+    }
+
+    fn commit(&self, topic_partition_list: &TopicPartitionList, mode: CommitMode) -> KafkaResult<()> {
+        let mut topics = Vec::with_capacity(topic_partition_list.count());
+        for e in topic_partition_list.elements() {
+            match e.offset {
+                Offset::Offset(o) if o >= 0 => {
+                    topics.push((c_topic(&e.topic, KafkaError::ConsumerCommit)?, e.partition, o))
+                }
+                _ => return Err(KafkaError::ConsumerCommit(ErrorCode::BAD_ARG)),
+            }
+        }
+        // The CStrings in topics outlive the call that reads these pointers.
+        let offsets: Vec<sys::spool_topic_partition_offset_t> = topics
+            .iter()
+            .map(|(t, partition, offset)| sys::spool_topic_partition_offset_t {
+                topic: t.as_ptr(),
+                partition: *partition,
+                offset: *offset,
+            })
+            .collect();
+        let is_async = (mode == CommitMode::Async) as i32;
+        check(
+            unsafe { sys::spool_consumer_commit_offsets(self.handle, offsets.as_ptr(), offsets.len(), is_async) },
+            KafkaError::ConsumerCommit,
+        )
+    }
+
+    fn commit_message(&self, message: &BorrowedMessage<'_>, mode: CommitMode) -> KafkaResult<()> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(message.topic(), message.partition(), Offset::Offset(message.offset() + 1))?;
+        self.commit(&tpl, mode)
     }
 }
 

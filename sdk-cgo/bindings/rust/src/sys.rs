@@ -67,6 +67,13 @@ pub const SPOOL_REBALANCE_REVOKE: spool_rebalance_t = 2;
 pub const SPOOL_REBALANCE_LOST: spool_rebalance_t = 3;
 
 #[repr(C)]
+pub struct spool_topic_partition_offset_t {
+    pub topic: *const c_char,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+#[repr(C)]
 pub struct spool_topic_partition_t {
     pub topic: *const c_char,
     pub partition: i32,
@@ -172,6 +179,12 @@ extern "C" {
         max: usize,
     ) -> usize;
     pub fn spool_consumer_commit(consumer: *mut spool_consumer_t, async_: c_int) -> spool_err_t;
+    pub fn spool_consumer_commit_offsets(
+        consumer: *mut spool_consumer_t,
+        offsets: *const spool_topic_partition_offset_t,
+        count: usize,
+        async_: c_int,
+    ) -> spool_err_t;
     pub fn spool_consumer_close(consumer: *mut spool_consumer_t) -> spool_err_t;
     pub fn spool_consumer_destroy(consumer: *mut spool_consumer_t);
 

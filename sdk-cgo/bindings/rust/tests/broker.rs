@@ -107,6 +107,82 @@ fn round_trip_with_keys_null_keys_and_headers() {
     assert_no_handles();
 }
 
+/// The offset of the first record of each of topic's two partitions that a new member of
+/// group reads.
+fn first_offsets(topic: &str, group: &str) -> BTreeMap<i32, i64> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers())
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    c.subscribe(&[topic]).expect("subscribe");
+    let mut first = BTreeMap::new();
+    for _ in 0..300 {
+        if first.len() == 2 {
+            break;
+        }
+        if let Some(r) = c.poll(Duration::from_millis(100)) {
+            let m = r.expect("poll");
+            first.entry(m.partition()).or_insert(m.offset());
+        }
+    }
+    first
+}
+
+#[test]
+fn commit_offsets_and_messages() {
+    let _g = serial();
+    let topic = &unique("rust-commit");
+    let group = &unique("rust-commit-g");
+    {
+        let p = producer();
+        p.create_topic(topic, 2, -1, Duration::from_secs(10)).expect("create topic");
+        let values: Vec<String> = (0..20).map(|i| format!("v{i}")).collect();
+        let futures: Vec<_> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                p.send_result(FutureRecord::<(), _>::to(topic).payload(&v[..]).partition(i as i32 % 2)).unwrap()
+            })
+            .collect();
+        for f in futures {
+            block_on(f).expect("delivered");
+        }
+        assert_eq!(first_offsets(topic, group), BTreeMap::from([(0, 0), (1, 0)]), "nothing committed yet");
+
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", brokers())
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("consumer");
+        c.subscribe(&[topic]).expect("subscribe");
+        let mut committed = None;
+        for _ in 0..300 {
+            if let Some(r) = c.poll(Duration::from_millis(100)) {
+                let m = r.expect("poll");
+                if m.partition() == 0 && m.offset() >= 3 {
+                    c.commit_message(&m, CommitMode::Sync).expect("commit_message");
+                    committed = Some(m.offset() + 1);
+                    break;
+                }
+            }
+        }
+        let committed = committed.expect("a record of partition 0 past offset 3");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, 1, Offset::Offset(7)).unwrap();
+        c.commit(&tpl, CommitMode::Sync).expect("commit");
+        let mut bad = TopicPartitionList::new();
+        bad.add_partition_offset(topic, 1, Offset::End).unwrap();
+        assert_eq!(c.commit(&bad, CommitMode::Sync), Err(KafkaError::ConsumerCommit(ErrorCode::BAD_ARG)));
+        drop(c);
+        assert_eq!(first_offsets(topic, group), BTreeMap::from([(0, committed), (1, 7)]), "where the commits said");
+        p.delete_topic(topic, Duration::from_secs(10)).expect("delete topic");
+    }
+    assert_no_handles();
+}
+
 /// A consumer context that keeps what its rebalances say the consumer owns.
 struct Owned {
     topic: String,

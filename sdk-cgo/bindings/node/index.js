@@ -425,10 +425,25 @@ class Consumer extends EventEmitter {
   }
 
   // commitOffsets(): commits what eachMessage was given (libspool commits per partition the
-  // offset after the last record polled; KafkaJS's offsets argument is not supported).
-  async commitOffsets() {
+  // offset after the last record polled). commitOffsets([{topic, partition, offset}]), as
+  // KafkaJS's: commits those offsets (each the next record to read, a string or a number).
+  async commitOffsets(offsets) {
     if (this.handle === null) return;
-    const err = await callAsync(fn.commit, this.handle, 0);
+    if (offsets === undefined) {
+      const err = await callAsync(fn.commit, this.handle, 0);
+      if (err !== 0) throw errorOf(err, 'commit');
+      return;
+    }
+    const list = offsets.map(({ topic, partition, offset }) => {
+      const o = Number(offset);
+      if (typeof topic !== 'string' || !Number.isInteger(partition) || partition < 0 || !Number.isSafeInteger(o) || o < 0) {
+        throw new KafkaJSError(`commitOffsets: ${JSON.stringify({ topic, partition, offset })} is not a partition's offset`,
+          { code: ErrorCodes.BAD_ARG });
+      }
+      return { topic, partition, offset: o };
+    });
+    if (list.length === 0) return;
+    const err = await callAsync(fn.commitOffsets, this.handle, list, list.length, 0);
     if (err !== 0) throw errorOf(err, 'commit');
   }
 

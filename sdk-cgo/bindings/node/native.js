@@ -62,6 +62,13 @@ const MessageView = koffi.struct('spool_message_view_t', {
 // declared intptr_t, the same ABI as void *: this binding passes integer ids in them.
 const DrCb = koffi.proto('void spool_dr_cb_t(spool_producer_t *producer, const spool_message_t *msg, intptr_t opaque)');
 
+// A partition's offset to commit (spool_consumer_commit_offsets), registered by name.
+koffi.struct('spool_topic_partition_offset_t', {
+  topic: 'const char *',
+  partition: 'int32_t',
+  offset: 'int64_t',
+});
+
 // The rebalance callback and its partitions (spool_topic_partition_t); libspool calls it
 // inside spool_consumer_poll_batch and spool_consumer_close, which this binding calls
 // asynchronously: koffi queues the call to the main thread while the worker waits.
@@ -97,6 +104,7 @@ const fn = {
   subscribe: lib.func('int spool_consumer_subscribe(spool_consumer_t *c, const char **topics, size_t topic_count)'),
   pollBatch: lib.func('size_t spool_consumer_poll_batch(spool_consumer_t *c, int timeout_ms, _Out_ spool_message_t **msgs, size_t max)'),
   commit: lib.func('int spool_consumer_commit(spool_consumer_t *c, int async)'),
+  commitOffsets: lib.func('int spool_consumer_commit_offsets(spool_consumer_t *c, const spool_topic_partition_offset_t *offsets, size_t count, int async)'),
   consumerClose: lib.func('int spool_consumer_close(spool_consumer_t *c)'),
   consumerDestroy: lib.func('void spool_consumer_destroy(spool_consumer_t *c)'),
 

@@ -99,6 +99,30 @@ test('messages with a timestamp keep it, in order with the others', async () => 
   assert.deepEqual(got[2].headers, { h: Buffer.from('1') });
 });
 
+test('commitOffsets with offsets is where the group resumes', async () => {
+  const topic = unique('node-commit');
+  await createTopic(topic, 2);
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic, messages: Array.from({ length: 20 }, (_, i) => ({ value: `v${i}`, partition: i % 2 })) });
+  await producer.disconnect();
+  const groupId = unique('node-commit-g');
+  const consumer = kafka.consumer({ groupId });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  let member;
+  const joined = new Promise((resolve) => (member = resolve));
+  await consumer.run({ autoCommit: false, eachMessage: async () => member() });
+  await joined;
+  await assert.rejects(consumer.commitOffsets([{ topic, partition: 0, offset: '-3' }]), { code: ErrorCodes.BAD_ARG });
+  await consumer.commitOffsets([{ topic, partition: 0, offset: '4' }, { topic, partition: 1, offset: 7 }]);
+  await consumer.disconnect(); // autoCommit is off: nothing more is committed
+  const got = await consume(groupId, topic, 20 - 4 - 7);
+  const first = new Map();
+  for (const m of got) if (!first.has(m.partition)) first.set(m.partition, m.offset);
+  assert.deepEqual(Object.fromEntries(first), { 0: '4', 1: '7' });
+});
+
 test('a group of two consumers shares the partitions', async () => {
   const topic = unique('node-group');
   const n = 80;

@@ -107,9 +107,8 @@ fn round_trip_with_keys_null_keys_and_headers() {
     assert_no_handles();
 }
 
-/// The offset of the first record of each of topic's two partitions that a new member of
-/// group reads.
-fn first_offsets(topic: &str, group: &str) -> BTreeMap<i32, i64> {
+/// A new member of group, subscribed to topic, that commits only what it is told to.
+fn member(topic: &str, group: &str) -> BaseConsumer {
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers())
         .set("group.id", group)
@@ -117,6 +116,13 @@ fn first_offsets(topic: &str, group: &str) -> BTreeMap<i32, i64> {
         .create()
         .expect("consumer");
     c.subscribe(&[topic]).expect("subscribe");
+    c
+}
+
+/// The offset of the first record of each of topic's two partitions that a new member of
+/// group reads.
+fn first_offsets(topic: &str, group: &str) -> BTreeMap<i32, i64> {
+    let c = member(topic, group);
     let mut first = BTreeMap::new();
     for _ in 0..300 {
         if first.len() == 2 {
@@ -151,13 +157,7 @@ fn commit_offsets_and_messages() {
         }
         assert_eq!(first_offsets(topic, group), BTreeMap::from([(0, 0), (1, 0)]), "nothing committed yet");
 
-        let c: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", brokers())
-            .set("group.id", group)
-            .set("enable.auto.commit", "false")
-            .create()
-            .expect("consumer");
-        c.subscribe(&[topic]).expect("subscribe");
+        let c = member(topic, group);
         let mut committed = None;
         for _ in 0..300 {
             if let Some(r) = c.poll(Duration::from_millis(100)) {

@@ -448,18 +448,12 @@ func spoolgo_consumer_commit(h C.uintptr_t, async C.int) C.int {
 		return errBadArg
 	}
 	c.mu.Lock()
-	switch {
-	case c.closed:
+	if code := c.commitStateLocked(); code != 0 {
 		c.mu.Unlock()
-		return errClosed
-	case !c.group:
-		c.mu.Unlock()
-		return errState
-	case async != 0:
+		return code
+	}
+	if async != 0 {
 		defer c.mu.Unlock()
-		if c.cl == nil {
-			return errState
-		}
 		prev := c.asyncErr
 		c.asyncErr = nil
 		c.commitAsyncLocked()
@@ -467,6 +461,18 @@ func spoolgo_consumer_commit(h C.uintptr_t, async C.int) C.int {
 	}
 	c.mu.Unlock()
 	return errCode(c.commitSync())
+}
+
+// commitStateLocked is 0 when C may commit now, else the code saying why not: the consumer
+// is closed, or has no group, or has not subscribed yet. With mu held.
+func (c *consumer) commitStateLocked() C.int {
+	switch {
+	case c.closed:
+		return errClosed
+	case !c.group || c.cl == nil:
+		return errState
+	}
+	return 0
 }
 
 // spoolgo_consumer_commit_offsets commits the n offsets at offs (checked by the shim),
@@ -487,15 +493,11 @@ func spoolgo_consumer_commit_offsets(h C.uintptr_t, offs *C.spool_topic_partitio
 		offsets[topic][int32(o.partition)] = int64(o.offset)
 	}
 	c.mu.Lock()
-	cl, prev := c.cl, c.asyncErr
-	switch {
-	case c.closed:
+	if code := c.commitStateLocked(); code != 0 {
 		c.mu.Unlock()
-		return errClosed
-	case !c.group || cl == nil:
-		c.mu.Unlock()
-		return errState
+		return code
 	}
+	cl, prev := c.cl, c.asyncErr
 	c.asyncErr = nil
 	c.mu.Unlock()
 	if len(offsets) == 0 {

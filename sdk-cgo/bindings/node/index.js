@@ -231,10 +231,11 @@ class Producer {
     if (stamps.every((ts) => ts === 0)) {
       err = records.length ? fn.produceBatch(this.handle, topic, records, records.length) : 0;
     } else {
-      for (; done < records.length && err === 0; done += err === 0 ? 1 : 0) {
-        const r = records[done];
+      for (const r of records) {
         err = fn.produceTimestamp(this.handle, topic, r.partition, stamps[done], r.key, r.key_len, r.value,
           r.value_len, r.headers, r.header_count, r.msg_opaque);
+        if (err !== 0) break;
+        done++;
       }
     }
     if (err !== 0) {

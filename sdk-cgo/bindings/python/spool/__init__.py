@@ -476,7 +476,7 @@ class Producer:
             return
         if plain is None and type(topic) is str:
             self._plain_topic(topic)
-        if any(self._plain.values()):
+        if self._plain and any(self._plain.values()):
             self._send_all()  # the plain records before this one go first
         q = self._q
         q.append((topic, value, key, partition, on_delivery or callback))
@@ -498,27 +498,11 @@ class Producer:
                                             % (timestamp,)))
         if not isinstance(topic, str):
             raise TypeError("topic must be str, not %s" % type(topic).__name__)
-        if not headers and not timestamp:
-            with self._lock:
-                self._send_all()
-                self._q.append((topic, value, key, partition, cb))
-                self._send_all()
-            return
-        # With headers or a timestamp: handed over alone, after the records queued before it.
+        # Handed over alone, after the records queued before it.
         harr, kept = _headers(headers) if headers else (None, None)
         with self._lock:
             self._send_all()
-            if not timestamp:
-                self._submit(topic, (value,), (key,), (partition,), (cb,), harr, kept)
-                return
-            b = _Batch(topic, (value,), None if key is None else (key,), cb or self._default_cb, None, kept)
-            first = self._track(b)
-            err = L.spool_produce_timestamp(self._handle(), self._name(topic), partition, timestamp,
-                                            key, 0 if key is None else len(key), value, 0 if value is None else len(value),
-                                            harr, 0 if harr is None else len(harr), first or None)
-            if err:
-                self._untrack(first)
-                _check(err, "produce")
+            self._submit(topic, (value,), (key,), (partition,), (cb,), harr, kept, timestamp)
 
     def _name(self, topic):
         name = self._names.get(topic)
@@ -553,9 +537,9 @@ class Producer:
 
     def _send_all(self):
         """Hands every queued record to libspool, one call per topic and up to _BATCH records."""
-        q = self._q
-        if not q and not any(self._plain.values()):
+        if not self._waiting():
             return
+        q = self._q
         with self._lock:
             while q:
                 n = min(len(q), _BATCH)
@@ -577,11 +561,12 @@ class Producer:
                     del plain[:n]
                     self._submit(topic, values)
 
-    def _submit(self, topic, values, keys=None, parts=None, cbs=None, harr=None, kept=None):
+    def _submit(self, topic, values, keys=None, parts=None, cbs=None, harr=None, kept=None, timestamp=0):
         """One spool_produce_packed call for records of one topic (columns as sequences;
         keys, parts or cbs None: every key None, every partition -1, every callback the
         default); harr and kept: the headers of a single record, as spool_header_t and as
-        Python values."""
+        Python values. A single record with a timestamp goes by spool_produce_timestamp
+        instead (which has no packed form)."""
         n = len(values)
         cb = None
         if cbs is not None:
@@ -592,11 +577,20 @@ class Producer:
                 cb = None
         keyed = keys is not None and keys.count(None) != n
         b = _Batch(topic, values, keys if keyed else None, cb or self._default_cb if cbs is None else None, cbs, kept)
+        first = self._track(b)
+        if timestamp:
+            key, value, partition = keys[0], values[0], parts[0]
+            err = L.spool_produce_timestamp(self._handle(), self._name(topic), partition, timestamp,
+                                            key, 0 if key is None else len(key), value, 0 if value is None else len(value),
+                                            harr, 0 if harr is None else len(harr), first or None)
+            if err:
+                self._untrack(first)
+                _check(err, "produce")
+            return
         hptrs = hcounts = None
         if harr is not None:
             hptrs = (ctypes.c_void_p * 1)(ctypes.addressof(harr))
             hcounts = (ctypes.c_size_t * 1)(len(harr))
-        first = self._track(b)
         opaques = array(_opaque_type, range(first, first + n)) if first else None
         klens, kbuf = _column(keys) if keyed else (None, None)
         vlens, vbuf = _column(values)

@@ -253,10 +253,9 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
         List<Memory> keep = new ArrayList<>();
         int i = 0;
         for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
-            byte[] t = e.getKey().topic().getBytes(StandardCharsets.UTF_8);
-            Memory tm = new Memory(t.length + 1L);
-            tm.write(0, t, 0, t.length);
-            tm.setByte(t.length, (byte) 0);
+            String topic = e.getKey().topic();
+            Memory tm = new Memory(topic.getBytes(StandardCharsets.UTF_8).length + 1L);
+            tm.setString(0, topic, StandardCharsets.UTF_8.name()); // NUL-terminated
             keep.add(tm);
             long off = (long) i++ * size;
             arr.setPointer(off, tm);

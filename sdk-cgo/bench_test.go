@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func BenchmarkPythonPollVsConfluentKafka(b *testing.B) {
 // their ratios. Five, because the broker's fsyncs on this VM move a run's rate by ±30%.
 func compare(b *testing.B, counts []int, ours, theirs func(args ...string) *exec.Cmd) {
 	impls := map[string]func(args ...string) *exec.Cmd{"ours": ours, "theirs": theirs}
-	addr := brokertest.Start(b, brokertest.Options{}).Addr
+	addr := brokertest.StartProcess(b, brokertest.Options{}).Addr // spoold, as users run it
 	cl, err := spool.NewClient(spool.SeedBrokers(addr))
 	if err != nil {
 		b.Fatal(err)
@@ -107,13 +108,22 @@ func compare(b *testing.B, counts []int, ours, theirs func(args ...string) *exec
 				if err := cl.Admin().CreateTopic(ctx, topic, partitions, 1, nil); err != nil {
 					b.Fatal(err)
 				}
+				// The runs alternate, so the page cache that one run leaves dirty would be
+				// written back during the next, the other library's: each starts clean.
+				syscall.Sync()
 				cmd := impls[impl](addr, topic, strconv.Itoa(partitions), strconv.Itoa(w.n), strconv.Itoa(w.size))
 				var stderr strings.Builder
 				cmd.Stderr = &stderr
 				out, err := runCtx(ctx, cmd)
+				if err != nil {
+					cancel()
+					b.Fatalf("%s: %v\n%s%s", impl, err, out, stderr.String())
+				}
+				// Its files go too, so that no run writes back or reads another's.
+				err = cl.Admin().DeleteTopics(ctx, topic)
 				cancel()
 				if err != nil {
-					b.Fatalf("%s: %v\n%s%s", impl, err, out, stderr.String())
+					b.Fatal(err)
 				}
 				f := strings.Fields(string(out))
 				if len(f) != 3 {

@@ -602,20 +602,19 @@ class Producer:
             _check(err, "produce")
 
     def produce_batch(self, topic, messages, partition=-1, on_delivery=None, callback=None):
-        """Buffers many records with one call into libspool, as confluent-kafka's
+        """Buffers many records with one call into libspool per 1024, as confluent-kafka's
         produce_batch: messages is a list of dicts with "value", and optionally "key",
-        "partition" and "callback" (or "on_delivery"), each called as cb(err, msg) in a later
+        "partition", "timestamp" (milliseconds since the epoch), "headers" (a dict or (key,
+        value) pairs) and "callback" (or "on_delivery"), each called as cb(err, msg) in a later
         poll() or flush(); the call's own callback is the default. All are buffered or, when
-        one is bad, none (KafkaException); returns len(messages). Not supported in a message:
-        "headers", "timestamp"."""
+        one is bad, none (KafkaException); returns len(messages). A record with headers or a
+        timestamp crosses alone, in its place among the others."""
         default = on_delivery or callback
         messages = list(messages)
         n = len(messages)
         # Column by column with map(), which loops in C: the fields of a dict per record are
         # what costs here.
         get, has = dict.get, dict.__contains__
-        if any(map(has, messages, _repeat("headers"))) or any(map(has, messages, _repeat("timestamp"))):
-            raise NotImplementedError("produce_batch with headers or timestamp is not supported by libspool yet")
         values = list(map(get, messages, _repeat("value")))
         keys = list(map(get, messages, _repeat("key")))
         for col, what in ((values, "value"), (keys, "key")):
@@ -628,15 +627,31 @@ class Producer:
             cbs = [m.get("callback") or m.get("on_delivery") or default for m in messages]
         else:
             cbs = [default] * n
+        alone = {}  # index → (timestamp, headers as spool_header_t, kept), for records that cross alone
+        if any(map(has, messages, _repeat("headers"))) or any(map(has, messages, _repeat("timestamp"))):
+            for i, m in enumerate(messages):
+                ts, hdrs = m.get("timestamp") or 0, m.get("headers")
+                if type(ts) is not int or ts < 0:
+                    raise KafkaException(KafkaError(KafkaError._BAD_ARG, "produce_batch: timestamp %r is not "
+                                                    "milliseconds since the epoch" % (ts,)))
+                if ts or hdrs:
+                    alone[i] = (ts,) + (_headers(hdrs) if hdrs else (None, None))
         if not values:
             return 0
         self._handle()
         with self._lock:
             self._send_all()
-            for i in range(0, len(values), _BATCH):
-                s = slice(i, i + _BATCH)
-                self._submit(topic, tuple(values[s]), tuple(keys[s]), tuple(parts[s]), tuple(cbs[s]))
-        return len(values)
+            # Runs of up to _BATCH records between those that cross alone, in order.
+            i = 0
+            for j in sorted(alone) + [n]:
+                for k in range(i, j, _BATCH):
+                    s = slice(k, min(k + _BATCH, j))
+                    self._submit(topic, tuple(values[s]), tuple(keys[s]), tuple(parts[s]), tuple(cbs[s]))
+                if j < n:
+                    ts, harr, kept = alone[j]
+                    self._submit(topic, (values[j],), (keys[j],), (parts[j],), (cbs[j],), harr, kept, ts)
+                i = j + 1
+        return n
 
     def _serve(self, timeout_ms):
         """Takes the delivery reports ready (waiting up to timeout_ms for one) and calls their

@@ -425,6 +425,37 @@ def test_produce_timestamp(brokers, topic_name):
     assert got[2].key() == b"k" and got[2].headers() == [("h", b"1")]
 
 
+def test_produce_batch_headers_and_timestamps(brokers, topic_name):
+    """produce_batch takes "headers" and "timestamp" per message: those records cross alone,
+    in their place among the others (one partition: the log's order is the batch's), and
+    their reports and consumed messages carry them; a bad timestamp or header buffers none."""
+    make_topic(brokers, topic_name, 1)
+    ts = 1700000000500
+    reports = {}
+    msgs = [{"value": b"p%d" % i} for i in range(2500)]  # runs longer than one crossing (1024)
+    msgs[3] = {"value": b"h", "key": b"k", "headers": {"a": b"1", "b": None}}
+    msgs[1500] = {"value": b"t", "timestamp": ts}
+    msgs[1501] = {"value": b"th", "timestamp": ts + 1, "headers": [("c", b"2")]}
+    msgs[2499] = {"value": b"last", "timestamp": ts + 2}
+    with Producer({"bootstrap.servers": brokers}) as p:
+        for bad in ({"value": b"x", "timestamp": -1}, {"value": b"x", "timestamp": 1.5},
+                    {"value": b"x", "headers": {"k": 5}}):
+            with pytest.raises((KafkaException, TypeError)):
+                p.produce_batch(topic_name, [{"value": b"ok"}, bad])
+        assert p.produce_batch(topic_name, msgs, on_delivery=lambda err, msg: reports.setdefault(
+            msg.value(), (err, msg.timestamp()[1], msg.headers()))) == 2500
+        assert p.flush(30) == 0
+    assert len(reports) == 2500 and b"ok" not in reports and b"x" not in reports
+    assert reports[b"h"][0] is None and reports[b"h"][2] == [("a", b"1"), ("b", None)]
+    assert reports[b"t"][1:] == (ts, None) and reports[b"th"][1:] == (ts + 1, [("c", b"2")])
+    assert reports[b"last"][1] == ts + 2 and reports[b"p0"][1] > ts + 2
+    got = consume_all(brokers, topic_name, 1, 2500)
+    assert [m.value() for m in got] == [m["value"] for m in msgs]
+    assert got[3].key() == b"k" and got[3].headers() == [("a", b"1"), ("b", None)]
+    assert [m.timestamp()[1] for m in got[1500:1502]] + [got[2499].timestamp()[1]] == [ts, ts + 1, ts + 2]
+    assert got[1501].headers() == [("c", b"2")] and got[0].headers() is None
+
+
 def test_threads_add_topics(brokers, topic_name):
     """Threads producing plain records each to a topic of its own and to a shared one, the
     producer learning its topics while they run: every record is delivered once."""

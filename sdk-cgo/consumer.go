@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -44,6 +45,12 @@ type consumer struct {
 	lastCommit time.Time
 	asyncErr   error // the last failed asynchronous commit, returned by the next commit
 
+	// Outcomes of asynchronous commits for C's offset commit callback
+	// (spool_conf_set_offset_commit_cb), in the order the commits were made: queued by the
+	// SDK's commit goroutine, taken by the shim inside poll and close.
+	commitCb bool // a callback is set: failures go to it, not to asyncErr
+	commits  []commitOutcome
+
 	// Rebalance events for C's callback (spool_conf_set_rebalance_cb): queued by the group's
 	// goroutine, taken by the shim inside poll and close on the caller's thread.
 	rebalance bool // a callback is set
@@ -52,6 +59,12 @@ type consumer struct {
 	lastID    C.uintptr_t
 	wake      context.CancelFunc // ends wakeCtx: a poll waiting in the SDK returns to serve events
 	wakeCtx   context.Context
+}
+
+// commitOutcome is one call of C's offset commit callback.
+type commitOutcome struct {
+	err     error
+	offsets map[string]map[int32]int64
 }
 
 // rebalanceEvent is one call of C's rebalance callback.
@@ -63,13 +76,13 @@ type rebalanceEvent struct {
 }
 
 //export spoolgo_consumer_new
-func spoolgo_consumer_new(confH C.uintptr_t, hasRebalance C.int, errstr *C.char, size C.size_t) C.uintptr_t {
+func spoolgo_consumer_new(confH C.uintptr_t, hasRebalance, hasCommitCb C.int, errstr *C.char, size C.size_t) C.uintptr_t {
 	sc := checkedConf(confH, "spool_consumer_new", errstr, size)
 	if sc == nil {
 		return 0
 	}
 	c := &consumer{conf: sc, autoCommit: true, every: 5 * time.Second, handed: map[tp]int64{}, lastCommit: time.Now(),
-		rebalance: hasRebalance != 0}
+		rebalance: hasRebalance != 0, commitCb: hasCommitCb != 0}
 	c.wakeCtx, c.wake = context.WithCancel(context.Background())
 	_, c.group = sc.Get("group.id")
 	if v, ok := sc.Get("enable.auto.commit"); ok {
@@ -191,40 +204,48 @@ func spoolgo_consumer_take_rebalance(h C.uintptr_t, what *C.int, parts **C.spool
 	c.events = c.events[1:]
 	c.serving = ev
 	c.mu.Unlock()
-	// One block: the array, then the NUL-terminated names; the shim frees it.
-	n, size := 0, 0
-	for t, ps := range ev.ps {
+	n := 0
+	for _, ps := range ev.ps {
 		n += len(ps)
+	}
+	block, arr, names := topicBlock[C.spool_topic_partition_t](slices.Collect(maps.Keys(ev.ps)), n)
+	i := 0
+	for _, t := range slices.Sorted(maps.Keys(ev.ps)) {
+		for _, p := range slices.Sorted(slices.Values(ev.ps[t])) {
+			arr[i] = C.spool_topic_partition_t{topic: names[t], partition: C.int32_t(p)}
+			i++
+		}
+	}
+	*what, *parts, *count = ev.what, block, C.size_t(n)
+	return ev.id
+}
+
+// topicBlock mallocs one block for C: n zeroed elements of T, then the NUL-terminated names
+// of topics, which names maps to; the caller fills the elements and C frees block (arr's
+// start, even when n is 0).
+func topicBlock[T any](topics []string, n int) (block *T, arr []T, names map[string]*C.char) {
+	var zero T
+	size := 0
+	for _, t := range topics {
 		size += len(t) + 1
 	}
-	arrBytes := n * int(unsafe.Sizeof(C.spool_topic_partition_t{}))
+	arrBytes := n * int(unsafe.Sizeof(zero))
 	base := C.malloc(C.size_t(arrBytes + size + 1))
 	if base == nil {
 		panic("libspool: out of memory")
 	}
 	// Zeroed before the typed stores (see fillMessage): malloc'd memory may hold stale pointers.
 	clear(unsafe.Slice((*byte)(base), arrBytes))
-	arr := unsafe.Slice((*C.spool_topic_partition_t)(base), n)
-	names := unsafe.Slice((*byte)(unsafe.Add(base, arrBytes)), size+1)
-	i, at := 0, 0
-	topics := make([]string, 0, len(ev.ps))
-	for t := range ev.ps {
-		topics = append(topics, t)
-	}
-	slices.Sort(topics)
+	buf := unsafe.Slice((*byte)(unsafe.Add(base, arrBytes)), size+1)
+	names = make(map[string]*C.char, len(topics))
+	at := 0
 	for _, t := range topics {
-		name := (*C.char)(unsafe.Pointer(&names[at]))
-		at += copy(names[at:], t)
-		names[at] = 0
+		names[t] = (*C.char)(unsafe.Pointer(&buf[at]))
+		at += copy(buf[at:], t)
+		buf[at] = 0
 		at++
-		ps := slices.Sorted(slices.Values(ev.ps[t]))
-		for _, p := range ps {
-			arr[i] = C.spool_topic_partition_t{topic: name, partition: C.int32_t(p)}
-			i++
-		}
 	}
-	*what, *parts, *count = ev.what, (*C.spool_topic_partition_t)(base), C.size_t(n)
-	return ev.id
+	return (*T)(base), unsafe.Slice((*T)(base), n), names
 }
 
 //export spoolgo_consumer_rebalance_done
@@ -416,16 +437,59 @@ func (c *consumer) offsetsLocked() map[string]map[int32]int64 {
 
 func (c *consumer) commitAsyncLocked() {
 	c.lastCommit, c.dirty = time.Now(), false
-	c.cl.CommitAsync(c.offsetsLocked(), c.asyncDone)
+	offsets := c.offsetsLocked()
+	c.cl.CommitAsync(offsets, c.asyncDone(offsets))
 }
 
-// asyncDone keeps an asynchronous commit's failure for the next commit or close to return.
-func (c *consumer) asyncDone(err error) {
-	if err != nil {
+// asyncDone is what an asynchronous commit of offsets calls when it has finished: its
+// outcome is queued for C's offset commit callback, or without one a failure is kept for the
+// next commit or close to return. The SDK makes asynchronous commits one at a time, in
+// order, so the queue keeps the order of the calls.
+func (c *consumer) asyncDone(offsets map[string]map[int32]int64) func(error) {
+	return func(err error) {
 		c.mu.Lock()
-		c.asyncErr = err
-		c.mu.Unlock()
+		defer c.mu.Unlock()
+		if c.commitCb {
+			c.commits = append(c.commits, commitOutcome{err, offsets})
+		} else if err != nil {
+			c.asyncErr = err
+		}
 	}
+}
+
+// spoolgo_consumer_take_commit takes the oldest commit outcome queued for C's offset commit
+// callback: its code, and its offsets as one malloc'd block (the array, then the
+// NUL-terminated topics) that the shim frees. 0 when none is queued.
+//
+//export spoolgo_consumer_take_commit
+func spoolgo_consumer_take_commit(h C.uintptr_t, code *C.int, offs **C.spool_topic_partition_offset_t, count *C.size_t) C.int {
+	c := value[consumer](h)
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	if len(c.commits) == 0 {
+		c.mu.Unlock()
+		return 0
+	}
+	o := c.commits[0]
+	c.commits[0] = commitOutcome{}
+	c.commits = c.commits[1:]
+	c.mu.Unlock()
+	n := 0
+	for _, ps := range o.offsets {
+		n += len(ps)
+	}
+	block, arr, names := topicBlock[C.spool_topic_partition_offset_t](slices.Collect(maps.Keys(o.offsets)), n)
+	i := 0
+	for _, t := range slices.Sorted(maps.Keys(o.offsets)) {
+		for _, p := range slices.Sorted(maps.Keys(o.offsets[t])) {
+			arr[i] = C.spool_topic_partition_offset_t{topic: names[t], partition: C.int32_t(p), offset: C.int64_t(o.offsets[t][p])}
+			i++
+		}
+	}
+	*code, *offs, *count = errCode(o.err), block, C.size_t(n)
+	return 1
 }
 
 // commitSync commits what C took, and returns that error or an earlier asynchronous one.
@@ -504,7 +568,7 @@ func spoolgo_consumer_commit_offsets(h C.uintptr_t, offs *C.spool_topic_partitio
 		return errCode(prev)
 	}
 	if async != 0 {
-		cl.CommitAsync(offsets, c.asyncDone)
+		cl.CommitAsync(offsets, c.asyncDone(offsets))
 		return errCode(prev)
 	}
 	return errCode(errors.Join(cl.CommitOffsets(context.Background(), offsets), prev))

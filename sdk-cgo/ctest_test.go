@@ -284,7 +284,7 @@ func TestC(t *testing.T) {
 			}
 
 			// topic has three partitions of about n/3 records each, read by no group yet.
-			run("offsets", b.Addr, topic, "g-offsets-"+r.name)
+			t.Log(strings.TrimSpace(run("offsets", b.Addr, topic, "g-offsets-"+r.name)))
 			offs, err := admin.Admin().GroupLag(ctx, "g-offsets-"+r.name)
 			if err != nil {
 				t.Fatal(err)

@@ -53,6 +53,7 @@ spool_conf_t *spool_conf_dup(const spool_conf_t *conf) {
     if (dup == NULL) return NULL;
     dup->dr_cb = __atomic_load_n(&conf->dr_cb, __ATOMIC_ACQUIRE);
     dup->rebalance_cb = __atomic_load_n(&conf->rebalance_cb, __ATOMIC_ACQUIRE);
+    dup->offset_commit_cb = __atomic_load_n(&conf->offset_commit_cb, __ATOMIC_ACQUIRE);
     dup->opaque = __atomic_load_n(&conf->opaque, __ATOMIC_ACQUIRE);
     dup->h = spoolgo_conf_dup(conf->h);
     return dup;
@@ -82,6 +83,10 @@ void spool_conf_set_dr_cb(spool_conf_t *conf, spool_dr_cb_t dr_cb) {
 
 void spool_conf_set_rebalance_cb(spool_conf_t *conf, spool_rebalance_cb_t rebalance_cb) {
     if (conf != NULL) __atomic_store_n(&conf->rebalance_cb, rebalance_cb, __ATOMIC_RELEASE);
+}
+
+void spool_conf_set_offset_commit_cb(spool_conf_t *conf, spool_offset_commit_cb_t offset_commit_cb) {
+    if (conf != NULL) __atomic_store_n(&conf->offset_commit_cb, offset_commit_cb, __ATOMIC_RELEASE);
 }
 
 void spool_conf_set_opaque(spool_conf_t *conf, void *opaque) {
@@ -222,8 +227,10 @@ spool_consumer_t *spool_consumer_new(spool_conf_t *conf, char *errstr, size_t er
     spool_consumer_t *c = alloc_handle(conf, sizeof *c, "spool_consumer_new", errstr, errstr_size);
     if (c == NULL) return NULL;
     c->rebalance_cb = __atomic_load_n(&conf->rebalance_cb, __ATOMIC_ACQUIRE);
+    c->offset_commit_cb = __atomic_load_n(&conf->offset_commit_cb, __ATOMIC_ACQUIRE);
     c->opaque = __atomic_load_n(&conf->opaque, __ATOMIC_ACQUIRE);
-    c->h = spoolgo_consumer_new(conf->h, c->rebalance_cb != NULL, errstr, errstr_size);
+    c->h = spoolgo_consumer_new(conf->h, c->rebalance_cb != NULL, c->offset_commit_cb != NULL,
+                                errstr, errstr_size);
     if (c->h == 0) {
         free(c);
         return NULL;
@@ -271,6 +278,26 @@ static void serve_rebalance(spool_consumer_t *c) {
     }
 }
 
+/* serve_commits calls the offset commit callback for every commit outcome the Go side
+ * queued, in the order the commits were made, on this thread. */
+static void serve_commits(spool_consumer_t *c) {
+    if (c->offset_commit_cb == NULL) return;
+    for (;;) {
+        spool_topic_partition_offset_t *offsets = NULL; /* one block: the array, then the names */
+        size_t count = 0;
+        int err = 0;
+        if (!spoolgo_consumer_take_commit(c->h, &err, &offsets, &count)) return;
+        c->offset_commit_cb(c, err, offsets, count, c->opaque);
+        free(offsets);
+    }
+}
+
+/* serve_events serves what the Go side queued for the callbacks. */
+static void serve_events(spool_consumer_t *c) {
+    serve_rebalance(c);
+    serve_commits(c);
+}
+
 /* now_ms is a monotonic clock in milliseconds, for what is left of a poll's timeout. */
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -293,9 +320,9 @@ spool_message_t *spool_consumer_poll(spool_consumer_t *c, int timeout_ms) {
     int64_t start = now_ms();
     for (;;) {
         int woken = 0;
-        serve_rebalance(c);
+        serve_events(c);
         spool_message_t *m = spoolgo_consumer_poll(c->h, left_ms(timeout_ms, start), &woken);
-        serve_rebalance(c);
+        serve_events(c);
         if (m != NULL || !woken || left_ms(timeout_ms, start) == 0) return m;
     }
 }
@@ -306,9 +333,9 @@ size_t spool_consumer_poll_batch(spool_consumer_t *c, int timeout_ms, spool_mess
     int64_t start = now_ms();
     for (;;) {
         int woken = 0;
-        serve_rebalance(c);
+        serve_events(c);
         size_t n = spoolgo_consumer_poll_batch(c->h, left_ms(timeout_ms, start), msgs, max, &woken);
-        serve_rebalance(c);
+        serve_events(c);
         if (n > 0 || !woken || left_ms(timeout_ms, start) == 0) return n;
     }
 }
@@ -335,10 +362,11 @@ static spool_err_t close_consumer(spool_consumer_t *c) {
     spool_err_t err = spoolgo_consumer_close_start(c->h);
     if (c->rebalance_cb == NULL) {
         spoolgo_consumer_close_wait(c->h, -1);
+        serve_commits(c); /* the outcomes of commits that finished while closing */
         return err;
     }
-    while (!spoolgo_consumer_close_wait(c->h, 10)) serve_rebalance(c);
-    serve_rebalance(c);
+    while (!spoolgo_consumer_close_wait(c->h, 10)) serve_events(c);
+    serve_events(c);
     return err;
 }
 

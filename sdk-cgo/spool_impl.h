@@ -16,6 +16,7 @@ struct spool_conf_s {
     uintptr_t h;
     spool_dr_cb_t dr_cb;
     spool_rebalance_cb_t rebalance_cb;
+    spool_offset_commit_cb_t offset_commit_cb;
     void *opaque;
 };
 
@@ -94,6 +95,7 @@ uint64_t spoolring_appended(spoolring_t *r);
 struct spool_consumer_s {
     uintptr_t h;
     spool_rebalance_cb_t rebalance_cb;
+    spool_offset_commit_cb_t offset_commit_cb;
     void *opaque;
 };
 

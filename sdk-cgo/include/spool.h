@@ -176,6 +176,32 @@ typedef void (*spool_rebalance_cb_t)(spool_consumer_t *consumer, spool_rebalance
 /* Sets the rebalance callback (NULL: none). */
 void spool_conf_set_rebalance_cb(spool_conf_t *conf, spool_rebalance_cb_t rebalance_cb);
 
+/* A partition's offset to commit: the offset of the next record to read there (the last one
+ * processed + 1), as Kafka commits it. topic is NUL-terminated. */
+typedef struct spool_topic_partition_offset_s {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+} spool_topic_partition_offset_t;
+
+/* An offset commit callback of a group consumer (librdkafka's offset_commit_cb): the outcome
+ * of a commit made in the background (enable.auto.commit) or by an asynchronous call
+ * (spool_consumer_commit or spool_consumer_commit_offsets with async), with err
+ * SPOOL_ERR_NO_ERROR when the group stored every offset, else why not, and what the commit
+ * asked for in offsets[0] to offsets[count-1] (topics NUL-terminated; the array is valid
+ * during the call only), with the conf's opaque. It runs only inside spool_consumer_poll,
+ * spool_consumer_poll_batch, spool_consumer_poll_packed, spool_consumer_close or
+ * spool_consumer_destroy, on the caller's thread, once per commit, in the order the commits
+ * were made. With it set, an asynchronous commit's failure goes to it and is not returned by
+ * the next commit. Synchronous commits return their outcome and are not reported to it
+ * (librdkafka reports those too). It may commit; it must not close or destroy the consumer. */
+typedef void (*spool_offset_commit_cb_t)(spool_consumer_t *consumer, spool_err_t err,
+                                         const spool_topic_partition_offset_t *offsets,
+                                         size_t count, void *opaque);
+
+/* Sets the offset commit callback (NULL: none). */
+void spool_conf_set_offset_commit_cb(spool_conf_t *conf, spool_offset_commit_cb_t offset_commit_cb);
+
 /* Frees conf. NULL is a no-op. */
 void spool_conf_destroy(spool_conf_t *conf);
 
@@ -335,16 +361,9 @@ size_t spool_consumer_poll_batch(spool_consumer_t *consumer, int timeout_ms,
 
 /* Commits, for each partition, the offset after the last record spool_consumer_poll
  * returned. async 0: waits for the broker's answer; otherwise returns at once, and a
- * failure is returned by the next commit or close. SPOOL_ERR__STATE without a group. */
+ * failure goes to the offset commit callback, or without one is returned by the next commit
+ * or close. SPOOL_ERR__STATE without a group. */
 spool_err_t spool_consumer_commit(spool_consumer_t *consumer, int async);
-
-/* A partition's offset to commit: the offset of the next record to read there (the last one
- * processed + 1), as Kafka commits it. topic is NUL-terminated. */
-typedef struct spool_topic_partition_offset_s {
-    const char *topic;
-    int32_t partition;
-    int64_t offset;
-} spool_topic_partition_offset_t;
 
 /* Commits the offsets given, offsets[0] to offsets[count-1], instead of what poll returned
  * (librdkafka's rd_kafka_commit with a list): for committing a record once it is processed,

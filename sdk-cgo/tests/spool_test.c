@@ -7,7 +7,8 @@
  *                                    the queue's bounds (SPOOL_ERR__QUEUE_FULL)
  *   consume  BROKER TOPIC N PARTS    the N records back from PARTS partitions, by assign
  *   group    BROKER TOPIC N GROUP    two consumers of one group share the N records
- *   offsets  BROKER TOPIC GROUP      a consumer commits offsets it chooses (three partitions);
+ *   offsets  BROKER TOPIC GROUP      a consumer commits offsets it chooses (three partitions),
+ *                                    its offset commit callback told of the asynchronous ones;
  *                                    the next member of its group starts from them
  *   down     BROKER                  a producer whose broker is down gets failed reports
  *   threads  BROKER TOPIC N          4 threads produce N records through one producer while
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <spool.h>
 
@@ -88,6 +90,7 @@ static void api(const char *broker) {
 
     /* NULL handles and arguments */
     spool_conf_set_dr_cb(NULL, NULL);
+    spool_conf_set_offset_commit_cb(NULL, NULL);
     spool_conf_set_opaque(NULL, NULL);
     spool_conf_destroy(NULL);
     CHECK(spool_producer_new(NULL, errstr, sizeof errstr) == NULL);
@@ -573,13 +576,42 @@ static void first_offsets(const char *broker, const char *topic, const char *gro
     spool_consumer_destroy(c);
 }
 
+/* The offset commit callback's calls, in order: err, then partition:offset pairs. */
+struct commits {
+    spool_consumer_t *consumer;
+    int calls;
+    spool_err_t errs[8];
+    char log[512];
+};
+
+static void on_commit(spool_consumer_t *c, spool_err_t err, const spool_topic_partition_offset_t *offsets,
+                      size_t count, void *opaque) {
+    struct commits *cs = opaque;
+    CHECK(c == cs->consumer);
+    if (cs->calls < 8) cs->errs[cs->calls] = err;
+    cs->calls++;
+    size_t at = strlen(cs->log);
+    at += (size_t)snprintf(cs->log + at, sizeof cs->log - at, "%s", at ? ";" : "");
+    for (size_t i = 0; i < count; i++) {
+        CHECK(offsets[i].topic != NULL && strlen(offsets[i].topic) > 0);
+        at += (size_t)snprintf(cs->log + at, sizeof cs->log - at, " %d:%" PRId64, (int)offsets[i].partition,
+                               offsets[i].offset);
+    }
+}
+
 static void offsets(const char *broker, const char *topic, const char *group_id) {
     int64_t first[3];
     first_offsets(broker, topic, group_id, first); /* nothing committed: from the start */
     CHECK(first[0] == 0 && first[1] == 0 && first[2] == 0);
 
-    const char *kv[] = {"group.id", group_id, "enable.auto.commit", "false", NULL};
-    spool_consumer_t *c = spool_consumer_new(conf_with(broker, kv), errstr, sizeof errstr);
+    /* A short request timeout: the refused commit below is retried (UNKNOWN_TOPIC_OR_PARTITION
+     * is retriable) until it runs out. */
+    const char *kv[] = {"group.id", group_id, "enable.auto.commit", "false", "request.timeout.ms", "3000", NULL};
+    struct commits cs = {0};
+    spool_conf_t *conf = conf_with(broker, kv);
+    spool_conf_set_offset_commit_cb(conf, on_commit);
+    spool_conf_set_opaque(conf, &cs);
+    spool_consumer_t *c = cs.consumer = spool_consumer_new(conf, errstr, sizeof errstr);
     CHECK(c != NULL);
     const char *topics[] = {topic};
     spool_topic_partition_offset_t want[3] = {{topic, 0, 5}, {topic, 1, 7}, {topic, 2, 3}};
@@ -590,16 +622,33 @@ static void offsets(const char *broker, const char *topic, const char *group_id)
     CHECK(m != NULL); /* a member of the group now */
     spool_message_destroy(m);
     CHECK_ERR(spool_consumer_commit_offsets(c, want, 0, 0), SPOOL_ERR_NO_ERROR); /* nothing */
-    CHECK_ERR(spool_consumer_commit_offsets(c, want, 2, 1), SPOOL_ERR_NO_ERROR); /* async */
+    /* Asynchronous commits report to the callback, in order, inside a later poll: one that
+     * the group refuses (a partition the topic does not have), then one it stores. */
+    spool_topic_partition_offset_t missing = {topic, 9, 1};
+    CHECK_ERR(spool_consumer_commit_offsets(c, &missing, 1, 1), SPOOL_ERR_NO_ERROR);
+    CHECK_ERR(spool_consumer_commit_offsets(c, want, 2, 1), SPOOL_ERR_NO_ERROR);
+    CHECK(cs.calls == 0); /* only inside poll and close */
+    for (time_t end = time(NULL) + 30; cs.calls < 2 && time(NULL) < end;) {
+        m = spool_consumer_poll(c, 20); /* records come back at once, until the topic's end */
+        if (m != NULL) spool_message_destroy(m);
+    }
+    if (cs.calls != 2 || cs.errs[0] == SPOOL_ERR_NO_ERROR || cs.errs[1] != SPOOL_ERR_NO_ERROR ||
+        strcmp(cs.log, " 9:1; 0:5 1:7") != 0) {
+        fprintf(stderr, "offset commit callback: %d calls (errors %d, %d) of \"%s\", want 2 (a failure, then "
+                "none) of \" 9:1; 0:5 1:7\"\n", cs.calls, (int)cs.errs[0], (int)cs.errs[1], cs.log);
+        exit(1);
+    }
+    /* The refused one went to the callback, so the next commit does not return it. */
     CHECK_ERR(spool_consumer_commit_offsets(c, &want[2], 1, 0), SPOOL_ERR_NO_ERROR);
-    CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR); /* waits for the async commit */
+    CHECK(cs.calls == 2); /* a synchronous commit returns its outcome instead */
+    CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR);
     CHECK_ERR(spool_consumer_commit_offsets(c, want, 3, 0), SPOOL_ERR__CLOSED);
     spool_consumer_destroy(c);
 
     first_offsets(broker, topic, group_id, first);
     for (int p = 0; p < 3; p++) CHECK(first[p] == want[p].offset);
-    printf("offsets: the next member started at %" PRId64 ", %" PRId64 ", %" PRId64 "\n", first[0],
-           first[1], first[2]);
+    printf("offsets: the next member started at %" PRId64 ", %" PRId64 ", %" PRId64
+           "; the refused commit was reported as %s\n", first[0], first[1], first[2], spool_err2str(cs.errs[0]));
 }
 
 /* ---- down ---- */

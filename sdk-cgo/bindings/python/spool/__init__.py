@@ -763,7 +763,9 @@ class Producer:
 
 class Consumer:
     """Consumer(conf): with "group.id", subscribe() joins the group; without, assign()
-    chooses partitions. Iterating yields messages until close()."""
+    chooses partitions. Iterating yields messages until close(). conf may hold "on_commit",
+    called as on_commit(err, [TopicPartition]) inside poll(), consume() and close() with the
+    outcome of each automatic or asynchronous commit (err None when it succeeded)."""
 
     def __init__(self, conf):
         self._c = None
@@ -776,11 +778,23 @@ class Consumer:
         # and return them one by one. In a group it takes one: the library commits what it
         # handed over, which must be only what the application got.
         self._ahead = 1 if "group.id" in conf else 1024
-        c = _new_conf(conf, set())
+        self._on_commit = conf.get("on_commit")
+        c = _new_conf(conf, {"on_commit"})
         if "group.id" in conf:
             self._rb = L.REBALANCE_CB(self._on_rebalance)  # kept alive as long as the consumer
             L.spool_conf_set_rebalance_cb(c, self._rb)
+            if self._on_commit is not None:
+                self._cc = L.OFFSET_COMMIT_CB(self._on_committed)
+                L.spool_conf_set_offset_commit_cb(c, self._cc)
         self._c = _new_handle(L.spool_consumer_new, c)
+
+    def _on_committed(self, _consumer, code, offsets, count, _opaque):
+        """Runs inside poll(), consume() and close(), on their thread: on_commit(err, partitions)."""
+        try:
+            tps = [TopicPartition(offsets[i].topic.decode(), offsets[i].partition, offsets[i].offset) for i in range(count)]
+            self._on_commit(KafkaError(code) if code else None, tps)
+        except BaseException as e:  # re-raised by the call that served it: ctypes cannot carry it
+            self._errors.append(e)
 
     def _on_rebalance(self, _consumer, what, parts, count, _opaque):
         """Runs inside poll(), consume() and close(), on their thread; the callbacks of

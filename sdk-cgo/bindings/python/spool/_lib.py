@@ -68,6 +68,7 @@ class TopicPartitionOffsetC(ctypes.Structure):
 
 REBALANCE_ASSIGN, REBALANCE_REVOKE, REBALANCE_LOST = 1, 2, 3
 REBALANCE_CB = ctypes.CFUNCTYPE(None, P, c_int, ctypes.POINTER(TopicPartitionC), c_size_t, c_void_p)
+OFFSET_COMMIT_CB = ctypes.CFUNCTYPE(None, P, c_int, ctypes.POINTER(TopicPartitionOffsetC), c_size_t, c_void_p)
 
 
 def _fn(name, restype, *argtypes):
@@ -84,6 +85,7 @@ spool_conf_new = _fn("spool_conf_new", P)
 spool_conf_set = _fn("spool_conf_set", c_int, P, c_char_p, c_char_p, c_char_p, c_size_t)
 spool_conf_set_dr_cb = _fn("spool_conf_set_dr_cb", None, P, DR_CB)
 spool_conf_set_rebalance_cb = _fn("spool_conf_set_rebalance_cb", None, P, REBALANCE_CB)
+spool_conf_set_offset_commit_cb = _fn("spool_conf_set_offset_commit_cb", None, P, OFFSET_COMMIT_CB)
 spool_conf_destroy = _fn("spool_conf_destroy", None, P)
 
 spool_producer_new = _fn("spool_producer_new", P, P, c_char_p, c_size_t)

@@ -399,6 +399,25 @@ def test_commit_message_and_offsets(brokers, topic_name):
         assert [(tp.topic, tp.partition, tp.offset) for tp in done] == [(topic_name, 0, m.offset() + 1)]
     assert first_offsets() == {0: m.offset() + 1, 1: 9}
 
+    # on_commit is told of every asynchronous commit, in order, inside poll() (or close());
+    # not of a synchronous one, whose outcome its call returns.
+    commits = []
+    with Consumer({**conf, "on_commit": lambda err, tps: commits.append(
+            (err, [(tp.topic, tp.partition, tp.offset) for tp in tps]))}) as c:
+        c.subscribe([topic_name])
+        m, deadline = None, time.monotonic() + 30
+        while m is None and time.monotonic() < deadline:
+            m = c.poll(0.1)
+        assert m is not None and m.error() is None
+        c.commit(offsets=[TopicPartition(topic_name, 1, 12)], asynchronous=False)
+        c.commit(offsets=[TopicPartition(topic_name, 1, 11)])
+        c.commit(message=m)
+        assert commits == []  # not from the commit calls themselves
+        deadline = time.monotonic() + 30
+        while len(commits) < 2 and time.monotonic() < deadline:
+            c.poll(0.05)
+    assert commits == [(None, [(topic_name, 1, 11)]), (None, [(topic_name, m.partition(), m.offset() + 1)])]
+
 
 def test_produce_timestamp(brokers, topic_name):
     """produce(timestamp=ms) gives the record its CreateTime, with or without headers, in

@@ -45,10 +45,10 @@ type consumer struct {
 	lastCommit time.Time
 	asyncErr   error // the last failed asynchronous commit, returned by the next commit
 
-	// Outcomes of asynchronous commits for C's offset commit callback
-	// (spool_conf_set_offset_commit_cb), in the order the commits were made: queued by the
-	// SDK's commit goroutine, taken by the shim inside poll and close.
-	commitCb bool // a callback is set: failures go to it, not to asyncErr
+	// Outcomes of commits for C's offset commit callback (spool_conf_set_offset_commit_cb),
+	// in the order they finished: queued by the goroutine that committed, taken by the shim
+	// inside poll and close.
+	commitCb bool // a callback is set: asynchronous failures go to it, not to asyncErr
 	commits  []commitOutcome
 
 	// Rebalance events for C's callback (spool_conf_set_rebalance_cb): queued by the group's
@@ -149,7 +149,7 @@ func (c *consumer) revoked(ctx context.Context, ps map[string][]int32) {
 	if c.autoCommit && len(offsets) > 0 && cl != nil {
 		// The group goes on without this commit when it fails; the partition's next owner
 		// then reads from the last committed offset again.
-		_ = cl.CommitOffsets(ctx, offsets)
+		c.reported(offsets, cl.CommitOffsets(ctx, offsets))
 	}
 	c.queueRebalance(ctx, C.SPOOL_REBALANCE_REVOKE, ps, true)
 }
@@ -442,19 +442,31 @@ func (c *consumer) commitAsyncLocked() {
 }
 
 // asyncDone is what an asynchronous commit of offsets calls when it has finished: its
-// outcome is queued for C's offset commit callback, or without one a failure is kept for the
-// next commit or close to return. The SDK makes asynchronous commits one at a time, in
-// order, so the queue keeps the order of the calls.
+// outcome goes to C's offset commit callback, or without one a failure is kept for the next
+// commit or close to return. The SDK makes asynchronous commits one at a time, in order.
 func (c *consumer) asyncDone(offsets map[string]map[int32]int64) func(error) {
 	return func(err error) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
 		if c.commitCb {
-			c.commits = append(c.commits, commitOutcome{err, offsets})
-		} else if err != nil {
+			c.reported(offsets, err)
+			return
+		}
+		if err != nil {
+			c.mu.Lock()
 			c.asyncErr = err
+			c.mu.Unlock()
 		}
 	}
+}
+
+// reported queues the outcome of a commit of offsets for C's offset commit callback, when
+// one is set and offsets is not empty, and returns err.
+func (c *consumer) reported(offsets map[string]map[int32]int64, err error) error {
+	if c.commitCb && len(offsets) > 0 {
+		c.mu.Lock()
+		c.commits = append(c.commits, commitOutcome{err, offsets})
+		c.mu.Unlock()
+	}
+	return err
 }
 
 // spoolgo_consumer_take_commit takes the oldest commit outcome queued for C's offset commit
@@ -501,7 +513,7 @@ func (c *consumer) commitSync() error {
 	if cl == nil {
 		return fmt.Errorf("%w: commit before subscribe", errStateSentinel)
 	}
-	err := cl.CommitOffsets(context.Background(), offsets)
+	err := c.reported(offsets, cl.CommitOffsets(context.Background(), offsets))
 	return errors.Join(err, prev)
 }
 
@@ -571,7 +583,7 @@ func spoolgo_consumer_commit_offsets(h C.uintptr_t, offs *C.spool_topic_partitio
 		cl.CommitAsync(offsets, c.asyncDone(offsets))
 		return errCode(prev)
 	}
-	return errCode(errors.Join(cl.CommitOffsets(context.Background(), offsets), prev))
+	return errCode(errors.Join(c.reported(offsets, cl.CommitOffsets(context.Background(), offsets)), prev))
 }
 
 // spoolgo_consumer_close_start commits (with auto commit) and starts closing the client in

@@ -185,16 +185,17 @@ typedef struct spool_topic_partition_offset_s {
 } spool_topic_partition_offset_t;
 
 /* An offset commit callback of a group consumer (librdkafka's offset_commit_cb): the outcome
- * of a commit made in the background (enable.auto.commit) or by an asynchronous call
- * (spool_consumer_commit or spool_consumer_commit_offsets with async), with err
- * SPOOL_ERR_NO_ERROR when the group stored every offset, else why not, and what the commit
- * asked for in offsets[0] to offsets[count-1] (topics NUL-terminated; the array is valid
- * during the call only), with the conf's opaque. It runs only inside spool_consumer_poll,
- * spool_consumer_poll_batch, spool_consumer_poll_packed, spool_consumer_close or
- * spool_consumer_destroy, on the caller's thread, once per commit, in the order the commits
- * were made. With it set, an asynchronous commit's failure goes to it and is not returned by
- * the next commit. Synchronous commits return their outcome and are not reported to it
- * (librdkafka reports those too). It may commit; it must not close or destroy the consumer. */
+ * of each commit of the consumer's (automatic with enable.auto.commit, before a revocation
+ * and on close, or by spool_consumer_commit and spool_consumer_commit_offsets, synchronous
+ * or not), with err SPOOL_ERR_NO_ERROR when the group stored every offset, else why not, and
+ * what the commit asked for in offsets[0] to offsets[count-1] (topics NUL-terminated; the
+ * array is valid during the call only), with the conf's opaque. A commit of nothing is not
+ * reported. It runs only inside spool_consumer_poll, spool_consumer_poll_batch,
+ * spool_consumer_poll_packed, spool_consumer_close or spool_consumer_destroy, on the
+ * caller's thread, once per commit, in the order the commits finished; a synchronous call
+ * also returns its outcome. With it set, an asynchronous commit's failure goes to it and is
+ * not returned by the next commit. It may commit; it must not close or destroy the
+ * consumer. */
 typedef void (*spool_offset_commit_cb_t)(spool_consumer_t *consumer, spool_err_t err,
                                          const spool_topic_partition_offset_t *offsets,
                                          size_t count, void *opaque);

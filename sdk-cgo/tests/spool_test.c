@@ -8,7 +8,7 @@
  *   consume  BROKER TOPIC N PARTS    the N records back from PARTS partitions, by assign
  *   group    BROKER TOPIC N GROUP    two consumers of one group share the N records
  *   offsets  BROKER TOPIC GROUP      a consumer commits offsets it chooses (three partitions),
- *                                    its offset commit callback told of the asynchronous ones;
+ *                                    its offset commit callback told of each commit;
  *                                    the next member of its group starts from them
  *   down     BROKER                  a producer whose broker is down gets failed reports
  *   threads  BROKER TOPIC N          4 threads produce N records through one producer while
@@ -622,7 +622,7 @@ static void offsets(const char *broker, const char *topic, const char *group_id)
     CHECK(m != NULL); /* a member of the group now */
     spool_message_destroy(m);
     CHECK_ERR(spool_consumer_commit_offsets(c, want, 0, 0), SPOOL_ERR_NO_ERROR); /* nothing */
-    /* Asynchronous commits report to the callback, in order, inside a later poll: one that
+    /* Commits report to the callback, in order, inside a later poll: an asynchronous one that
      * the group refuses (a partition the topic does not have), then one it stores. */
     spool_topic_partition_offset_t missing = {topic, 9, 1};
     CHECK_ERR(spool_consumer_commit_offsets(c, &missing, 1, 1), SPOOL_ERR_NO_ERROR);
@@ -638,10 +638,13 @@ static void offsets(const char *broker, const char *topic, const char *group_id)
                 "none) of \" 9:1; 0:5 1:7\"\n", cs.calls, (int)cs.errs[0], (int)cs.errs[1], cs.log);
         exit(1);
     }
-    /* The refused one went to the callback, so the next commit does not return it. */
+    /* The refused one went to the callback, so the next commit does not return it. A
+     * synchronous commit returns its outcome, and reaches the callback too, inside a later
+     * poll or close. */
     CHECK_ERR(spool_consumer_commit_offsets(c, &want[2], 1, 0), SPOOL_ERR_NO_ERROR);
-    CHECK(cs.calls == 2); /* a synchronous commit returns its outcome instead */
+    CHECK(cs.calls == 2);
     CHECK_ERR(spool_consumer_close(c), SPOOL_ERR_NO_ERROR);
+    CHECK(cs.calls == 3 && strcmp(cs.errs[2] == 0 ? cs.log : "", " 9:1; 0:5 1:7; 2:3") == 0);
     CHECK_ERR(spool_consumer_commit_offsets(c, want, 3, 0), SPOOL_ERR__CLOSED);
     spool_consumer_destroy(c);
 

@@ -4,7 +4,7 @@
 // `kafka.consumer({groupId})` (`subscribe`, then `run({eachMessage})`: an async loop) and
 // `kafka.admin()`. README.md lists every difference from KafkaJS.
 const { EventEmitter } = require('node:events');
-const { koffi, fn, DrCb, RebalanceCb, TopicPartition, readMessage } = require('./native');
+const { koffi, fn, DrCb, RebalanceCb, OffsetCommitCb, TopicPartition, TopicPartitionOffset, readMessage } = require('./native');
 
 const PARTITION_UA = -1;
 
@@ -304,6 +304,12 @@ const onRebalance = koffi.register((_consumer, what, parts, count, consumerId) =
   if (c) c._rebalance(what, n > 0 ? koffi.decode(parts, TopicPartition, n) : []);
 }, koffi.pointer(RebalanceCb));
 
+const onCommit = koffi.register((_consumer, err, offsets, count, consumerId) => {
+  const c = consumers.get(Number(consumerId));
+  const n = Number(count);
+  if (c) c._committed(err, n > 0 ? koffi.decode(offsets, TopicPartitionOffset, n) : []);
+}, koffi.pointer(OffsetCommitCb));
+
 // byTopic turns [{topic, partition}] into KafkaJS's {topic: [partitions]}.
 function byTopic(list) {
   const out = {};
@@ -348,6 +354,30 @@ class Consumer extends EventEmitter {
     }
   }
 
+  // A commit of libspool's (automatic, or of commitOffsets), as KafkaJS's COMMIT_OFFSETS
+  // event, with the offsets as strings; a failed one as a CRASH event (restart: true: the
+  // consumer goes on, and the next commit covers those offsets again).
+  _committed(err, list) {
+    const groupId = this.keys['group.id'];
+    try {
+      if (err !== 0) {
+        this.emit(Consumer.events.CRASH, { type: Consumer.events.CRASH, payload: { error: errorOf(err, 'commit'), groupId, restart: true } });
+        return;
+      }
+      const topics = new Map();
+      for (const { topic, partition, offset } of list) {
+        if (!topics.has(topic)) topics.set(topic, []);
+        topics.get(topic).push({ partition, offset: String(offset) });
+      }
+      this.emit(Consumer.events.COMMIT_OFFSETS, {
+        type: Consumer.events.COMMIT_OFFSETS,
+        payload: { groupId, topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })) },
+      });
+    } catch (error) { // a listener's exception: libspool cannot carry it
+      this.emit(Consumer.events.CRASH, { type: Consumer.events.CRASH, payload: { error, groupId, restart: false } });
+    }
+  }
+
   // Checks the configuration; the libspool consumer is made by run, once fromBeginning is
   // known.
   async connect() {
@@ -379,6 +409,7 @@ class Consumer extends EventEmitter {
     });
     const id = nextConsumerId++;
     fn.confSetRebalanceCb(conf, onRebalance);
+    fn.confSetOffsetCommitCb(conf, onCommit);
     fn.confSetOpaque(conf, id);
     this.handle = create(fn.consumerNew, conf);
     this.id = id;
@@ -465,7 +496,9 @@ class Consumer extends EventEmitter {
     consumers.delete(this.id);
   }
 }
-Consumer.events = Object.freeze({ CRASH: 'consumer.crash', GROUP_JOIN: 'consumer.group_join', REBALANCING: 'consumer.rebalancing' });
+Consumer.events = Object.freeze({
+  COMMIT_OFFSETS: 'consumer.commit_offsets', CRASH: 'consumer.crash', GROUP_JOIN: 'consumer.group_join', REBALANCING: 'consumer.rebalancing',
+});
 
 class Admin {
   constructor(keys) {

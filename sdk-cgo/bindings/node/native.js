@@ -77,6 +77,9 @@ const TopicPartition = koffi.struct('spool_topic_partition_t', {
   partition: 'int32_t',
 });
 const RebalanceCb = koffi.proto('void spool_rebalance_cb_t(spool_consumer_t *consumer, int what, spool_topic_partition_t *partitions, size_t count, intptr_t opaque)');
+// The offset commit callback, called as the rebalance callback is.
+const TopicPartitionOffset = koffi.resolve('spool_topic_partition_offset_t');
+const OffsetCommitCb = koffi.proto('void spool_offset_commit_cb_t(spool_consumer_t *consumer, int err, spool_topic_partition_offset_t *offsets, size_t count, intptr_t opaque)');
 
 const fn = {
   version: lib.func('const char *spool_version(void)'),
@@ -87,6 +90,7 @@ const fn = {
   confSet: lib.func('int spool_conf_set(spool_conf_t *conf, const char *key, const char *value, _Out_ char *errstr, size_t errstr_size)'),
   confSetDrCb: lib.func('void spool_conf_set_dr_cb(spool_conf_t *conf, spool_dr_cb_t *cb)'),
   confSetRebalanceCb: lib.func('void spool_conf_set_rebalance_cb(spool_conf_t *conf, spool_rebalance_cb_t *cb)'),
+  confSetOffsetCommitCb: lib.func('void spool_conf_set_offset_commit_cb(spool_conf_t *conf, spool_offset_commit_cb_t *cb)'),
   confSetOpaque: lib.func('void spool_conf_set_opaque(spool_conf_t *conf, intptr_t opaque)'),
   confDestroy: lib.func('void spool_conf_destroy(spool_conf_t *conf)'),
 
@@ -146,4 +150,4 @@ function readMessage(msg) {
   };
 }
 
-module.exports = { koffi, fn, DrCb, RebalanceCb, TopicPartition, Header, Record, readMessage, libraryPath };
+module.exports = { koffi, fn, DrCb, RebalanceCb, OffsetCommitCb, TopicPartition, TopicPartitionOffset, Header, Record, readMessage, libraryPath };

@@ -108,6 +108,9 @@ test('commitOffsets with offsets is where the group resumes', async () => {
   await producer.disconnect();
   const groupId = unique('node-commit-g');
   const consumer = kafka.consumer({ groupId });
+  // Each commit is a COMMIT_OFFSETS event, served while the consumer polls or disconnects.
+  const commits = [];
+  consumer.on(consumer.events.COMMIT_OFFSETS, ({ payload }) => commits.push(payload));
   await consumer.connect();
   await consumer.subscribe({ topics: [topic], fromBeginning: true });
   let member;
@@ -117,6 +120,7 @@ test('commitOffsets with offsets is where the group resumes', async () => {
   await assert.rejects(consumer.commitOffsets([{ topic, partition: 0, offset: '-3' }]), { code: ErrorCodes.BAD_ARG });
   await consumer.commitOffsets([{ topic, partition: 0, offset: '4' }, { topic, partition: 1, offset: 7 }]);
   await consumer.disconnect(); // autoCommit is off: nothing more is committed
+  assert.deepEqual(commits, [{ groupId, topics: [{ topic, partitions: [{ partition: 0, offset: '4' }, { partition: 1, offset: '7' }] }] }]);
   const got = await consume(groupId, topic, 20 - 4 - 7);
   const first = new Map();
   for (const m of got) if (!first.has(m.partition)) first.set(m.partition, m.offset);

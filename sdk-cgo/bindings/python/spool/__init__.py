@@ -765,7 +765,7 @@ class Consumer:
     """Consumer(conf): with "group.id", subscribe() joins the group; without, assign()
     chooses partitions. Iterating yields messages until close(). conf may hold "on_commit",
     called as on_commit(err, [TopicPartition]) inside poll(), consume() and close() with the
-    outcome of each automatic or asynchronous commit (err None when it succeeded)."""
+    outcome of each commit (err None when it succeeded)."""
 
     def __init__(self, conf):
         self._c = None

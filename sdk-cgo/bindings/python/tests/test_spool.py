@@ -399,8 +399,8 @@ def test_commit_message_and_offsets(brokers, topic_name):
         assert [(tp.topic, tp.partition, tp.offset) for tp in done] == [(topic_name, 0, m.offset() + 1)]
     assert first_offsets() == {0: m.offset() + 1, 1: 9}
 
-    # on_commit is told of every asynchronous commit, in order, inside poll() (or close());
-    # not of a synchronous one, whose outcome its call returns.
+    # on_commit is told of every commit, in order, inside poll() (or close()), a synchronous
+    # one's too (whose call also returns or raises its outcome).
     commits = []
     with Consumer({**conf, "on_commit": lambda err, tps: commits.append(
             (err, [(tp.topic, tp.partition, tp.offset) for tp in tps]))}) as c:
@@ -414,9 +414,10 @@ def test_commit_message_and_offsets(brokers, topic_name):
         c.commit(message=m)
         assert commits == []  # not from the commit calls themselves
         deadline = time.monotonic() + 30
-        while len(commits) < 2 and time.monotonic() < deadline:
+        while len(commits) < 3 and time.monotonic() < deadline:
             c.poll(0.05)
-    assert commits == [(None, [(topic_name, 1, 11)]), (None, [(topic_name, m.partition(), m.offset() + 1)])]
+    assert commits == [(None, [(topic_name, 1, 12)]), (None, [(topic_name, 1, 11)]),
+                       (None, [(topic_name, m.partition(), m.offset() + 1)])]
 
 
 def test_produce_timestamp(brokers, topic_name):

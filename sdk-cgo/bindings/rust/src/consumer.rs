@@ -19,15 +19,18 @@ pub enum Rebalance<'a> {
     Revoke(&'a TopicPartitionList),
 }
 
-/// What a group consumer tells its context, as rdkafka's `ConsumerContext`: both methods run
-/// inside `poll`, `close` and drop, on their thread, `Assign` before records of those
-/// partitions are returned, `Revoke` before they go to another member (which waits for it:
-/// keep polling). Unlike rdkafka's, libspool has assigned or revoked already: `pre_rebalance`
-/// and `post_rebalance` run one after the other, and neither needs to call `assign`. A panic
-/// in them is resumed by the call that ran them.
+/// What a group consumer tells its context, as rdkafka's `ConsumerContext`: its methods run
+/// inside `poll`, `close` and drop, on their thread. Rebalances: `Assign` before records of
+/// those partitions are returned, `Revoke` before they go to another member (which waits for
+/// it: keep polling). Unlike rdkafka's, libspool has assigned or revoked already:
+/// `pre_rebalance` and `post_rebalance` run one after the other, and neither needs to call
+/// `assign`. `commit_callback` is told the outcome and offsets of each commit, in the order
+/// they finished (a synchronous one's call also returns it); an asynchronous commit's
+/// failure goes only there. A panic in them is resumed by the call that ran them.
 pub trait ConsumerContext: Send + Sync {
     fn pre_rebalance(&self, _rebalance: &Rebalance<'_>) {}
     fn post_rebalance(&self, _rebalance: &Rebalance<'_>) {}
+    fn commit_callback(&self, _result: KafkaResult<()>, _offsets: &TopicPartitionList) {}
 }
 
 /// The context of a consumer made with `create`: does nothing.
@@ -56,12 +59,36 @@ unsafe extern "C" fn rebalance_cb<C: ConsumerContext>(
         list.add_partition(&cstr_to_string(p.topic), p.partition);
     }
     let r = if what == sys::SPOOL_REBALANCE_ASSIGN { Rebalance::Assign(&list) } else { Rebalance::Revoke(&list) };
-    // A panic must not unwind into C: keep it for the call that served the callback.
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| {
-        shared.context.pre_rebalance(&r);
-        shared.context.post_rebalance(&r);
-    })) {
-        shared.panic.lock().unwrap().get_or_insert(panic);
+    shared.run(|context| {
+        context.pre_rebalance(&r);
+        context.post_rebalance(&r);
+    });
+}
+
+unsafe extern "C" fn offset_commit_cb<C: ConsumerContext>(
+    _consumer: *mut sys::spool_consumer_t,
+    err: sys::spool_err_t,
+    offsets: *const sys::spool_topic_partition_offset_t,
+    count: usize,
+    opaque: *mut c_void,
+) {
+    let shared = &*(opaque as *const Shared<C>);
+    let mut list = TopicPartitionList::new();
+    for o in std::slice::from_raw_parts(offsets, count) {
+        // libspool reports partitions of 0 or more only.
+        let _ = list.add_partition_offset(&cstr_to_string(o.topic), o.partition, Offset::Offset(o.offset));
+    }
+    let result = if err == 0 { Ok(()) } else { Err(KafkaError::ConsumerCommit(ErrorCode(err))) };
+    shared.run(|context| context.commit_callback(result, &list));
+}
+
+impl<C: ConsumerContext> Shared<C> {
+    /// Runs f on the context. A panic must not unwind into C: it is kept for the call that
+    /// served the callback.
+    fn run(&self, f: impl FnOnce(&C)) {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| f(&self.context))) {
+            self.panic.lock().unwrap().get_or_insert(panic);
+        }
     }
 }
 
@@ -120,6 +147,7 @@ impl<C: ConsumerContext + 'static> BaseConsumer<C> {
         if config.get("group.id").is_some() {
             unsafe {
                 sys::spool_conf_set_rebalance_cb(native.0, Some(rebalance_cb::<C>));
+                sys::spool_conf_set_offset_commit_cb(native.0, Some(offset_commit_cb::<C>));
                 sys::spool_conf_set_opaque(native.0, &*shared as *const Shared<C> as *mut c_void);
             }
         }

@@ -83,6 +83,10 @@ pub type spool_rebalance_cb_t = Option<
     unsafe extern "C" fn(*mut spool_consumer_t, spool_rebalance_t, *const spool_topic_partition_t, usize, *mut c_void),
 >;
 
+pub type spool_offset_commit_cb_t = Option<
+    unsafe extern "C" fn(*mut spool_consumer_t, spool_err_t, *const spool_topic_partition_offset_t, usize, *mut c_void),
+>;
+
 extern "C" {
     pub fn spool_version() -> *const c_char;
     pub fn spool_handle_count() -> c_int;
@@ -105,6 +109,7 @@ extern "C" {
     ) -> spool_conf_res_t;
     pub fn spool_conf_set_dr_cb(conf: *mut spool_conf_t, dr_cb: spool_dr_cb_t);
     pub fn spool_conf_set_rebalance_cb(conf: *mut spool_conf_t, rebalance_cb: spool_rebalance_cb_t);
+    pub fn spool_conf_set_offset_commit_cb(conf: *mut spool_conf_t, offset_commit_cb: spool_offset_commit_cb_t);
     pub fn spool_conf_set_opaque(conf: *mut spool_conf_t, opaque: *mut c_void);
     pub fn spool_conf_destroy(conf: *mut spool_conf_t);
 

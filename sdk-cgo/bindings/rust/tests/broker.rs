@@ -178,9 +178,58 @@ fn commit_offsets_and_messages() {
         assert_eq!(c.commit(&bad, CommitMode::Sync), Err(KafkaError::ConsumerCommit(ErrorCode::BAD_ARG)));
         drop(c);
         assert_eq!(first_offsets(topic, group), BTreeMap::from([(0, committed), (1, 7)]), "where the commits said");
+
+        // Commits reach the context's commit_callback inside a later poll, in order, a
+        // synchronous one's too.
+        let c: BaseConsumer<Commits> = ClientConfig::new()
+            .set("bootstrap.servers", brokers())
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create_with_context(Commits::default())
+            .expect("consumer");
+        c.subscribe(&[topic]).expect("subscribe");
+        while c.poll(Duration::from_millis(100)).is_none() {} // a member of the group
+        let commit = |offset: i64, mode: CommitMode| {
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(topic, 1, Offset::Offset(offset)).unwrap();
+            c.commit(&tpl, mode).expect("commit");
+        };
+        commit(4, CommitMode::Sync);
+        commit(5, CommitMode::Async);
+        commit(6, CommitMode::Async);
+        assert!(c.context().calls().is_empty(), "called outside poll");
+        for _ in 0..300 {
+            if c.context().calls().len() >= 3 {
+                break;
+            }
+            c.poll(Duration::from_millis(100));
+        }
+        let want = |o: i64| (Ok(()), vec![(topic.to_string(), 1, Offset::Offset(o))]);
+        assert_eq!(c.context().calls(), vec![want(4), want(5), want(6)]);
+        drop(c);
+        assert_eq!(first_offsets(topic, group).get(&1), Some(&6), "where the last commit said");
         p.delete_topic(topic, Duration::from_secs(10)).expect("delete topic");
     }
     assert_no_handles();
+}
+
+/// A consumer context that keeps what its commit callback is told.
+#[derive(Default)]
+struct Commits(Mutex<Vec<CommitCall>>);
+
+type CommitCall = (Result<(), KafkaError>, Vec<(String, i32, Offset)>);
+
+impl Commits {
+    fn calls(&self) -> Vec<CommitCall> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl ConsumerContext for Commits {
+    fn commit_callback(&self, result: Result<(), KafkaError>, offsets: &TopicPartitionList) {
+        let list = offsets.elements().iter().map(|e| (e.topic.clone(), e.partition, e.offset)).collect();
+        self.0.lock().unwrap().push((result, list));
+    }
 }
 
 /// A consumer context that keeps what its rebalances say the consumer owns.

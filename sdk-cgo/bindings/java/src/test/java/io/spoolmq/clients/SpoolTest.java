@@ -191,6 +191,34 @@ class SpoolTest {
                     new TopicPartition(topic, 1), new OffsetAndMetadata(7)));
         }
         assertEquals(Map.of(0, 4L, 1, 7L), firstOffsets(conf, topic, 2), "where the commit said");
+
+        // commitAsync's callbacks run inside a later poll, in call order, with the offsets
+        // and null or the commit's exception. A short request timeout: the refused commit (a
+        // partition the topic does not have) is retried until it runs out.
+        conf.setProperty("request.timeout.ms", "3000");
+        List<String> done = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(conf, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            c.subscribe(List.of(topic));
+            Map<TopicPartition, OffsetAndMetadata> polled = new HashMap<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (polled.isEmpty() && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                    polled.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                }
+            }
+            assertFalse(polled.isEmpty());
+            Map<TopicPartition, OffsetAndMetadata> missing = Map.of(new TopicPartition(topic, 9), new OffsetAndMetadata(1));
+            Map<TopicPartition, OffsetAndMetadata> chosen = Map.of(new TopicPartition(topic, 1), new OffsetAndMetadata(8));
+            c.commitAsync(missing, (o, e) -> done.add("missing " + o.equals(missing) + " " + (e == null ? "ok" : "failed")));
+            c.commitAsync(chosen, (o, e) -> done.add("chosen " + o.equals(chosen) + " " + (e == null ? "ok" : e.getMessage())));
+            c.commitAsync((o, e) -> done.add("polled " + o.equals(polled) + " " + (e == null ? "ok" : e.getMessage())));
+            assertTrue(done.isEmpty(), "callbacks only inside poll");
+            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (done.size() < 3 && System.nanoTime() < deadline) {
+                c.poll(Duration.ofMillis(100));
+            }
+        }
+        assertEquals(List.of("missing true failed", "chosen true ok", "polled true ok"), done);
     }
 
     @Test

@@ -15,9 +15,11 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
@@ -46,6 +48,17 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
     // An exception or error of the listener: thrown by the poll or close that ran it (JNA
     // cannot carry it through libspool).
     private volatile Throwable listenerError;
+    // The commits of commitAsync with a callback, in call order, until libspool's offset
+    // commit callback reports one with the same offsets (it reports every commit, in the
+    // order they finished; the others, automatic or synchronous, match none).
+    private final List<PendingCommit> pendingCommits = new ArrayList<>();
+    private final LibSpool.OffsetCommitCallback commitCb = this::onCommit;
+    // Per partition, the offset after the last record poll returned, for commitAsync with a
+    // callback; a revoked or lost partition is dropped, as libspool drops it.
+    private final Map<TopicPartition, OffsetAndMetadata> polled = new ConcurrentHashMap<>();
+
+    private record PendingCommit(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) {
+    }
 
     public KafkaConsumer(Properties props) {
         this(NativeConfig.toMap(props), null, null);
@@ -69,16 +82,13 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
         Pointer conf = NativeConfig.create(configs);
         if (configs.get("group.id") != null) {
             LibSpool.LIB.spool_conf_set_rebalance_cb(conf, rebalanceCb);
+            LibSpool.LIB.spool_conf_set_offset_commit_cb(conf, commitCb);
         }
         handle = NativeConfig.client(conf, LibSpool.LIB::spool_consumer_new);
     }
 
     /** spool_rebalance_cb_t: on the thread of poll or close, which hold the lifecycle lock. */
     private void onRebalance(Pointer consumer, int what, Pointer parts, long count, Pointer opaque) {
-        ConsumerRebalanceListener l = listener;
-        if (l == null) {
-            return;
-        }
         // spool_topic_partition_t: a pointer, then an int32, padded to two pointers
         int size = 2 * com.sun.jna.Native.POINTER_SIZE;
         List<TopicPartition> tps = new ArrayList<>((int) count);
@@ -86,12 +96,50 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
             Pointer tp = parts.share(i * size);
             tps.add(new TopicPartition(tp.getPointer(0).getString(0, "UTF-8"), tp.getInt(com.sun.jna.Native.POINTER_SIZE)));
         }
+        if (what != LibSpool.SPOOL_REBALANCE_ASSIGN) {
+            tps.forEach(polled::remove);
+        }
+        ConsumerRebalanceListener l = listener;
+        if (l == null) {
+            return;
+        }
         try {
             switch (what) {
                 case LibSpool.SPOOL_REBALANCE_ASSIGN -> l.onPartitionsAssigned(tps);
                 case LibSpool.SPOOL_REBALANCE_REVOKE -> l.onPartitionsRevoked(tps);
                 default -> l.onPartitionsLost(tps);
             }
+        } catch (RuntimeException | Error e) {
+            if (listenerError == null) {
+                listenerError = e;
+            }
+        }
+    }
+
+    /**
+     * spool_offset_commit_cb_t: on the thread of poll or close. Calls the callback of the
+     * oldest pending commitAsync with these offsets.
+     */
+    private void onCommit(Pointer consumer, int err, Pointer offsets, long count, Pointer opaque) {
+        Map<TopicPartition, OffsetAndMetadata> done = new HashMap<>();
+        for (long i = 0; i < count; i++) {
+            Pointer o = offsets.share(i * OFFSET_SIZE);
+            done.put(new TopicPartition(o.getPointer(0).getString(0, "UTF-8"), o.getInt(Native.POINTER_SIZE)),
+                    new OffsetAndMetadata(o.getLong(Native.POINTER_SIZE + 8)));
+        }
+        PendingCommit match = null;
+        synchronized (pendingCommits) {
+            for (int i = 0; i < pendingCommits.size() && match == null; i++) {
+                if (pendingCommits.get(i).offsets().equals(done)) {
+                    match = pendingCommits.remove(i);
+                }
+            }
+        }
+        if (match == null) {
+            return;
+        }
+        try {
+            match.callback().onComplete(match.offsets(), err == 0 ? null : KafkaException.of(err, "commit"));
         } catch (RuntimeException | Error e) {
             if (listenerError == null) {
                 listenerError = e;
@@ -194,6 +242,7 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
                 }
                 byte[] key = LibSpool.bytes(v.key, v.keyLen);
                 byte[] value = LibSpool.bytes(v.value, v.valueLen);
+                polled.put(new TopicPartition(v.topic, v.partition), new OffsetAndMetadata(v.offset + 1));
                 records.add(new ConsumerRecord<>(v.topic, v.partition, v.offset, v.timestamp,
                         key == null ? -1 : key.length, value == null ? -1 : value.length,
                         keyDeserializer.deserialize(v.topic, key), valueDeserializer.deserialize(v.topic, value),
@@ -243,13 +292,55 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
      * is processed, with {@code enable.auto.commit=false}), and waits for the broker's answer.
      */
     public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
-        int n = offsets.size();
-        if (n == 0) {
+        check(commitOffsets(offsets, 0), "commit");
+    }
+
+    /**
+     * Commits, per partition, the offset after the last record poll returned, and calls
+     * callback (if not null) inside a later poll or close once the commit has finished.
+     */
+    public void commitAsync(OffsetCommitCallback callback) {
+        commitAsync(Map.copyOf(polled), callback);
+    }
+
+    /**
+     * Commits the offsets given without waiting, and calls callback (if not null) inside a
+     * later poll or close with its outcome, as the Java client's; an error of the call itself
+     * (a closed consumer, no group) is thrown.
+     */
+    public void commitAsync(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) {
+        Map<TopicPartition, OffsetAndMetadata> copy = Map.copyOf(offsets);
+        if (copy.isEmpty()) { // nothing to commit: libspool reports nothing
+            if (callback != null) {
+                callback.onComplete(copy, null);
+            }
             return;
         }
-        // spool_topic_partition_offset_t: a pointer, an int32 (padded to 8) and an int64.
-        int size = Native.POINTER_SIZE + 8 + 8;
-        Memory arr = new Memory((long) size * n);
+        PendingCommit pending = callback == null ? null : new PendingCommit(copy, callback);
+        if (pending != null) {
+            synchronized (pendingCommits) {
+                pendingCommits.add(pending); // before the call: another thread's poll may report it
+            }
+        }
+        int err = commitOffsets(copy, 1);
+        if (err != 0 && pending != null) {
+            synchronized (pendingCommits) {
+                pendingCommits.remove(pending);
+            }
+        }
+        check(err, "commit");
+    }
+
+    // spool_topic_partition_offset_t: a pointer, an int32 (padded to 8) and an int64.
+    private static final int OFFSET_SIZE = Native.POINTER_SIZE + 8 + 8;
+
+    /** spool_consumer_commit_offsets of offsets; its error code. */
+    private int commitOffsets(Map<TopicPartition, OffsetAndMetadata> offsets, int async) {
+        int n = offsets.size();
+        if (n == 0) {
+            return 0;
+        }
+        Memory arr = new Memory((long) OFFSET_SIZE * n);
         List<Memory> keep = new ArrayList<>();
         int i = 0;
         for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
@@ -257,14 +348,14 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
             Memory tm = new Memory(topic.getBytes(StandardCharsets.UTF_8).length + 1L);
             tm.setString(0, topic, StandardCharsets.UTF_8.name()); // NUL-terminated
             keep.add(tm);
-            long off = (long) i++ * size;
+            long off = (long) i++ * OFFSET_SIZE;
             arr.setPointer(off, tm);
             arr.setInt(off + Native.POINTER_SIZE, e.getKey().partition());
             arr.setLong(off + Native.POINTER_SIZE + 8, e.getValue().offset());
         }
-        int err = withHandle(h -> LibSpool.LIB.spool_consumer_commit_offsets(h, arr, n, 0));
+        int err = withHandle(h -> LibSpool.LIB.spool_consumer_commit_offsets(h, arr, n, async));
         java.lang.ref.Reference.reachabilityFence(keep); // the topics must outlive the call
-        check(err, "commit");
+        return err;
     }
 
     /** Commits (with enable.auto.commit), leaves the group and frees the consumer. */

@@ -36,6 +36,11 @@ public interface LibSpool extends Library {
         void invoke(Pointer consumer, int what, Pointer partitions, long count, Pointer opaque);
     }
 
+    /** spool_offset_commit_cb_t. */
+    interface OffsetCommitCallback extends Callback {
+        void invoke(Pointer consumer, int err, Pointer offsets, long count, Pointer opaque);
+    }
+
     int SPOOL_REBALANCE_ASSIGN = 1;
     int SPOOL_REBALANCE_REVOKE = 2;
     int SPOOL_REBALANCE_LOST = 3;
@@ -48,6 +53,7 @@ public interface LibSpool extends Library {
     int spool_conf_set(Pointer conf, String key, String value, byte[] errstr, long errstrSize);
     void spool_conf_set_dr_cb(Pointer conf, DeliveryCallback cb);
     void spool_conf_set_rebalance_cb(Pointer conf, RebalanceCallback cb);
+    void spool_conf_set_offset_commit_cb(Pointer conf, OffsetCommitCallback cb);
     void spool_conf_destroy(Pointer conf);
 
     Pointer spool_producer_new(Pointer conf, byte[] errstr, long errstrSize);

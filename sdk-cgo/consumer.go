@@ -204,29 +204,24 @@ func spoolgo_consumer_take_rebalance(h C.uintptr_t, what *C.int, parts **C.spool
 	c.events = c.events[1:]
 	c.serving = ev
 	c.mu.Unlock()
-	n := 0
-	for _, ps := range ev.ps {
-		n += len(ps)
-	}
-	block, arr, names := topicBlock[C.spool_topic_partition_t](slices.Collect(maps.Keys(ev.ps)), n)
-	i := 0
-	for _, t := range slices.Sorted(maps.Keys(ev.ps)) {
-		for _, p := range slices.Sorted(slices.Values(ev.ps[t])) {
-			arr[i] = C.spool_topic_partition_t{topic: names[t], partition: C.int32_t(p)}
-			i++
+	block, n := topicBlock(ev.ps, func(name *C.char, ps []int32, out []C.spool_topic_partition_t) {
+		for i, p := range slices.Sorted(slices.Values(ps)) {
+			out[i] = C.spool_topic_partition_t{topic: name, partition: C.int32_t(p)}
 		}
-	}
+	})
 	*what, *parts, *count = ev.what, block, C.size_t(n)
 	return ev.id
 }
 
-// topicBlock mallocs one block for C: n zeroed elements of T, then the NUL-terminated names
-// of topics, which names maps to; the caller fills the elements and C frees block (arr's
-// start, even when n is 0).
-func topicBlock[T any](topics []string, n int) (block *T, arr []T, names map[string]*C.char) {
+// topicBlock mallocs one block for C of an element of T per partition of m (a topic's
+// partitions are a slice or a map, len(v) of them), zeroed, then the topics' names,
+// NUL-terminated; fill writes a topic's elements, pointing at its name. It returns the block
+// (which C frees, even when n is 0) and the number of elements.
+func topicBlock[V []int32 | map[int32]int64, T any](m map[string]V, fill func(name *C.char, v V, out []T)) (*T, int) {
 	var zero T
-	size := 0
-	for _, t := range topics {
+	n, size := 0, 0
+	for t, v := range m {
+		n += len(v)
 		size += len(t) + 1
 	}
 	arrBytes := n * int(unsafe.Sizeof(zero))
@@ -236,16 +231,18 @@ func topicBlock[T any](topics []string, n int) (block *T, arr []T, names map[str
 	}
 	// Zeroed before the typed stores (see fillMessage): malloc'd memory may hold stale pointers.
 	clear(unsafe.Slice((*byte)(base), arrBytes))
-	buf := unsafe.Slice((*byte)(unsafe.Add(base, arrBytes)), size+1)
-	names = make(map[string]*C.char, len(topics))
-	at := 0
-	for _, t := range topics {
-		names[t] = (*C.char)(unsafe.Pointer(&buf[at]))
-		at += copy(buf[at:], t)
-		buf[at] = 0
+	arr := unsafe.Slice((*T)(base), n)
+	names := unsafe.Slice((*byte)(unsafe.Add(base, arrBytes)), size+1)
+	i, at := 0, 0
+	for _, t := range slices.Sorted(maps.Keys(m)) {
+		name := (*C.char)(unsafe.Pointer(&names[at]))
+		at += copy(names[at:], t)
+		names[at] = 0
 		at++
+		fill(name, m[t], arr[i:i+len(m[t])])
+		i += len(m[t])
 	}
-	return (*T)(base), unsafe.Slice((*T)(base), n), names
+	return (*T)(base), n
 }
 
 //export spoolgo_consumer_rebalance_done
@@ -488,18 +485,11 @@ func spoolgo_consumer_take_commit(h C.uintptr_t, code *C.int, offs **C.spool_top
 	c.commits[0] = commitOutcome{}
 	c.commits = c.commits[1:]
 	c.mu.Unlock()
-	n := 0
-	for _, ps := range o.offsets {
-		n += len(ps)
-	}
-	block, arr, names := topicBlock[C.spool_topic_partition_offset_t](slices.Collect(maps.Keys(o.offsets)), n)
-	i := 0
-	for _, t := range slices.Sorted(maps.Keys(o.offsets)) {
-		for _, p := range slices.Sorted(maps.Keys(o.offsets[t])) {
-			arr[i] = C.spool_topic_partition_offset_t{topic: names[t], partition: C.int32_t(p), offset: C.int64_t(o.offsets[t][p])}
-			i++
+	block, n := topicBlock(o.offsets, func(name *C.char, ps map[int32]int64, out []C.spool_topic_partition_offset_t) {
+		for i, p := range slices.Sorted(maps.Keys(ps)) {
+			out[i] = C.spool_topic_partition_offset_t{topic: name, partition: C.int32_t(p), offset: C.int64_t(ps[p])}
 		}
-	}
+	})
 	*code, *offs, *count = errCode(o.err), block, C.size_t(n)
 	return 1
 }

@@ -64,8 +64,8 @@ func kafkaAdminTool(t *testing.T, addr, class string) func(args ...string) strin
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound on a hang
 		defer cancel()
-		cmd := exec.CommandContext(ctx, java, append([]string{"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, class,
-			"--bootstrap-server", addr, "--command-config", props}, args...)...)
+		cmd := exec.CommandContext(ctx, java, append(append(slices.Clone(shortJVM), "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, class,
+			"--bootstrap-server", addr, "--command-config", props), args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", class, strings.Join(args, " "), err, out)

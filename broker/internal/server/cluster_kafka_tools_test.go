@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -29,11 +28,10 @@ func kafkaTool(t *testing.T, class string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "java", append([]string{"-cp", brokertest.KafkaJars(t), "-Dlog4j.configuration=", class}, args...)...)
-	raw, err := cmd.CombinedOutput()
+	raw, err := runKafkaTool(t, ctx, class, args...)
 	// The JVM's logging frameworks complain of having no configuration: not the tool's output.
 	var lines []string
-	for _, l := range strings.SplitAfter(string(raw), "\n") {
+	for _, l := range strings.SplitAfter(raw, "\n") {
 		if !strings.HasPrefix(l, "log4j:") && !strings.HasPrefix(l, "SLF4J:") {
 			lines = append(lines, l)
 		}

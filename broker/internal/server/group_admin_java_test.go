@@ -42,8 +42,8 @@ func compileJavaProgram(t *testing.T, ctx context.Context, source, class string)
 	}
 	return func(t *testing.T, args ...string) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, java, append([]string{"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-			"-cp", classes + string(os.PathListSeparator) + cp, class}, args...)...)
+		cmd := exec.CommandContext(ctx, java, append(append(slices.Clone(shortJVM), "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+			"-cp", classes+string(os.PathListSeparator)+cp, class), args...)...)
 		cmd.Stderr = testWriter{t}
 		out, err := cmd.Output()
 		if err != nil || !slices.Contains(strings.Split(string(out), "\n"), "OK") {

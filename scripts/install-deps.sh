@@ -67,7 +67,8 @@ for a in org.apache.maven.surefire:surefire-junit-platform:3.2.5 org.junit.platf
   mvn -q -B dependency:get -Dartifact="$a" >/dev/null
 done
 
-# npm packages of the Node binding (koffi) and of its example (the binding, linked).
-for d in sdk-cgo/bindings/node examples/node; do
+# npm packages of the Node binding (koffi), of its example (the binding, linked) and of its
+# benchmark (KafkaJS, the reference it is measured against).
+for d in sdk-cgo/bindings/node examples/node sdk-cgo/bench/node; do
   (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
 done

@@ -75,6 +75,24 @@ func BenchmarkPythonPollVsConfluentKafka(b *testing.B) {
 	BenchmarkPythonVsConfluentKafka(b)
 }
 
+// BenchmarkNodeVsKafkaJS runs bench/node/bench.js with this repository's Node binding and
+// with KafkaJS 2.2.4 (both from bench/node's npm ci), the same script: sends of 1,000 records,
+// 8 in flight, then a group consumer's eachMessage loop; 100 B and 1 KiB records, acks=all.
+func BenchmarkNodeVsKafkaJS(b *testing.B) {
+	node := needCommand(b, "node", "nodejs")
+	nodeModules(b, filepath.Join("bench", "node"), "kafkajs")
+	nodeModules(b, filepath.Join("bindings", "node"), "koffi")
+	lib := filepath.Join(install(b, ""), "lib", "libspool.so.0")
+	run := func(module string) func(args ...string) *exec.Cmd {
+		return func(args ...string) *exec.Cmd {
+			cmd := exec.Command(node, append([]string{"bench/node/bench.js", module}, args...)...)
+			cmd.Env = append(os.Environ(), "SPOOL_LIBRARY="+lib)
+			return cmd
+		}
+	}
+	compare(b, []int{200000, 100000}, run("spool"), run("kafkajs"))
+}
+
 // compare runs ours and theirs (each given BROKER TOPIC PARTITIONS N SIZE, printing
 // "produce_rps consume_rps peak_rss_kib") five times each (SPOOL_BENCH_RUNS), alternating,
 // for 100 B and 1 KiB records (counts[0] and counts[1] of them), and reports the medians and

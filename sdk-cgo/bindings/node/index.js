@@ -4,7 +4,7 @@
 // `kafka.consumer({groupId})` (`subscribe`, then `run({eachMessage})`: an async loop) and
 // `kafka.admin()`. README.md lists every difference from KafkaJS.
 const { EventEmitter } = require('node:events');
-const { koffi, fn, DrCb, RebalanceCb, OffsetCommitCb, TopicPartition, TopicPartitionOffset, readMessage } = require('./native');
+const { koffi, fn, DrCb, RebalanceCb, OffsetCommitCb, TopicPartition, TopicPartitionOffset, eachReport, readBlock } = require('./native');
 
 const PARTITION_UA = -1;
 
@@ -127,25 +127,21 @@ class Kafka {
   }
 }
 
-// The producers whose delivery reports are being waited for, by id: the one koffi callback
-// finds its producer here.
-const producers = new Map();
-let nextProducerId = 1;
+// libspool keeps delivery reports for spool_producer_poll_reports only when the conf has a
+// delivery report callback: this one, which never runs, since this binding never calls
+// spool_producer_poll or spool_producer_flush.
+const keepReports = koffi.register(() => {}, koffi.pointer(DrCb));
 
-// The delivery report callback, registered once for every producer (the conf's opaque is
-// the producer's id); libspool calls it inside spool_producer_poll, which this binding
-// calls only on the main thread.
-const onDelivery = koffi.register((_producer, msg, producerId) => {
-  const p = producers.get(Number(producerId));
-  if (p) p._delivered(readMessage(msg));
-}, koffi.pointer(DrCb));
+// A record's msg_opaque is its send's number times SEND_SPAN plus its index in the send: the
+// reports, sorted by msg_opaque, come grouped by send.
+const SEND_SPAN = 2 ** 24;
 
 class Producer {
   constructor(keys) {
     this.keys = keys;
     this.handle = null;
-    this.pending = new Map(); // record id → {resolve, reject}
-    this.nextRecord = 1;
+    this.sends = new Map(); // send number → its pending state (see _track)
+    this.nextSend = 1;
     this.polling = false;
   }
 
@@ -153,12 +149,8 @@ class Producer {
   async connect() {
     if (this.handle !== null) return;
     const conf = nativeConf(this.keys);
-    fn.confSetDrCb(conf, onDelivery);
-    const id = nextProducerId++;
-    fn.confSetOpaque(conf, id);
+    fn.confSetDrCb(conf, keepReports);
     this.handle = create(fn.producerNew, conf);
-    this.id = id;
-    producers.set(id, this);
   }
 
   // send({topic, messages: [{key, value, partition, headers, timestamp}]}) resolves, once every record
@@ -169,26 +161,22 @@ class Producer {
     if (typeof topic !== 'string' || !Array.isArray(messages)) {
       throw new KafkaJSError('send needs {topic, messages: [...]}', { code: ErrorCodes.BAD_ARG });
     }
+    if (messages.length >= SEND_SPAN) {
+      throw new KafkaJSError(`a send of ${messages.length} messages: at most ${SEND_SPAN - 1}`, { code: ErrorCodes.BAD_ARG });
+    }
     void acks; // the producer's acks key decides (libspool has no per-call acks)
     void timeout;
-    const reports = this._produce(topic, messages);
-    this._poll();
-    const delivered = await Promise.all(reports);
-    const byPartition = new Map();
-    for (const r of delivered) {
-      const meta = byPartition.get(r.partition);
-      if (!meta || BigInt(meta.baseOffset) > BigInt(r.offset)) {
-        byPartition.set(r.partition, {
-          topicName: topic,
-          partition: r.partition,
-          errorCode: 0,
-          baseOffset: String(r.offset),
-          logAppendTime: '-1',
-          logStartOffset: '-1',
-        });
-      }
+    if (messages.length === 0) return [];
+    const id = this.nextSend++;
+    const done = this._track(id, topic, messages.length);
+    try {
+      this._produce(id, topic, messages);
+    } catch (e) { // a bad argument found before any record was buffered
+      this.sends.delete(id);
+      throw e;
     }
-    return [...byPartition.values()];
+    this._poll();
+    return done;
   }
 
   // sendBatch({topicMessages: [{topic, messages}]}): send for each topic, concurrently.
@@ -197,81 +185,156 @@ class Producer {
     return all.flat();
   }
 
-  // Produces messages to topic with one spool_produce_batch call and returns a promise of
-  // each one's delivery report. libspool checks every record first and buffers all or none.
-  // Messages with a timestamp (ms since the epoch, as a string or a number) go one
-  // spool_produce_timestamp call each instead, checked first here; a full queue may then
-  // stop the call midway, failing the rest.
-  _produce(topic, messages) {
-    const stamps = messages.map((m) => timestampOf(m.timestamp));
-    const waiters = [];
-    const records = messages.map((m) => {
-      const key = toBuffer(m.key);
-      const value = toBuffer(m.value);
-      const headers = Object.entries(m.headers || {}).map(([k, v]) => {
-        const kb = Buffer.from(k);
-        const vb = toBuffer(v);
-        return { key: nonNull(kb), key_len: kb.length, value: nonNull(vb), value_len: vb ? vb.length : 0 };
-      });
-      const id = this.nextRecord++; // the record's msg_opaque
-      waiters.push(new Promise((resolve, reject) => this.pending.set(id, { resolve, reject })));
-      return {
-        partition: m.partition === undefined || m.partition === null ? PARTITION_UA : m.partition,
-        key: nonNull(key),
-        key_len: key ? key.length : 0,
-        value: nonNull(value),
-        value_len: value ? value.length : 0,
-        headers: headers.length ? headers : null,
-        header_count: headers.length,
-        msg_opaque: id,
-      };
+  // _track returns the promise of send id, which settles when its count records are reported
+  // (or at its first failure): one promise a send, not one a record.
+  _track(id, topic, count) {
+    return new Promise((resolve, reject) => {
+      this.sends.set(id, { topic, remaining: count, byPartition: new Map(), failed: false, resolve, reject });
     });
+  }
+
+  // _settle counts n records of send id as reported; err (a KafkaJSError) fails the send.
+  _settle(id, n, err) {
+    const s = this.sends.get(id);
+    if (!s) return;
+    if (err && !s.failed) {
+      s.failed = true;
+      s.reject(err);
+    }
+    s.remaining -= n;
+    if (s.remaining > 0) return;
+    this.sends.delete(id);
+    if (!s.failed) s.resolve([...s.byPartition.values()]);
+  }
+
+  // Produces the messages of send id to topic in one call. Without headers or timestamps they
+  // cross as columns (spool_produce_packed: one buffer of keys, one of values); otherwise as
+  // records (spool_produce_batch), or one spool_produce_timestamp call each when any has a
+  // timestamp (ms since the epoch, a string or a number), all checked first, so that only a
+  // full queue may stop the calls midway (the rest then fail). libspool checks every record of
+  // a packed or batch call first and buffers all or none.
+  _produce(id, topic, messages) {
+    const base = id * SEND_SPAN;
     let err = 0;
     let done = 0; // records buffered
-    if (stamps.every((ts) => ts === 0)) {
-      err = records.length ? fn.produceBatch(this.handle, topic, records, records.length) : 0;
+    if (messages.every((m) => !m.headers && (m.timestamp === undefined || m.timestamp === null))) {
+      err = this._producePacked(base, topic, messages);
     } else {
-      for (const r of records) {
-        err = fn.produceTimestamp(this.handle, topic, r.partition, stamps[done], r.key, r.key_len, r.value,
-          r.value_len, r.headers, r.header_count, r.msg_opaque);
-        if (err !== 0) break;
-        done++;
-      }
-    }
-    if (err !== 0) {
-      const e = errorOf(err, `produce to ${topic}`);
-      for (const r of records.slice(done)) {
-        const waiter = this.pending.get(r.msg_opaque);
-        this.pending.delete(r.msg_opaque);
-        waiter.reject(e);
-      }
-    }
-    return waiters;
-  }
-
-  _delivered(report) {
-    const waiter = this.pending.get(report.opaque);
-    if (!waiter) return;
-    this.pending.delete(report.opaque);
-    if (report.err === 0) {
-      waiter.resolve(report);
-    } else {
-      const e = new KafkaJSError(`delivery to ${report.topic}: ${report.errstr}`, {
-        code: report.err,
-        retriable: report.err === ErrorCodes.TRANSPORT,
+      const stamps = messages.map((m) => timestampOf(m.timestamp));
+      const records = messages.map((m, i) => {
+        const key = toBuffer(m.key);
+        const value = toBuffer(m.value);
+        const headers = Object.entries(m.headers || {}).map(([k, v]) => {
+          const kb = Buffer.from(k);
+          const vb = toBuffer(v);
+          return { key: nonNull(kb), key_len: kb.length, value: nonNull(vb), value_len: vb ? vb.length : 0 };
+        });
+        return {
+          partition: partitionOf(m),
+          key: nonNull(key),
+          key_len: key ? key.length : 0,
+          value: nonNull(value),
+          value_len: value ? value.length : 0,
+          headers: headers.length ? headers : null,
+          header_count: headers.length,
+          msg_opaque: base + i,
+        };
       });
-      waiter.reject(e);
+      if (stamps.every((ts) => ts === 0)) {
+        err = fn.produceBatch(this.handle, topic, records, records.length);
+      } else {
+        for (const r of records) {
+          err = fn.produceTimestamp(this.handle, topic, r.partition, stamps[done], r.key, r.key_len, r.value,
+            r.value_len, r.headers, r.header_count, r.msg_opaque);
+          if (err !== 0) break;
+          done++;
+        }
+      }
+    }
+    if (err !== 0) this._settle(id, messages.length - done, errorOf(err, `produce to ${topic}`));
+  }
+
+  // The columns of spool_produce_packed: partitions, keys and values, each set of bytes
+  // concatenated into one Buffer with its lengths beside (-1: null).
+  _producePacked(base, topic, messages) {
+    const n = messages.length;
+    const partitions = new Int32Array(n);
+    const keyLens = new BigInt64Array(n);
+    const valueLens = new BigInt64Array(n);
+    const opaques = new BigInt64Array(n);
+    const keys = [];
+    const values = [];
+    let keyed = false;
+    for (let i = 0; i < n; i++) {
+      const m = messages[i];
+      partitions[i] = partitionOf(m);
+      const key = toBuffer(m.key);
+      keyLens[i] = key === null ? -1n : BigInt(key.length);
+      if (key !== null) {
+        keyed = true;
+        keys.push(key);
+      }
+      const value = toBuffer(m.value);
+      valueLens[i] = value === null ? -1n : BigInt(value.length);
+      if (value !== null) values.push(value);
+      opaques[i] = BigInt(base + i);
+    }
+    const joined = (bufs) => (bufs.length === 1 ? bufs[0] : Buffer.concat(bufs));
+    return fn.producePacked(this.handle, topic, n, partitions, keyed ? nonNull(joined(keys)) : null, keyed ? keyLens : null,
+      nonNull(joined(values)), valueLens, null, null, opaques);
+  }
+
+  // Takes the delivery reports ready and settles their sends. A report's offset is the
+  // record's; a send's RecordMetadata per partition has the lowest.
+  _serveReports() {
+    const out = [null];
+    const n = Number(fn.pollReports(this.handle, 0, out));
+    if (n === 0) return;
+    try {
+      let id = 0;
+      let count = 0;
+      eachReport(out[0], n, (opaque, offset, partition, err) => {
+        const send = Math.floor(opaque / SEND_SPAN);
+        if (send !== id) {
+          if (count > 0) this._settle(id, count);
+          id = send;
+          count = 0;
+        }
+        const s = this.sends.get(send);
+        if (s && err !== 0) {
+          this._settle(send, 0, new KafkaJSError(`delivery to ${s.topic}: ${fn.err2str(err)}`, {
+            code: err,
+            retriable: err === ErrorCodes.TRANSPORT,
+          }));
+        } else if (s) {
+          const meta = s.byPartition.get(partition);
+          if (!meta || Number(meta.baseOffset) > offset) {
+            s.byPartition.set(partition, {
+              topicName: s.topic,
+              partition,
+              errorCode: 0,
+              baseOffset: String(offset),
+              logAppendTime: '-1',
+              logStartOffset: '-1',
+            });
+          }
+        }
+        count++;
+      });
+      if (count > 0) this._settle(id, count);
+    } finally {
+      fn.free(out[0]);
     }
   }
 
-  // Serves delivery reports on the main thread while any is awaited: a non-blocking poll
-  // every 2 ms (the callback must not run on koffi's worker threads).
+  // Serves delivery reports on the main thread while any send is pending: a non-blocking
+  // take every 2 ms.
   _poll() {
     if (this.polling) return;
     this.polling = true;
     const tick = () => {
-      if (this.handle !== null) fn.producerPoll(this.handle, 0);
-      if (this.pending.size > 0 && this.handle !== null) {
+      if (this.handle !== null) this._serveReports();
+      if (this.sends.size > 0 && this.handle !== null) {
         setTimeout(tick, 2);
       } else {
         this.polling = false;
@@ -283,14 +346,23 @@ class Producer {
   // Waits for every record's delivery, then frees the producer.
   async disconnect() {
     if (this.handle === null) return;
-    while (this.pending.size > 0 || fn.outqLen(this.handle) > 0) {
-      fn.producerPoll(this.handle, 0);
+    while (this.sends.size > 0 || fn.outqLen(this.handle) > 0) {
+      this._serveReports();
       await wait(2);
     }
     fn.producerDestroy(this.handle);
     this.handle = null;
-    producers.delete(this.id);
   }
+}
+
+// A message's partition as libspool takes it (PARTITION_UA: the partitioner chooses); libspool
+// refuses one below PARTITION_UA.
+function partitionOf(m) {
+  if (m.partition === undefined || m.partition === null) return PARTITION_UA;
+  if (!Number.isInteger(m.partition) || m.partition < -(2 ** 31) || m.partition >= 2 ** 31) {
+    throw new KafkaJSError(`partition ${m.partition} is not a partition number`, { code: ErrorCodes.BAD_ARG });
+  }
+  return m.partition;
 }
 
 // Group consumers by id, for the rebalance callback (the conf's opaque is the id).
@@ -420,14 +492,22 @@ class Consumer extends EventEmitter {
     this.running = this._loop(eachMessage);
   }
 
+  // Takes up to 1024 records a crossing (spool_consumer_poll_packed, on a koffi worker
+  // thread), copied out of libspool in one block, and hands them to eachMessage one by one.
   async _loop(eachMessage) {
-    const batch = new Array(256).fill(null);
+    const block = [null];
+    const size = [0];
     while (!this.stopping) {
-      const n = Number(await callAsync(fn.pollBatch, this.handle, 100, batch, batch.length));
-      for (let i = 0; i < n; i++) {
-        const m = readMessage(batch[i]);
-        fn.messageDestroy(batch[i]);
-        if (this.stopping) continue; // returned by poll: freed, and committed as KafkaJS would not
+      const n = Number(await callAsync(fn.pollPacked, this.handle, 100, 1024, block, size));
+      if (n === 0) continue;
+      let msgs;
+      try {
+        msgs = readBlock(block[0], Number(size[0]), n);
+      } finally {
+        fn.free(block[0]);
+      }
+      for (const m of msgs) {
+        if (this.stopping) break; // returned by poll: committed, as KafkaJS would not
         if (m.err !== 0) {
           this.emit(Consumer.events.CRASH, { type: Consumer.events.CRASH, payload: { error: errorOf(m.err, m.errstr), groupId: this.keys['group.id'], restart: true } });
           continue;
@@ -440,8 +520,8 @@ class Consumer extends EventEmitter {
               key: m.key,
               value: m.value,
               headers: m.headers,
-              timestamp: String(m.timestamp),
-              offset: String(m.offset),
+              timestamp: m.timestamp,
+              offset: m.offset,
               attributes: 0,
               size: (m.key ? m.key.length : 0) + (m.value ? m.value.length : 0),
             },

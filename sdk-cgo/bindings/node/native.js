@@ -43,21 +43,6 @@ const Record = koffi.struct('spool_record_t', {
   msg_opaque: 'intptr_t',
 });
 
-const MessageView = koffi.struct('spool_message_view_t', {
-  err: 'int',
-  partition: 'int32_t',
-  offset: 'int64_t',
-  timestamp: 'int64_t',
-  topic: 'const char *',
-  errstr: 'const char *',
-  key: 'const void *',
-  key_len: 'size_t',
-  value: 'const void *',
-  value_len: 'size_t',
-  header_count: 'size_t',
-  opaque: 'intptr_t',
-});
-
 // The delivery report callback. Opaque pointers (the conf's, a record's msg_opaque) are
 // declared intptr_t, the same ABI as void *: this binding passes integer ids in them.
 const DrCb = koffi.proto('void spool_dr_cb_t(spool_producer_t *producer, const spool_message_t *msg, intptr_t opaque)');
@@ -106,48 +91,79 @@ const fn = {
 
   consumerNew: lib.func('spool_consumer_t *spool_consumer_new(spool_conf_t *conf, _Out_ char *errstr, size_t errstr_size)'),
   subscribe: lib.func('int spool_consumer_subscribe(spool_consumer_t *c, const char **topics, size_t topic_count)'),
-  pollBatch: lib.func('size_t spool_consumer_poll_batch(spool_consumer_t *c, int timeout_ms, _Out_ spool_message_t **msgs, size_t max)'),
   commit: lib.func('int spool_consumer_commit(spool_consumer_t *c, int async)'),
   commitOffsets: lib.func('int spool_consumer_commit_offsets(spool_consumer_t *c, const spool_topic_partition_offset_t *offsets, size_t count, int async)'),
   consumerClose: lib.func('int spool_consumer_close(spool_consumer_t *c)'),
   consumerDestroy: lib.func('void spool_consumer_destroy(spool_consumer_t *c)'),
 
-  messageView: lib.func('int spool_message_view(const spool_message_t *msg, _Out_ spool_message_view_t *view, size_t view_size)'),
-  messageHeader: lib.func('int spool_message_header(const spool_message_t *msg, size_t idx, _Out_ const void **key, _Out_ size_t *key_len, _Out_ const void **value, _Out_ size_t *value_len)'),
-  messageDestroy: lib.func('void spool_message_destroy(spool_message_t *msg)'),
+  // The packed calls (spool.h): many records, reports or messages per crossing. Columns of
+  // int64 are BigInt64Arrays (msg_opaques too: a pointer is 64 bits wherever koffi runs with
+  // this library); headers are never passed here (NULL).
+  producePacked: lib.func('int spool_produce_packed(spool_producer_t *p, const char *topic, size_t count, const int32_t *partitions, const uint8_t *keys, const int64_t *key_lens, const uint8_t *values, const int64_t *value_lens, void *headers, void *header_counts, const int64_t *msg_opaques)'),
+  pollReports: lib.func('size_t spool_producer_poll_reports(spool_producer_t *p, int timeout_ms, _Out_ void **reports)'),
+  pollPacked: lib.func('size_t spool_consumer_poll_packed(spool_consumer_t *c, int timeout_ms, size_t max, _Out_ void **block, _Out_ size_t *block_size)'),
+  free: lib.func('void spool_free(void *block)'),
+
 };
 
-const VIEW_SIZE = koffi.sizeof(MessageView);
-
-// A copy of len bytes at ptr as a Buffer; null for a NULL pointer (a null key or value).
-function bytesAt(ptr, len) {
-  if (ptr === null) return null;
-  if (len === 0) return Buffer.alloc(0);
-  return Buffer.from(new Uint8Array(koffi.view(ptr, len))); // a copy: the view aliases C memory
+// The layouts of spool_report_t and spool_packed_message_t (spool.h), read little-endian
+// (every platform koffi ships for) with 64-bit pointers.
+const REPORT_SIZE = 32; // msg_opaque, offset, timestamp, partition, err
+const PACKED_SIZE = 104; // err, partition, offset, timestamp, then ten 64-bit fields
+if (koffi.sizeof('void *') !== 8 || require('node:os').endianness() !== 'LE') {
+  throw new Error('spool: this binding reads libspool\'s packed blocks as little-endian with 64-bit pointers');
 }
 
-// Every field of a message, copied into JS values, headers as KafkaJS has them.
-function readMessage(msg) {
-  const v = {};
-  fn.messageView(msg, v, VIEW_SIZE);
-  const headers = {};
-  for (let i = 0; i < v.header_count; i++) {
-    const k = [null], kl = [0], val = [null], vl = [0];
-    if (fn.messageHeader(msg, i, k, kl, val, vl) !== 0) continue;
-    headers[bytesAt(k[0], Number(kl[0])).toString()] = bytesAt(val[0], Number(vl[0]));
+// An int64 at off as a Number (exact below 2^53: offsets, lengths, ids); -1 stays -1.
+const i64 = (b, off) => b.readInt32LE(off + 4) * 4294967296 + b.readUInt32LE(off);
+
+// The n delivery reports spool_producer_poll_reports returned at ptr, each {opaque, offset,
+// partition, err}, handed to each in order; the caller frees ptr afterwards.
+function eachReport(ptr, n, each) {
+  const b = Buffer.from(koffi.view(ptr, n * REPORT_SIZE)); // aliases C memory: read before spool_free
+  for (let i = 0, o = 0; i < n; i++, o += REPORT_SIZE) {
+    each(i64(b, o), i64(b, o + 8), b.readInt32LE(o + 24), b.readInt32LE(o + 28));
   }
-  return {
-    err: v.err,
-    errstr: v.errstr,
-    topic: v.topic,
-    partition: v.partition,
-    offset: v.offset,
-    timestamp: v.timestamp,
-    key: bytesAt(v.key, Number(v.key_len)),
-    value: bytesAt(v.value, Number(v.value_len)),
-    headers,
-    opaque: Number(v.opaque),
-  };
 }
 
-module.exports = { koffi, fn, DrCb, RebalanceCb, OffsetCommitCb, TopicPartition, TopicPartitionOffset, Header, Record, readMessage, libraryPath };
+// The n messages of a block of spool_consumer_poll_packed (ptr, size bytes), copied once out
+// of C memory; keys, values and header values are views of that copy (as KafkaJS's Buffers
+// are of its responses). The caller frees ptr afterwards. Each message: {err, errstr, topic,
+// partition, offset, timestamp, key, value, headers}, offset and timestamp as strings.
+function readBlock(ptr, size, n) {
+  const b = Buffer.from(new Uint8Array(koffi.view(ptr, size))); // a copy: the block is freed next
+  const bytes = (off, len) => (len < 0 ? null : b.subarray(off, off + len));
+  const topics = new Map(); // messages of one topic in a row share its bytes
+  const out = new Array(n);
+  for (let i = 0, o = 0; i < n; i++, o += PACKED_SIZE) {
+    const topicOff = i64(b, o + 24);
+    let topic = topics.get(topicOff);
+    if (topic === undefined) {
+      topic = b.toString('utf8', topicOff, topicOff + i64(b, o + 32));
+      topics.set(topicOff, topic);
+    }
+    const headers = {};
+    for (let h = 0, at = i64(b, o + 88), count = i64(b, o + 96); h < count; h++) {
+      const kl = i64(b, at);
+      const key = b.toString('utf8', at + 8, at + 8 + kl);
+      const vl = i64(b, at + 8 + kl);
+      headers[key] = bytes(at + 16 + kl, vl); // the last value of a repeated key
+      at += 16 + kl + Math.max(vl, 0);
+    }
+    const errstrOff = i64(b, o + 40);
+    out[i] = {
+      err: b.readInt32LE(o),
+      errstr: b.toString('utf8', errstrOff, errstrOff + i64(b, o + 48)),
+      topic,
+      partition: b.readInt32LE(o + 4),
+      offset: String(i64(b, o + 8)),
+      timestamp: String(i64(b, o + 16)),
+      key: bytes(i64(b, o + 56), i64(b, o + 64)),
+      value: bytes(i64(b, o + 72), i64(b, o + 80)),
+      headers,
+    };
+  }
+  return out;
+}
+
+module.exports = { koffi, fn, DrCb, RebalanceCb, OffsetCommitCb, TopicPartition, TopicPartitionOffset, Header, Record, eachReport, readBlock, libraryPath };

@@ -93,6 +93,49 @@ func BenchmarkNodeVsKafkaJS(b *testing.B) {
 	compare(b, []int{200000, 100000}, run("spool"), run("kafkajs"))
 }
 
+// BenchmarkJavaVsKafkaClient runs bench/java/Bench.java, written for Apache Kafka's Java client
+// (kafka-clients 3.9, the jars brokertest fetches), compiled as it is and, with its imports
+// turned from org.apache.kafka to io.spoolmq, against this repository's Java binding: send()
+// with a callback per record, flush(), then poll() by assignment. Same JVM and flags for both.
+func BenchmarkJavaVsKafkaClient(b *testing.B) {
+	java := brokertest.NeedTool(b, "/usr/bin/java", "openjdk-17-jdk-headless")
+	javac := brokertest.NeedTool(b, "/usr/bin/javac", "openjdk-17-jdk-headless")
+	prefix := install(b, "")
+	build := mavenBuild(b, libEnv(prefix, ""))
+	deps, err := os.ReadFile(filepath.Join(build, "cp.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, err := os.ReadFile("bench/java/Bench.java")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sep := string(os.PathListSeparator)
+	classpaths := map[string]string{
+		"ours":   filepath.Join(build, "classes") + sep + strings.TrimSpace(string(deps)),
+		"theirs": brokertest.KafkaJars(b),
+	}
+	sources := map[string]string{"ours": strings.ReplaceAll(string(src), "org.apache.kafka.", "io.spoolmq."), "theirs": string(src)}
+	run := func(impl string) func(args ...string) *exec.Cmd {
+		dir := filepath.Join(b.TempDir(), impl)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "Bench.java"), []byte(sources[impl]), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if out, err := exec.Command(javac, "-d", dir, "-cp", classpaths[impl], filepath.Join(dir, "Bench.java")).CombinedOutput(); err != nil {
+			b.Fatalf("javac %s: %v\n%s", impl, err, out)
+		}
+		return func(args ...string) *exec.Cmd {
+			cmd := exec.Command(java, append([]string{"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", dir + sep + classpaths[impl], "Bench"}, args...)...)
+			cmd.Env = libEnv(prefix, "")
+			return cmd
+		}
+	}
+	compare(b, []int{500000, 200000}, run("ours"), run("theirs"))
+}
+
 // compare runs ours and theirs (each given BROKER TOPIC PARTITIONS N SIZE, printing
 // "produce_rps consume_rps peak_rss_kib") five times each (SPOOL_BENCH_RUNS), alternating,
 // for 100 B and 1 KiB records (counts[0] and counts[1] of them), and reports the medians and

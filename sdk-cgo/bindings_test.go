@@ -44,7 +44,7 @@ func libEnv(prefix, addr string) []string {
 }
 
 // run runs a binding's command in dir with env, failing the test with its output.
-func run(t *testing.T, timeout time.Duration, dir string, env []string, name string, args ...string) []byte {
+func run(t testing.TB, timeout time.Duration, dir string, env []string, name string, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -167,7 +167,7 @@ var javaBuilt bool
 // classpath) into one build directory of this test binary, and returns that directory:
 // classes/, surefire-reports/ and cp.txt. Maven runs offline, on the artifacts make test's
 // deps step fetched; with no goals it only makes sure the classes are built.
-func mavenBuild(t *testing.T, env []string, goals ...string) string {
+func mavenBuild(t testing.TB, env []string, goals ...string) string {
 	t.Helper()
 	install(t, "")
 	mvn := brokertest.NeedTool(t, "/usr/bin/mvn", "maven")

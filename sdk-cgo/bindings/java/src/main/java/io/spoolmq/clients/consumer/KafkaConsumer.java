@@ -3,10 +3,9 @@ package io.spoolmq.clients.consumer;
 import com.sun.jna.Memory;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
-import com.sun.jna.ptr.LongByReference;
-import com.sun.jna.ptr.PointerByReference;
 import io.spoolmq.clients.internal.LibSpool;
 import io.spoolmq.clients.internal.NativeConfig;
+import io.spoolmq.clients.internal.Packed;
 import io.spoolmq.common.KafkaException;
 import io.spoolmq.common.TopicPartition;
 import io.spoolmq.common.header.Headers;
@@ -226,30 +225,27 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
             pendingError = null;
             throw earlier;
         }
-        Pointer[] msgs = new Pointer[MAX_POLL_RECORDS];
-        int n = withHandle(h -> (int) LibSpool.LIB.spool_consumer_poll_batch(h,
-                (int) Math.min(timeout.toMillis(), Integer.MAX_VALUE), msgs, msgs.length));
-        List<ConsumerRecord<K, V>> records = new ArrayList<>(n);
+        List<Packed.Message> msgs = withHandle(h -> Packed.poll(h,
+                (int) Math.min(timeout.toMillis(), Integer.MAX_VALUE), MAX_POLL_RECORDS));
+        List<ConsumerRecord<K, V>> records = new ArrayList<>(msgs.size());
         KafkaException error = null;
-        for (int i = 0; i < n; i++) {
-            try {
-                LibSpool.MessageView v = LibSpool.MessageView.of(msgs[i]);
-                if (v.err != 0) {
-                    if (error == null) {
-                        error = new KafkaException(v.err, v.errstr);
-                    }
-                    continue;
+        for (Packed.Message m : msgs) {
+            if (m.err() != 0) {
+                if (error == null) {
+                    error = new KafkaException(m.err(), m.errstr());
                 }
-                byte[] key = LibSpool.bytes(v.key, v.keyLen);
-                byte[] value = LibSpool.bytes(v.value, v.valueLen);
-                polled.put(new TopicPartition(v.topic, v.partition), new OffsetAndMetadata(v.offset + 1));
-                records.add(new ConsumerRecord<>(v.topic, v.partition, v.offset, v.timestamp,
-                        key == null ? -1 : key.length, value == null ? -1 : value.length,
-                        keyDeserializer.deserialize(v.topic, key), valueDeserializer.deserialize(v.topic, value),
-                        headers(msgs[i], v.headerCount)));
-            } finally {
-                LibSpool.LIB.spool_message_destroy(msgs[i]);
+                continue;
             }
+            byte[] key = m.key();
+            byte[] value = m.value();
+            polled.put(new TopicPartition(m.topic(), m.partition()), new OffsetAndMetadata(m.offset() + 1));
+            Headers hs = new Headers();
+            for (Map.Entry<String, byte[]> h : m.headers()) {
+                hs.add(h.getKey(), h.getValue());
+            }
+            records.add(new ConsumerRecord<>(m.topic(), m.partition(), m.offset(), m.timestamp(),
+                    key == null ? -1 : key.length, value == null ? -1 : value.length,
+                    keyDeserializer.deserialize(m.topic(), key), valueDeserializer.deserialize(m.topic(), value), hs));
         }
         if (error != null) {
             if (records.isEmpty()) {
@@ -261,21 +257,6 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
             throwListenerError(); // else thrown by the next poll
         }
         return new ConsumerRecords<>(records);
-    }
-
-    private static Headers headers(Pointer msg, long count) {
-        Headers hs = new Headers();
-        PointerByReference k = new PointerByReference();
-        PointerByReference v = new PointerByReference();
-        LongByReference kl = new LongByReference();
-        LongByReference vl = new LongByReference();
-        for (long i = 0; i < count; i++) {
-            if (LibSpool.LIB.spool_message_header(msg, i, k, kl, v, vl) == 0) {
-                hs.add(new String(LibSpool.bytes(k.getValue(), kl.getValue()), StandardCharsets.UTF_8),
-                        LibSpool.bytes(v.getValue(), vl.getValue()));
-            }
-        }
-        return hs;
     }
 
     /** Commits, per partition, the offset after the last record poll returned. */

@@ -6,8 +6,6 @@ import com.sun.jna.Memory;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.Structure;
-import com.sun.jna.ptr.LongByReference;
-import com.sun.jna.ptr.PointerByReference;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -31,7 +29,7 @@ public interface LibSpool extends Library {
         void invoke(Pointer producer, Pointer msg, Pointer opaque);
     }
 
-    /** spool_rebalance_cb_t: called inside spool_consumer_poll_batch/close, on the calling thread. */
+    /** spool_rebalance_cb_t: called inside spool_consumer_poll_packed/close, on the calling thread. */
     interface RebalanceCallback extends Callback {
         void invoke(Pointer consumer, int what, Pointer partitions, long count, Pointer opaque);
     }
@@ -57,10 +55,6 @@ public interface LibSpool extends Library {
     void spool_conf_destroy(Pointer conf);
 
     Pointer spool_producer_new(Pointer conf, byte[] errstr, long errstrSize);
-    int spool_produce_timestamp(Pointer producer, String topic, int partition, long timestampMs, Pointer key,
-                                long keyLen, Pointer value, long valueLen, Pointer headers, long headerCount,
-                                Pointer msgOpaque);
-    int spool_producer_poll(Pointer producer, int timeoutMs);
     int spool_producer_flush(Pointer producer, int timeoutMs);
     int spool_producer_outq_len(Pointer producer);
     int spool_create_topic(Pointer producer, String topic, int partitions, short replicationFactor, int timeoutMs);
@@ -71,16 +65,12 @@ public interface LibSpool extends Library {
     int spool_consumer_subscribe(Pointer consumer, String[] topics, long topicCount);
     int spool_consumer_assign(Pointer consumer, String topic, int partition, long offset);
     int spool_consumer_seek(Pointer consumer, String topic, int partition, long offset);
-    long spool_consumer_poll_batch(Pointer consumer, int timeoutMs, Pointer[] msgs, long max);
     int spool_consumer_commit(Pointer consumer, int async);
     int spool_consumer_commit_offsets(Pointer consumer, Pointer offsets, long count, int async);
     int spool_consumer_close(Pointer consumer);
     void spool_consumer_destroy(Pointer consumer);
 
     int spool_message_view(Pointer msg, MessageView view, long viewSize);
-    int spool_message_header(Pointer msg, long idx, PointerByReference key, LongByReference keyLen,
-                             PointerByReference value, LongByReference valueLen);
-    void spool_message_destroy(Pointer msg);
 
     /** spool_message_view_t: every field of a message in one call. */
     @Structure.FieldOrder({"err", "partition", "offset", "timestamp", "topic", "errstr", "key", "keyLen",
@@ -108,12 +98,12 @@ public interface LibSpool extends Library {
         }
     }
 
-    /** A copy of len bytes at p; null for a NULL pointer (a null key or value). */
-    static byte[] bytes(Pointer p, long len) {
-        if (p == null) {
-            return null;
-        }
-        return len == 0 ? new byte[0] : p.getByteArray(0, (int) len);
+    /** A one-byte array passed, with length 0, for an empty key or value (JNA may pass an empty array as NULL). */
+    byte[] ONE_BYTE = new byte[1];
+
+    /** b as passed to libspool: an empty array as {@link #ONE_BYTE} (length 0), null as NULL. */
+    static byte[] nonEmpty(byte[] b) {
+        return b != null && b.length == 0 ? ONE_BYTE : b;
     }
 
     /**

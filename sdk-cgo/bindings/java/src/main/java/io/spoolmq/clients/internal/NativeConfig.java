@@ -9,9 +9,9 @@ import java.util.Set;
 
 /** Client properties to a libspool configuration. Not part of the API. */
 public final class NativeConfig {
-    /** Keys of this binding (serializers), not passed to libspool. */
+    /** Keys of this binding (serializers, the producer's max.block.ms), not passed to libspool. */
     private static final Set<String> OWN_KEYS = Set.of("key.serializer", "value.serializer", "key.deserializer",
-            "value.deserializer");
+            "value.deserializer", "max.block.ms");
 
     private NativeConfig() {}
 
@@ -48,11 +48,36 @@ public final class NativeConfig {
         Pointer create(Pointer conf, byte[] errstr, long errstrSize);
     }
 
-    /** Properties as a map of strings to values. */
+    /** props[key] as milliseconds (a number or its text, 0 or more), or fallback when unset. */
+    public static long millis(Map<String, Object> props, String key, long fallback) {
+        Object v = props.get(key);
+        if (v == null) {
+            return fallback;
+        }
+        try {
+            long ms = v instanceof Number n ? n.longValue() : Long.parseLong(String.valueOf(v).trim());
+            if (ms >= 0 && ms <= Long.MAX_VALUE / 1_000_000) {
+                return ms;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new ConfigException("Invalid value " + v + " for configuration " + key + ": milliseconds, 0 or more");
+    }
+
+    /**
+     * Properties as a map of strings to values: the string ones with their defaults, and, as
+     * the Java client takes them, those put with other values (an Integer, a Class).
+     */
     public static Map<String, Object> toMap(Properties props) {
         Map<String, Object> m = new java.util.HashMap<>();
         for (String k : props.stringPropertyNames()) {
             m.put(k, props.getProperty(k));
+        }
+        for (Map.Entry<Object, Object> e : props.entrySet()) {
+            if (e.getKey() instanceof String k) {
+                m.put(k, e.getValue());
+            }
         }
         return m;
     }

@@ -5,6 +5,7 @@ import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import io.spoolmq.clients.internal.LibSpool;
 import io.spoolmq.clients.internal.NativeConfig;
+import io.spoolmq.clients.internal.Packed;
 import io.spoolmq.common.KafkaException;
 import io.spoolmq.common.header.Header;
 import io.spoolmq.common.serialization.Serializer;
@@ -18,6 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
@@ -32,10 +34,14 @@ public class KafkaProducer<K, V> implements AutoCloseable {
     private final Serializer<V> valueSerializer;
     private final Pointer handle;
     private final Map<Long, Pending> pending = new ConcurrentHashMap<>();
+    private final Map<String, byte[]> topicNames = new ConcurrentHashMap<>();
     private final AtomicLong nextId = new AtomicLong(1);
     // Held so JNA keeps the native callback alive as long as the producer.
     private final LibSpool.DeliveryCallback onDelivery = this::delivered;
     private final Thread poller;
+    private final long maxBlockNanos;
+    /** How long send waits before trying a full queue again. */
+    private static final long QUEUE_FULL_PAUSE_NANOS = 100_000;
     private volatile boolean closed;
     // Calls on the handle hold the read lock; close takes the write lock, so no call can use
     // the handle after it is destroyed.
@@ -59,12 +65,15 @@ public class KafkaProducer<K, V> implements AutoCloseable {
     public KafkaProducer(Map<String, Object> configs, Serializer<K> keySerializer, Serializer<V> valueSerializer) {
         this.keySerializer = NativeConfig.instance(configs, "key.serializer", keySerializer, Serializer.class);
         this.valueSerializer = NativeConfig.instance(configs, "value.serializer", valueSerializer, Serializer.class);
+        this.maxBlockNanos = NativeConfig.millis(configs, "max.block.ms", 60_000) * 1_000_000;
         Pointer conf = NativeConfig.create(configs);
         LibSpool.LIB.spool_conf_set_dr_cb(conf, onDelivery);
         handle = NativeConfig.client(conf, LibSpool.LIB::spool_producer_new);
+        // The reports come in blocks (spool_producer_poll_reports); the callback above serves
+        // those flush() takes (spool_producer_flush runs it).
         poller = new Thread(() -> {
             while (!closed) {
-                LibSpool.LIB.spool_producer_poll(handle, 100);
+                Packed.takeReports(handle, 100, this::reported);
             }
         }, "spool-producer-poll");
         poller.setDaemon(true);
@@ -101,21 +110,39 @@ public class KafkaProducer<K, V> implements AutoCloseable {
         long id = nextId.getAndIncrement();
         Pending p = new Pending(record.topic(), future, callback);
         pending.put(id, p); // first: the poll thread may serve the report before produce returns
-        Memory keyMem = LibSpool.memory(key);
-        Memory valueMem = LibSpool.memory(value);
+        byte[] keyArg = LibSpool.nonEmpty(key);
+        byte[] valueArg = LibSpool.nonEmpty(value);
         List<Memory> keep = new ArrayList<>();
         Memory headers = headers(record.headers().toArray(), keep);
-        int err = LibSpool.LIB.spool_produce_timestamp(handle, record.topic(),
-                record.partition() == null ? LibSpool.SPOOL_PARTITION_UA : record.partition(),
-                record.timestamp() == null ? 0 : record.timestamp(), keyMem, key == null ? 0 : key.length, valueMem, value == null ? 0 : value.length,
-                headers, record.headers().size(), new Pointer(id));
+        int err;
+        long waitingSince = 0;
+        boolean waiting = false;
+        while (true) {
+            err = Packed.spool_produce_timestamp(handle, topicName(record.topic()),
+                    record.partition() == null ? LibSpool.SPOOL_PARTITION_UA : record.partition(),
+                    record.timestamp() == null ? 0 : record.timestamp(), keyArg, key == null ? 0 : key.length, valueArg, value == null ? 0 : value.length,
+                    headers, record.headers().size(), id);
+            if (err != KafkaException.QUEUE_FULL) {
+                break;
+            }
+            // As the Java client's send when its buffer is full: wait for room (the poll
+            // thread's reports make it) up to max.block.ms, then fail.
+            long now = System.nanoTime();
+            if (!waiting) {
+                waiting = true;
+                waitingSince = now;
+            }
+            if (now - waitingSince >= maxBlockNanos) {
+                break;
+            }
+            LockSupport.parkNanos(QUEUE_FULL_PAUSE_NANOS);
+        }
         // The header memory must outlive the call (libspool copies it before returning).
         java.lang.ref.Reference.reachabilityFence(keep);
-        java.lang.ref.Reference.reachabilityFence(keyMem);
-        java.lang.ref.Reference.reachabilityFence(valueMem);
         if (err != 0) {
             pending.remove(id);
-            fail(p, KafkaException.of(err, "send to " + record.topic()));
+            fail(p, KafkaException.of(err, "send to " + record.topic()
+                    + (err == KafkaException.QUEUE_FULL ? " (full for max.block.ms=" + maxBlockNanos / 1_000_000 + ")" : "")));
         }
     }
 
@@ -141,7 +168,25 @@ public class KafkaProducer<K, V> implements AutoCloseable {
         return arr;
     }
 
-    /** The delivery report callback: on the poll thread (or a flushing one). */
+    /** A topic's name as libspool takes it (NUL-terminated UTF-8), made once per topic. */
+    private byte[] topicName(String topic) {
+        return topicNames.computeIfAbsent(topic, Packed::cString);
+    }
+
+    /** A report of spool_producer_poll_reports: on the poll thread. */
+    private void reported(long id, long offset, long timestamp, int partition, int err) {
+        Pending p = pending.remove(id);
+        if (p == null) {
+            return;
+        }
+        if (err == 0) {
+            succeed(p, new RecordMetadata(p.topic(), partition, offset, timestamp));
+        } else {
+            fail(p, KafkaException.of(err, "delivery to " + p.topic()));
+        }
+    }
+
+    /** The delivery report callback: on a thread in flush() (spool_producer_flush serves it). */
     private void delivered(Pointer producer, Pointer msg, Pointer opaque) {
         LibSpool.MessageView v = LibSpool.MessageView.of(msg);
         Pending p = pending.remove(Pointer.nativeValue(v.opaque));
@@ -149,18 +194,21 @@ public class KafkaProducer<K, V> implements AutoCloseable {
             return;
         }
         if (v.err == 0) {
-            // As the Java client: the callback runs before the future completes, so that get()
-            // returns after it.
-            RecordMetadata md = new RecordMetadata(v.topic, v.partition, v.offset, v.timestamp);
-            try {
-                if (p.callback() != null) {
-                    p.callback().onCompletion(md, null);
-                }
-            } finally {
-                p.future().complete(md);
-            }
+            succeed(p, new RecordMetadata(v.topic, v.partition, v.offset, v.timestamp));
         } else {
             fail(p, new KafkaException(v.err, "delivery to " + v.topic + ": " + v.errstr));
+        }
+    }
+
+    private static void succeed(Pending p, RecordMetadata md) {
+        // As the Java client: the callback runs before the future completes, so that get()
+        // returns after it.
+        try {
+            if (p.callback() != null) {
+                p.callback().onCompletion(md, null);
+            }
+        } finally {
+            p.future().complete(md);
         }
     }
 

@@ -133,8 +133,11 @@ class Kafka {
 const keepReports = koffi.register(() => {}, koffi.pointer(DrCb));
 
 // A record's msg_opaque is its send's number times SEND_SPAN plus its index in the send: the
-// reports, sorted by msg_opaque, come grouped by send.
+// reports, sorted by msg_opaque, come grouped by send. Send numbers go round after MAX_SENDS,
+// so that every msg_opaque stays below 2^53, exact in a Number (a number comes back only
+// after half a billion later sends, long after its own has settled).
 const SEND_SPAN = 2 ** 24;
+const MAX_SENDS = 2 ** 29 - 1;
 
 class Producer {
   constructor(keys) {
@@ -167,7 +170,8 @@ class Producer {
     void acks; // the producer's acks key decides (libspool has no per-call acks)
     void timeout;
     if (messages.length === 0) return [];
-    const id = this.nextSend++;
+    const id = this.nextSend;
+    this.nextSend = id >= MAX_SENDS ? 1 : id + 1;
     const done = this._track(id, topic, messages.length);
     try {
       this._produce(id, topic, messages);

@@ -162,17 +162,20 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// shortJVM are the java flags of the tests' short-lived programs (Kafka's tools, small admin
-// clients): the client compiler only and the class-data archive start a JVM in about half
-// the time, which is most of what these programs spend; the server package runs dozens.
-var shortJVM = []string{"-Xshare:auto", "-XX:TieredStopAtLevel=1"}
+// shortJVM is java's command line for the tests' short-lived programs (Kafka's tools, small
+// admin clients): args after the flags that start a JVM in about half the time (the client
+// compiler only, the class-data archive), which is most of what these programs spend; the
+// server package runs dozens.
+func shortJVM(args ...string) []string {
+	return append([]string{"-Xshare:auto", "-XX:TieredStopAtLevel=1"}, args...)
+}
 
 // runKafkaTool runs one of Apache Kafka's command-line tools (the class behind a kafka-*.sh
 // script) from the jars brokertest fetches, and returns its output.
 func runKafkaTool(t *testing.T, ctx context.Context, class string, args ...string) (string, error) {
 	t.Helper()
 	cp := brokertest.KafkaJars(t)
-	cmd := exec.CommandContext(ctx, "/usr/bin/java", append(append(slices.Clone(shortJVM),
+	cmd := exec.CommandContext(ctx, "/usr/bin/java", append(shortJVM(
 		"-Dlog4j.configuration=file:/dev/null", "-cp", cp, class), args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -64,7 +64,7 @@ func kafkaAdminTool(t *testing.T, addr, class string) func(args ...string) strin
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound on a hang
 		defer cancel()
-		cmd := exec.CommandContext(ctx, java, append(append(slices.Clone(shortJVM), "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, class,
+		cmd := exec.CommandContext(ctx, java, append(shortJVM("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, class,
 			"--bootstrap-server", addr, "--command-config", props), args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {

@@ -42,7 +42,7 @@ func compileJavaProgram(t *testing.T, ctx context.Context, source, class string)
 	}
 	return func(t *testing.T, args ...string) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, java, append(append(slices.Clone(shortJVM), "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		cmd := exec.CommandContext(ctx, java, append(shortJVM("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 			"-cp", classes+string(os.PathListSeparator)+cp, class), args...)...)
 		cmd.Stderr = testWriter{t}
 		out, err := cmd.Output()

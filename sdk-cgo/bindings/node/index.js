@@ -190,25 +190,32 @@ class Producer {
   }
 
   // _track returns the promise of send id, which settles when its count records are reported
-  // (or at its first failure): one promise a send, not one a record.
+  // (or at its first failure): one promise a send, not one a record. `lowest` holds, per
+  // partition written, the lowest offset reported, the send's baseOffset there.
   _track(id, topic, count) {
     return new Promise((resolve, reject) => {
-      this.sends.set(id, { topic, remaining: count, byPartition: new Map(), failed: false, resolve, reject });
+      this.sends.set(id, { id, topic, remaining: count, lowest: new Map(), failed: false, resolve, reject });
     });
   }
 
-  // _settle counts n records of send id as reported; err (a KafkaJSError) fails the send.
-  _settle(id, n, err) {
-    const s = this.sends.get(id);
-    if (!s) return;
+  // _settle counts n records of send s as reported; err (a KafkaJSError) fails the send.
+  _settle(s, n, err) {
     if (err && !s.failed) {
       s.failed = true;
       s.reject(err);
     }
     s.remaining -= n;
     if (s.remaining > 0) return;
-    this.sends.delete(id);
-    if (!s.failed) s.resolve([...s.byPartition.values()]);
+    this.sends.delete(s.id);
+    if (s.failed) return;
+    s.resolve([...s.lowest].map(([partition, offset]) => ({
+      topicName: s.topic,
+      partition,
+      errorCode: 0,
+      baseOffset: String(offset),
+      logAppendTime: '-1',
+      logStartOffset: '-1',
+    })));
   }
 
   // Produces the messages of send id to topic in one call. Without headers or timestamps they
@@ -255,7 +262,7 @@ class Producer {
         }
       }
     }
-    if (err !== 0) this._settle(id, messages.length - done, errorOf(err, `produce to ${topic}`));
+    if (err !== 0) this._settle(this.sends.get(id), messages.length - done, errorOf(err, `produce to ${topic}`));
   }
 
   // The columns of spool_produce_packed: partitions, keys and values, each set of bytes
@@ -288,44 +295,26 @@ class Producer {
       nonNull(joined(values)), valueLens, null, null, opaques);
   }
 
-  // Takes the delivery reports ready and settles their sends. A report's offset is the
-  // record's; a send's RecordMetadata per partition has the lowest.
+  // Takes the delivery reports ready and settles their sends.
   _serveReports() {
     const out = [null];
     const n = Number(fn.pollReports(this.handle, 0, out));
     if (n === 0) return;
     try {
-      let id = 0;
-      let count = 0;
       eachReport(out[0], n, (opaque, offset, partition, err) => {
-        const send = Math.floor(opaque / SEND_SPAN);
-        if (send !== id) {
-          if (count > 0) this._settle(id, count);
-          id = send;
-          count = 0;
-        }
-        const s = this.sends.get(send);
-        if (s && err !== 0) {
-          this._settle(send, 0, new KafkaJSError(`delivery to ${s.topic}: ${fn.err2str(err)}`, {
+        const s = this.sends.get(Math.floor(opaque / SEND_SPAN));
+        if (!s) return; // its send failed as a whole before this record's report came
+        if (err !== 0) {
+          this._settle(s, 1, new KafkaJSError(`delivery to ${s.topic}: ${fn.err2str(err)}`, {
             code: err,
             retriable: err === ErrorCodes.TRANSPORT,
           }));
-        } else if (s) {
-          const meta = s.byPartition.get(partition);
-          if (!meta || Number(meta.baseOffset) > offset) {
-            s.byPartition.set(partition, {
-              topicName: s.topic,
-              partition,
-              errorCode: 0,
-              baseOffset: String(offset),
-              logAppendTime: '-1',
-              logStartOffset: '-1',
-            });
-          }
+          return;
         }
-        count++;
+        const lowest = s.lowest.get(partition);
+        if (lowest === undefined || offset < lowest) s.lowest.set(partition, offset);
+        this._settle(s, 1);
       });
-      if (count > 0) this._settle(id, count);
     } finally {
       fn.free(out[0]);
     }

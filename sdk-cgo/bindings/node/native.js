@@ -133,14 +133,13 @@ function eachReport(ptr, n, each) {
 function readBlock(ptr, size, n) {
   const b = Buffer.from(new Uint8Array(koffi.view(ptr, size))); // a copy: the block is freed next
   const bytes = (off, len) => (len < 0 ? null : b.subarray(off, off + len));
-  const topics = new Map(); // messages of one topic in a row share its bytes
   const out = new Array(n);
+  let topicOff = -1; // messages of one topic in a row share its bytes: decoded once
+  let topic;
   for (let i = 0, o = 0; i < n; i++, o += PACKED_SIZE) {
-    const topicOff = i64(b, o + 24);
-    let topic = topics.get(topicOff);
-    if (topic === undefined) {
+    if (i64(b, o + 24) !== topicOff) {
+      topicOff = i64(b, o + 24);
       topic = b.toString('utf8', topicOff, topicOff + i64(b, o + 32));
-      topics.set(topicOff, topic);
     }
     const headers = {};
     for (let h = 0, at = i64(b, o + 88), count = i64(b, o + 96); h < count; h++) {

@@ -8,7 +8,6 @@ import io.spoolmq.clients.internal.NativeConfig;
 import io.spoolmq.clients.internal.Packed;
 import io.spoolmq.common.KafkaException;
 import io.spoolmq.common.TopicPartition;
-import io.spoolmq.common.header.Headers;
 import io.spoolmq.common.serialization.Deserializer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -239,13 +238,10 @@ public class KafkaConsumer<K, V> implements AutoCloseable {
             byte[] key = m.key();
             byte[] value = m.value();
             polled.put(new TopicPartition(m.topic(), m.partition()), new OffsetAndMetadata(m.offset() + 1));
-            Headers hs = new Headers();
-            for (Map.Entry<String, byte[]> h : m.headers()) {
-                hs.add(h.getKey(), h.getValue());
-            }
             records.add(new ConsumerRecord<>(m.topic(), m.partition(), m.offset(), m.timestamp(),
                     key == null ? -1 : key.length, value == null ? -1 : value.length,
-                    keyDeserializer.deserialize(m.topic(), key), valueDeserializer.deserialize(m.topic(), value), hs));
+                    keyDeserializer.deserialize(m.topic(), key), valueDeserializer.deserialize(m.topic(), value),
+                    m.headers()));
         }
         if (error != null) {
             if (records.isEmpty()) {

@@ -6,10 +6,9 @@ import com.sun.jna.Pointer;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import io.spoolmq.common.header.Headers;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The calls of the hot paths: a record's produce, and spool.h's packed calls (many delivery
@@ -78,7 +77,7 @@ public final class Packed {
 
     /** A message of a spool_consumer_poll_packed block, its bytes copied out. */
     public record Message(int err, String errstr, String topic, int partition, long offset, long timestamp,
-                          byte[] key, byte[] value, List<Map.Entry<String, byte[]>> headers) {}
+                          byte[] key, byte[] value, Headers headers) {}
 
     /**
      * Waits up to timeoutMs for messages and takes up to max of those ready in one block
@@ -94,21 +93,20 @@ public final class Packed {
         try {
             ByteBuffer b = new Pointer(block[0]).getByteBuffer(0, size[0]).order(ByteOrder.nativeOrder());
             List<Message> out = new ArrayList<>(n);
-            Map<Long, String> topics = new HashMap<>(); // messages of one topic in a row share its bytes
+            long topicOff = -1; // messages of one topic in a row share its bytes: decoded once
+            String topic = null;
             for (int i = 0, o = 0; i < n; i++, o += MESSAGE_SIZE) {
-                long topicOff = b.getLong(o + 24);
-                String topic = topics.get(topicOff);
-                if (topic == null) {
+                if (b.getLong(o + 24) != topicOff) {
+                    topicOff = b.getLong(o + 24);
                     topic = text(b, topicOff, b.getLong(o + 32));
-                    topics.put(topicOff, topic);
                 }
-                List<Map.Entry<String, byte[]>> headers = new ArrayList<>(0);
+                Headers headers = new Headers();
                 long at = b.getLong(o + 88);
                 for (long h = 0, count = b.getLong(o + 96); h < count; h++) {
                     long kl = b.getLong((int) at);
                     String key = text(b, at + 8, kl);
                     long vl = b.getLong((int) (at + 8 + kl));
-                    headers.add(new java.util.AbstractMap.SimpleImmutableEntry<>(key, bytes(b, at + 16 + kl, vl)));
+                    headers.add(key, bytes(b, at + 16 + kl, vl));
                     at += 16 + kl + Math.max(vl, 0);
                 }
                 out.add(new Message(b.getInt(o), text(b, b.getLong(o + 40), b.getLong(o + 48)), topic, b.getInt(o + 4),

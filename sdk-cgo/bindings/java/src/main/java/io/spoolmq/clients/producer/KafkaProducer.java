@@ -110,32 +110,17 @@ public class KafkaProducer<K, V> implements AutoCloseable {
         long id = nextId.getAndIncrement();
         Pending p = new Pending(record.topic(), future, callback);
         pending.put(id, p); // first: the poll thread may serve the report before produce returns
-        byte[] keyArg = LibSpool.nonEmpty(key);
-        byte[] valueArg = LibSpool.nonEmpty(value);
         List<Memory> keep = new ArrayList<>();
         Memory headers = headers(record.headers().toArray(), keep);
-        int err;
-        long waitingSince = 0;
-        boolean waiting = false;
-        while (true) {
-            err = Packed.spool_produce_timestamp(handle, topicName(record.topic()),
-                    record.partition() == null ? LibSpool.SPOOL_PARTITION_UA : record.partition(),
-                    record.timestamp() == null ? 0 : record.timestamp(), keyArg, key == null ? 0 : key.length, valueArg, value == null ? 0 : value.length,
-                    headers, record.headers().size(), id);
-            if (err != KafkaException.QUEUE_FULL) {
-                break;
-            }
+        int err = produceOnce(record, key, value, headers, id);
+        if (err == KafkaException.QUEUE_FULL) {
             // As the Java client's send when its buffer is full: wait for room (the poll
             // thread's reports make it) up to max.block.ms, then fail.
-            long now = System.nanoTime();
-            if (!waiting) {
-                waiting = true;
-                waitingSince = now;
+            long since = System.nanoTime();
+            while (err == KafkaException.QUEUE_FULL && System.nanoTime() - since < maxBlockNanos) {
+                LockSupport.parkNanos(QUEUE_FULL_PAUSE_NANOS);
+                err = produceOnce(record, key, value, headers, id);
             }
-            if (now - waitingSince >= maxBlockNanos) {
-                break;
-            }
-            LockSupport.parkNanos(QUEUE_FULL_PAUSE_NANOS);
         }
         // The header memory must outlive the call (libspool copies it before returning).
         java.lang.ref.Reference.reachabilityFence(keep);
@@ -144,6 +129,14 @@ public class KafkaProducer<K, V> implements AutoCloseable {
             fail(p, KafkaException.of(err, "send to " + record.topic()
                     + (err == KafkaException.QUEUE_FULL ? " (full for max.block.ms=" + maxBlockNanos / 1_000_000 + ")" : "")));
         }
+    }
+
+    /** One spool_produce_timestamp call for record, with its serialized key and value. */
+    private int produceOnce(ProducerRecord<K, V> record, byte[] key, byte[] value, Memory headers, long id) {
+        return Packed.spool_produce_timestamp(handle, topicName(record.topic()),
+                record.partition() == null ? LibSpool.SPOOL_PARTITION_UA : record.partition(),
+                record.timestamp() == null ? 0 : record.timestamp(), LibSpool.nonEmpty(key), key == null ? 0 : key.length,
+                LibSpool.nonEmpty(value), value == null ? 0 : value.length, headers, record.headers().size(), id);
     }
 
     /** spool_header_t[] for hs; the memory it points to is added to keep. */
@@ -175,28 +168,30 @@ public class KafkaProducer<K, V> implements AutoCloseable {
 
     /** A report of spool_producer_poll_reports: on the poll thread. */
     private void reported(long id, long offset, long timestamp, int partition, int err) {
+        complete(id, offset, timestamp, partition, err, null);
+    }
+
+    /**
+     * The delivery report callback: on a thread in flush() or close(), whose
+     * spool_producer_flush serves the reports ready then (the poll thread takes the others).
+     */
+    private void delivered(Pointer producer, Pointer msg, Pointer opaque) {
+        LibSpool.MessageView v = LibSpool.MessageView.of(msg);
+        complete(Pointer.nativeValue(v.opaque), v.offset, v.timestamp, v.partition, v.err, v.errstr);
+    }
+
+    /** Completes record id's send; errstr, libspool's explanation of err, may be null. */
+    private void complete(long id, long offset, long timestamp, int partition, int err, String errstr) {
         Pending p = pending.remove(id);
         if (p == null) {
             return;
         }
         if (err == 0) {
             succeed(p, new RecordMetadata(p.topic(), partition, offset, timestamp));
-        } else {
+        } else if (errstr == null) {
             fail(p, KafkaException.of(err, "delivery to " + p.topic()));
-        }
-    }
-
-    /** The delivery report callback: on a thread in flush() (spool_producer_flush serves it). */
-    private void delivered(Pointer producer, Pointer msg, Pointer opaque) {
-        LibSpool.MessageView v = LibSpool.MessageView.of(msg);
-        Pending p = pending.remove(Pointer.nativeValue(v.opaque));
-        if (p == null) {
-            return;
-        }
-        if (v.err == 0) {
-            succeed(p, new RecordMetadata(v.topic, v.partition, v.offset, v.timestamp));
         } else {
-            fail(p, new KafkaException(v.err, "delivery to " + v.topic + ": " + v.errstr));
+            fail(p, new KafkaException(err, "delivery to " + p.topic() + ": " + errstr));
         }
     }
 

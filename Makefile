@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 
 PREFIX ?= /usr/local
 
-.PHONY: all build install run test deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke conformance-matrix reference-kafka reference-kafka-stop clean
+.PHONY: all build install run test test-short deps gen gen-check lint unit gowork-off fuzz-smoke bench bench-compare bench-smoke conformance-matrix reference-kafka reference-kafka-stop clean
 
 all: build
 
@@ -51,14 +51,16 @@ lint:
 	@for m in $(MODULES); do scripts/each-module.sh $$m vet || exit 1; done
 	cd bench && GOWORK=off $(GO) vet .
 
-## unit: every module's tests. The broker's take half the time while using under one of the
-## two cores (they mostly wait on the brokers, ZooKeeper ensembles and JVMs they start), so
-## they run beside the other modules' (one after another); their output follows, in one piece.
+## unit: every module's tests in one go test run (scripts/test-all.sh): packages of every module
+## share the two cores, since most of the long ones wait on brokers, ZooKeeper and JVMs; it ends
+## with the slowest tests, each package's time and "N passed, N failed, N skipped"
 unit:
-	@dir=$$(mktemp -d); \
-	(scripts/each-module.sh broker test > $$dir/log 2>&1; echo $$? > $$dir/rc) & \
-	rc=0; for m in $(filter-out broker,$(MODULES)); do scripts/each-module.sh $$m test || { rc=1; break; }; done; \
-	wait; cat $$dir/log; [ "$$(cat $$dir/rc)" = 0 ] || rc=1; rm -rf $$dir; exit $$rc
+	@scripts/test-all.sh
+
+## test-short: a developer's inner loop in about a minute: go test -short without the race
+## detector (tests that start processes, clusters or JVMs skip themselves); deps are not installed
+test-short:
+	@scripts/test-all.sh -short
 
 ## gowork-off: every module also builds on its own, through its replace directives
 gowork-off:

@@ -188,12 +188,14 @@ func (b *Broker) Kill(t testing.TB) {
 // Binary builds spoold once per test binary and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
+	SkipShort(t)
 	return spooldBuild.path(t)
 }
 
 // CLI builds the spool CLI (sdk-go's cmd/spool) once per test binary and returns its path.
 func CLI(t testing.TB) string {
 	t.Helper()
+	SkipShort(t)
 	return cliBuild.path(t)
 }
 

@@ -10,6 +10,7 @@ import (
 // make test has installed it, and skips it elsewhere, saying which Debian package to install.
 func NeedTool(t testing.TB, path, pkg string) string {
 	t.Helper()
+	SkipShort(t)
 	if _, err := os.Stat(path); err != nil {
 		missing(t, path+" (Debian "+pkg+") is not installed; make test installs it when run as root")
 	}
@@ -33,4 +34,15 @@ func missing(t testing.TB, msg string) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
+}
+
+// SkipShort skips a test under go test -short (make test-short, a developer's inner loop) when
+// it starts processes: a spoold, the CLI, ZooKeeper, a JVM or another client. NeedTool, Binary
+// and CLI call it, so every test that needs one of those is skipped there; make test never
+// runs with -short.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test starts processes")
+	}
 }

@@ -48,27 +48,63 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# Go modules for every module of the workspace.
-for m in protocol-spec broker sdk-go sdk-cgo conformance examples; do
-  (cd "$m" && go mod download)
-done
-(cd bench && GOWORK=off go mod download)
+# The rest are three independent downloads (Go modules, Maven artifacts, npm packages), run
+# side by side: on a fresh machine each waits mostly on its registry. Each is a no-op when what
+# it fetches is present.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 
-# Maven artifacts of the Java binding (JNA, JUnit, the plugins and surefire's JUnit
-# provider), so its tests run Maven offline: a build that runs no test, in a scratch directory.
-javabuild=$(mktemp -d)
-mvn -q -B -f sdk-cgo/bindings/java/pom.xml -Dspool.buildDir="$javabuild" test -Dtest=NoTest \
-  -Dsurefire.failIfNoSpecifiedTests=false dependency:build-classpath -Dmdep.outputFile="$javabuild/cp.txt" >/dev/null
-rm -rf "$javabuild"
-# That build runs no test, so surefire never resolves its JUnit provider and the launcher
-# it loads, which it resolves only when tests run: fetched here by name (the versions go
-# with maven-surefire-plugin 3.2.5 and junit-jupiter 5.10.2 of the pom).
-for a in org.apache.maven.surefire:surefire-junit-platform:3.2.5 org.junit.platform:junit-platform-launcher:1.10.2; do
-  mvn -q -B dependency:get -Dartifact="$a" >/dev/null
-done
+gomods() {
+  for m in protocol-spec broker sdk-go sdk-cgo conformance examples; do
+    (cd "$m" && go mod download)
+  done
+  (cd bench && GOWORK=off go mod download)
+}
 
-# npm packages of the Node binding (koffi), of its example (the binding, linked) and of its
-# benchmark (KafkaJS, the reference it is measured against).
-for d in sdk-cgo/bindings/node examples/node sdk-cgo/bench/node; do
-  (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+maven() {
+  # Apache Kafka's jars, where make bench-compare, make reference-kafka and the tests that run
+  # Kafka's tools or brokers (brokertest.KafkaJars) look for them: fetched once here, so that no
+  # test waits on Maven Central.
+  make --no-print-directory -s "bench/.cache/kafka-$(sed -n 's|.*<kafka.version>\(.*\)</kafka.version>.*|\1|p' bench/pom.xml)/libs/.complete"
+  # Maven artifacts of the Java binding (JNA, JUnit, the plugins and surefire's JUnit
+  # provider), so its tests run Maven offline: a build that runs no test, in a scratch directory.
+  # A stamp in the local repository, named by the hash of the pom, says this was done.
+  local javabuild stamp
+  stamp=~/.m2/repository/.spool-java-binding-$(sha256sum sdk-cgo/bindings/java/pom.xml | cut -c1-16)
+  [ -e "$stamp" ] && return
+  javabuild=$(mktemp -d)
+  mvn -q -B -f sdk-cgo/bindings/java/pom.xml -Dspool.buildDir="$javabuild" test -Dtest=NoTest \
+    -Dsurefire.failIfNoSpecifiedTests=false dependency:build-classpath -Dmdep.outputFile="$javabuild/cp.txt" >/dev/null
+  rm -rf "$javabuild"
+  # That build runs no test, so surefire never resolves its JUnit provider and the launcher
+  # it loads, which it resolves only when tests run: fetched here by name (the versions go
+  # with maven-surefire-plugin 3.2.5 and junit-jupiter 5.10.2 of the pom).
+  for a in org.apache.maven.surefire:surefire-junit-platform:3.2.5 org.junit.platform:junit-platform-launcher:1.10.2; do
+    mvn -q -B dependency:get -Dartifact="$a" >/dev/null
+  done
+  touch "$stamp"
+}
+
+npms() {
+  # npm packages of the Node binding (koffi), of its example (the binding, linked) and of its
+  # benchmark (KafkaJS, the reference it is measured against).
+  for d in sdk-cgo/bindings/node examples/node sdk-cgo/bench/node; do
+    # npm ci starts by deleting node_modules: only when the lock file is newer than what
+    # npm last installed there.
+    [ "$d/node_modules/.package-lock.json" -nt "$d/package-lock.json" ] && continue
+    (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+  done
+}
+
+gomods >"$logs/go" 2>&1 & gopid=$!
+maven >"$logs/maven" 2>&1 & mvnpid=$!
+npms >"$logs/npm" 2>&1 & npmpid=$!
+rc=0
+for job in go:$gopid maven:$mvnpid npm:$npmpid; do
+  if ! wait "${job#*:}"; then
+    echo "install-deps: fetching the ${job%%:*} dependencies failed:" >&2
+    cat "$logs/${job%%:*}" >&2
+    rc=1
+  fi
 done
+exit $rc

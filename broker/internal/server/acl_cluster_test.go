@@ -35,6 +35,7 @@ func topicErrorOn(t *testing.T, cl *kgo.Client, id int32, topic string) (int16, 
 // In cluster mode ACLs live in ZooKeeper where Kafka keeps them, and an ACL created or deleted
 // through one broker is enforced by every broker, through Kafka's change notifications.
 func TestACLCluster(t *testing.T) {
+	heavy(t)
 	zk := brokertest.StartZooKeeper(t)
 	props := map[string]string{
 		"num.partitions":                 "1",

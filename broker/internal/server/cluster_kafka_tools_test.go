@@ -45,6 +45,7 @@ func kafkaTool(t *testing.T, class string, args ...string) string {
 }
 
 func TestClusterKafkaTools(t *testing.T) {
+	heavy(t)
 	zk := brokertest.StartZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
 	const (

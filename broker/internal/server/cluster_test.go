@@ -440,6 +440,7 @@ func (f *faultRun) run(bf brokerFault) {
 // acks=all idempotent load through a sequence of faults, then checks the history: nothing
 // acknowledged lost or moved, no duplicates, offsets increasing.
 func TestClusterFaults(t *testing.T) {
+	heavy(t)
 	const topic, partitions = "orders", 6
 	lc := startLoaded(t, 3, withProps(map[string]string{"zookeeper.session.timeout.ms": "4000"}), topic, partitions, 2)
 	zk, c, adm, hist, load := lc.zk, lc.c, lc.adm, lc.hist, lc.load
@@ -526,6 +527,7 @@ func TestClusterFaults(t *testing.T) {
 }
 
 func TestClusterRefusesAcksAllBelowMinISR(t *testing.T) {
+	heavy(t)
 	c, _ := startCluster(t)
 	adm := admin(t, c.Addrs())
 	const topic = "strict"
@@ -576,6 +578,7 @@ func TestClusterRefusesAcksAllBelowMinISR(t *testing.T) {
 // kills one ZooKeeper node under load: producing goes on, a leader failover afterwards still
 // works, and nothing acknowledged is lost.
 func TestClusterSurvivesZooKeeperNodeLoss(t *testing.T) {
+	heavy(t)
 	ens := brokertest.StartZooKeeperEnsemble(t, 3)
 	c := brokertest.StartCluster(t, 3, ens.Connect(), clusterProps)
 	adm := admin(t, c.Addrs())
@@ -601,6 +604,7 @@ func TestClusterSurvivesZooKeeperNodeLoss(t *testing.T) {
 // broker moves the coordinator; committed offsets survive, the members find the new
 // coordinator, and every record is consumed.
 func TestClusterGroupCoordinatorFailover(t *testing.T) {
+	heavy(t)
 	c, _ := startCluster(t)
 	adm := admin(t, c.Addrs())
 	const topic, partitions, total = "events", 6, 3000
@@ -715,6 +719,7 @@ func TestClusterGroupCoordinatorFailover(t *testing.T) {
 // of a partition is killed midway. Every record a producer had acknowledged is in the log and
 // reaches the group.
 func TestClusterRealClientsAcrossFailover(t *testing.T) {
+	heavy(t)
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	java, cp := buildJavaMember(t)
 	props := maps.Clone(clusterProps)

@@ -16,6 +16,7 @@ import (
 // TestJavaAdminGroupOffsets runs the Java AdminClient's group offset calls against our broker,
 // deleteConsumerGroupOffsets (OffsetDelete) among them.
 func TestJavaAdminGroupOffsets(t *testing.T) {
+	heavy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b := startBroker(t, nil)

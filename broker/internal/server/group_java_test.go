@@ -82,6 +82,7 @@ func (l *groupLedger) startJavaMember(t *testing.T, java, cp, addr, topic, group
 // member's partitions move; with cooperative-sticky, partitions that do not move are never
 // revoked when a member joins or leaves.
 func TestGroupJavaClient(t *testing.T) {
+	heavy(t)
 	java, cp := buildJavaMember(t)
 	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
 	adm := kadm.NewClient(mustClient(t, b.Addr))

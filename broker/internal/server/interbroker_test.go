@@ -214,6 +214,7 @@ func saslSSL(t *testing.T, mechanism string) secureCluster {
 // brokers replicate to each other and the controller probes them over TLS with SASL PLAIN or
 // SCRAM-SHA-512 as User:broker.
 func TestInterBrokerSASLSSL(t *testing.T) {
+	heavy(t)
 	for _, mechanism := range []string{"PLAIN", "SCRAM-SHA-512"} {
 		t.Run(mechanism, func(t *testing.T) { saslSSL(t, mechanism).replicateAndFailOver(t) })
 	}
@@ -224,6 +225,7 @@ func TestInterBrokerSASLSSL(t *testing.T) {
 // to the others (follower fetches, liveness probes), and its subject is its principal, a super
 // user as Kafka operators configure it (super.users=User:CN=...).
 func TestInterBrokerMutualTLS(t *testing.T) {
+	heavy(t)
 	ca := testca.New(t)
 	var supers []string
 	certs := map[int32]*testca.Issued{}
@@ -262,6 +264,7 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 // before their sessions end (KIP-368) instead of being cut off: replication with acks=all goes
 // on across several session lifetimes, and no broker opens a new connection meanwhile.
 func TestInterBrokerReauthentication(t *testing.T) {
+	heavy(t)
 	const lifetime = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -91,6 +91,7 @@ func TestJavaMurmur2Vectors(t *testing.T) {
 // idempotent acks=all producer in every codec, keyed and unkeyed, and a group-less consumer
 // that checks every record byte for byte. Keyed records must sit where murmur2 says.
 func TestJavaClient(t *testing.T) {
+	heavy(t)
 	mvn := brokertest.NeedTool(t, "/usr/bin/mvn", "maven")
 	java := brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
 	brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")

@@ -18,6 +18,7 @@ import (
 // clients get every broker's endpoint on their own listener, and replication runs over the
 // inter-broker listener.
 func TestClusterRegistersEveryListener(t *testing.T) {
+	heavy(t)
 	zk := brokertest.StartZooKeeper(t)
 	props := map[string]string{
 		"listeners":                      "INTERNAL://127.0.0.1:0,CLIENT://127.0.0.1:0",

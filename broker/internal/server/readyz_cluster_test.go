@@ -22,6 +22,7 @@ import (
 // 100 kB/s by the leader) answers /readyz 503 naming the partition it has not caught up on,
 // although it is registered; with the throttle lifted it catches up and answers 200.
 func TestReadyzClusterWaitsForCatchUp(t *testing.T) {
+	heavy(t)
 	zk := brokertest.StartZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), withProps(map[string]string{"spool.metrics.listener": "127.0.0.1:0"}))
 	adm := admin(t, c.Addrs())

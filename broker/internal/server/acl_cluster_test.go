@@ -36,7 +36,7 @@ func topicErrorOn(t *testing.T, cl *kgo.Client, id int32, topic string) (int16, 
 // through one broker is enforced by every broker, through Kafka's change notifications.
 func TestACLCluster(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	props := map[string]string{
 		"num.partitions":                 "1",
 		"authorizer.class.name":          "kafka.security.authorizer.AclAuthorizer",

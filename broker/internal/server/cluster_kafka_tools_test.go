@@ -46,7 +46,7 @@ func kafkaTool(t *testing.T, class string, args ...string) string {
 
 func TestClusterKafkaTools(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
 	const (
 		topics   = "org.apache.kafka.tools.TopicCommand"

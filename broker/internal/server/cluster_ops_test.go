@@ -192,7 +192,7 @@ func TestClusterReassignmentSurvivesFailures(t *testing.T) {
 // two replicas in one rack, when created and after a rebalance onto a new broker.
 func TestClusterRacks(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 0, zk.Connect(""), nil)
 	racks := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b", 5: "c"}
 	for id := int32(1); id <= 5; id++ {
@@ -257,7 +257,7 @@ func TestClusterPreferredLeadersReturn(t *testing.T) {
 // takes at least 3 s.
 func TestClusterThrottledMove(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
 	adm := admin(t, c.Addrs())
 	const topic = "big"
@@ -344,7 +344,7 @@ func TestClusterThrottledMove(t *testing.T) {
 // --unclean`, which elects the out-of-sync replica; a preferred election is refused meanwhile.
 func TestClusterUncleanElection(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 2, zk.Connect(""), clusterProps)
 	adm := admin(t, c.Addrs())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

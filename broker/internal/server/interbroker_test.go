@@ -48,9 +48,10 @@ type secureBrokers struct {
 // min.insync.replicas=2); extra are more properties for every broker.
 func (sc secureCluster) start(t *testing.T, ctx context.Context, extra map[string]string) *secureBrokers {
 	t.Helper()
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
+	connect := zk.Connect(zk.Chroot(t))
 	if sc.setup != nil {
-		sc.setup(t, zk.Connect(""))
+		sc.setup(t, connect)
 	}
 	sb := &secureBrokers{brokers: map[int32]*brokertest.Broker{}}
 	for id := int32(1); id <= 3; id++ {
@@ -70,7 +71,7 @@ func (sc secureCluster) start(t *testing.T, ctx context.Context, extra map[strin
 				props[k] = v
 			}
 		}
-		sb.brokers[id] = brokertest.StartProcess(t, brokertest.Options{NodeID: id, ZooKeeper: zk.Connect(""), Props: props})
+		sb.brokers[id] = brokertest.StartProcess(t, brokertest.Options{NodeID: id, ZooKeeper: connect, Props: props})
 		sb.seeds = append(sb.seeds, sb.brokers[id].Addr)
 	}
 	sb.admin = sc.client(t, sb.seeds, "admin")

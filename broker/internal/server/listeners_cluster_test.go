@@ -19,7 +19,8 @@ import (
 // inter-broker listener.
 func TestClusterRegistersEveryListener(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
+	chroot := zk.Chroot(t)
 	props := map[string]string{
 		"listeners":                      "INTERNAL://127.0.0.1:0,CLIENT://127.0.0.1:0",
 		"listener.security.protocol.map": "INTERNAL:PLAINTEXT,CLIENT:PLAINTEXT",
@@ -28,7 +29,7 @@ func TestClusterRegistersEveryListener(t *testing.T) {
 	}
 	brokers := map[int32]*brokertest.Broker{}
 	for id := int32(1); id <= 2; id++ {
-		brokers[id] = brokertest.Start(t, brokertest.Options{NodeID: id, ZooKeeper: zk.Connect("/sec"), Props: props})
+		brokers[id] = brokertest.Start(t, brokertest.Options{NodeID: id, ZooKeeper: zk.Connect(chroot), Props: props})
 	}
 
 	conn, _, err := gozk.Connect([]string{zk.Addr}, 10*time.Second, gozk.WithLogInfo(false))
@@ -36,7 +37,7 @@ func TestClusterRegistersEveryListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	data, _, err := conn.Get("/sec/brokers/ids/2")
+	data, _, err := conn.Get(chroot + "/brokers/ids/2")
 	if err != nil {
 		t.Fatal(err)
 	}

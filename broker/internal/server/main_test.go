@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/spoolmq/spool/broker/brokertest"
 )
 
 // Most tests here wait (on brokers, ZooKeeper, JVMs, the network) rather than compute, so they
@@ -38,7 +40,9 @@ func TestMain(m *testing.M) {
 	if !set {
 		flag.Set("test.parallel", strconv.Itoa(1000))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	brokertest.StopSharedZooKeeper()
+	os.Exit(code)
 }
 
 // parallel runs t in parallel with the other waiting tests, within the light class's bound.

@@ -131,7 +131,7 @@ func bigBatch(t *testing.T, n int) []byte {
 // connected again once ZooKeeper is back.
 func TestMetricsZooKeeperSessionFollowsOutage(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.StartZooKeeper(t) // its own: the test stops and restarts it
 	c := brokertest.StartCluster(t, 1, zk.Connect(""), map[string]string{"spool.metrics.listener": "127.0.0.1:0"})
 	addr := c.Brokers[1].MetricsAddr
 	state := func() (string, float64) {

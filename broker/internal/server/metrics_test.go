@@ -245,7 +245,7 @@ func TestMetricsReadyzFollowsServe(t *testing.T) {
 // it back, none, and ISR expansions.
 func TestMetricsUnderReplicatedFollowsBrokerDeath(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	props := map[string]string{"num.partitions": "1", "replica.lag.time.max.ms": "2000", "broker.session.timeout.ms": "2000",
 		"spool.metrics.listener": "127.0.0.1:0"}
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), props)

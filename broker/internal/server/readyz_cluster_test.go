@@ -23,7 +23,7 @@ import (
 // although it is registered; with the throttle lifted it catches up and answers 200.
 func TestReadyzClusterWaitsForCatchUp(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), withProps(map[string]string{"spool.metrics.listener": "127.0.0.1:0"}))
 	adm := admin(t, c.Addrs())
 	const topic = "lagging"

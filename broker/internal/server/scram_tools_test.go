@@ -35,7 +35,7 @@ func TestKafkaConfigsSCRAM(t *testing.T) {
 // /config/users/<user> and reaches every broker through /config/changes.
 func TestSCRAMCluster(t *testing.T) {
 	heavy(t)
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 2, zk.Connect(""), map[string]string{"num.partitions": "1"})
 	addrs := c.Addrs()
 	one, err := kgo.NewClient(kgo.SeedBrokers(addrs[0]))

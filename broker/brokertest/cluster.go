@@ -28,11 +28,12 @@ type Cluster struct {
 }
 
 // StartCluster starts n process brokers (node ids 1..n) in cluster mode on zkConnect (a
-// ZooKeeper's or an ensemble's connect string) under the chroot /spool, each with props, and
-// waits until each is registered.
+// ZooKeeper's or an ensemble's connect string, without a chroot), each with props, and waits
+// until each is registered. The cluster keeps its state under a chroot of its own (Chroot:
+// /spool-<test name>-<number>), so clusters can share one ZooKeeper (SharedZooKeeper).
 func StartCluster(t testing.TB, n int, zkConnect string, props map[string]string) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, Chroot: "/spool", zkConnect: zkConnect, Brokers: map[int32]*Broker{}, Proxies: map[int32]*Proxy{}, opts: map[int32]Options{}}
+	c := &Cluster{t: t, Chroot: chrootFor(t, "/spool-"), zkConnect: zkConnect, Brokers: map[int32]*Broker{}, Proxies: map[int32]*Proxy{}, opts: map[int32]Options{}}
 	for id := int32(1); id <= int32(n); id++ {
 		c.start(id, props)
 	}

@@ -168,12 +168,21 @@ func (k *Kafka) logTail() string {
 }
 
 func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := pickPort()
 	if err != nil {
 		t.Fatalf("brokertest: %v", err)
 	}
+	return p
+}
+
+// pickPort is a loopback port that was free a moment ago.
+func pickPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // clusterID is a random KRaft cluster id: 16 bytes, URL-safe base64 without padding, not

@@ -156,19 +156,27 @@ func (z *ZooKeeper) launch(t testing.TB, java string) {
 // ensemble member once a quorum formed).
 func (z *ZooKeeper) waitServing(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	if err := z.serving(60 * time.Second); err != nil {
+		t.Fatalf("brokertest: %v", err)
+	}
+}
+
+// serving waits up to timeout until the server serves requests; at the timeout it kills it.
+func (z *ZooKeeper) serving(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for !strings.Contains(z.fourLetter("srvr"), "Mode:") {
 		select {
 		case <-z.done:
-			t.Fatalf("brokertest: zookeeper on %s exited at start: %v", z.Addr, z.err)
+			return fmt.Errorf("zookeeper on %s exited at start: %v", z.Addr, z.err)
 		default:
 		}
 		if time.Now().After(deadline) {
 			z.cmd.Process.Kill()
-			t.Fatalf("brokertest: zookeeper did not serve on %s within 60s", z.Addr)
+			return fmt.Errorf("zookeeper did not serve on %s within %v", z.Addr, timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return nil
 }
 
 // HasEphemeral reports whether the ephemeral znode path exists, by ZooKeeper's "dump" (a
@@ -197,7 +205,9 @@ func (z *ZooKeeper) fourLetter(cmd string) string {
 }
 
 // Stop stops ZooKeeper (SIGTERM, then SIGKILL).
-func (z *ZooKeeper) Stop(t testing.TB) {
+func (z *ZooKeeper) Stop(t testing.TB) { z.stop() }
+
+func (z *ZooKeeper) stop() {
 	if z.cmd == nil || z.cmd.Process == nil {
 		return
 	}

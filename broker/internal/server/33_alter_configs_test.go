@@ -75,6 +75,7 @@ func alterResource(typ kmsg.ConfigResourceType, name string, kv ...*string) kmsg
 // AlterConfigs replaces a topic's whole set of overrides (franz-go's AlterTopicConfigsState),
 // the change is visible in what the broker does, and bad requests get Kafka's error codes.
 func TestAlterConfigsReplacesTopicConfigs(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -183,6 +184,7 @@ func runKafkaTool(t *testing.T, ctx context.Context, class string, args ...strin
 
 // Kafka's own kafka-configs.sh alters and describes a topic's configs on Spool.
 func TestKafkaConfigsTool(t *testing.T) {
+	heavy(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -223,6 +225,7 @@ func TestKafkaConfigsTool(t *testing.T) {
 
 // kafka-python's alter_configs sends AlterConfigs (v1): the topic's overrides become the given set.
 func TestKafkaPythonAlterConfigs(t *testing.T) {
+	heavy(t)
 	python := brokertest.NeedPython(t, "kafka", "python3-kafka")
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -246,6 +249,7 @@ func TestKafkaPythonAlterConfigs(t *testing.T) {
 // (/config/topics/<name>): every broker reports the new set, and the leader enforces it even
 // when another broker took the request.
 func TestAlterConfigsCluster(t *testing.T) {
+	heavy(t)
 	c, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -293,6 +297,7 @@ func mapKeys(m map[string]string) []string {
 // The Java AdminClient's alterConfigs (AlterConfigs v2, flexible) replaces a topic's overrides,
 // validates only when asked, and gets InvalidConfigurationException for a bad value.
 func TestJavaAdminAlterConfigs(t *testing.T) {
+	heavy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b := startBroker(t, nil)
@@ -322,6 +327,7 @@ func storedBrokerConfigs(t *testing.T, dataDir, broker string) map[string]string
 // AlterConfigs on a broker resource replaces its dynamic configs (the replication throttles),
 // as in Kafka; static configs and bad values are refused and change nothing.
 func TestAlterConfigsBrokerDynamicConfigs(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

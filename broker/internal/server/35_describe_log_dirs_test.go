@@ -57,6 +57,7 @@ func segmentBytes(t *testing.T, dataDir, topic string, partition int32) int64 {
 // DescribeLogDirs (franz-go's DescribeAllLogDirs) reports the data directory and each
 // partition's size as its segment files hold it; a filter returns only what it names.
 func TestDescribeLogDirs(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -135,6 +136,7 @@ func TestDescribeLogDirs(t *testing.T) {
 
 // Kafka's kafka-log-dirs.sh --describe reads Spool's answer.
 func TestKafkaLogDirsTool(t *testing.T) {
+	heavy(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -187,6 +189,7 @@ func TestKafkaLogDirsTool(t *testing.T) {
 // In a cluster each broker reports its own replica; once the followers caught up, the three
 // copies have the same size.
 func TestDescribeLogDirsCluster(t *testing.T) {
+	heavy(t)
 	c, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -35,7 +35,8 @@ func topicErrorOn(t *testing.T, cl *kgo.Client, id int32, topic string) (int16, 
 // In cluster mode ACLs live in ZooKeeper where Kafka keeps them, and an ACL created or deleted
 // through one broker is enforced by every broker, through Kafka's change notifications.
 func TestACLCluster(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t)
 	props := map[string]string{
 		"num.partitions":                 "1",
 		"authorizer.class.name":          "kafka.security.authorizer.AclAuthorizer",

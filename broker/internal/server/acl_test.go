@@ -87,6 +87,7 @@ func metadataTopics(t *testing.T, cl *kgo.Client) []string {
 // deleting an ACL takes the permission back; a super user needs no ACL; ACLs survive a
 // restart.
 func TestACLMatrix(t *testing.T) {
+	parallel(t)
 	b := aclBroker(t, "")
 	admin := kadm.NewClient(aclClient(t, b, "admin"))
 	ctx := context.Background()
@@ -266,6 +267,7 @@ func TestACLMatrix(t *testing.T) {
 
 // kcat (librdkafka) produces and consumes as an allowed principal and is refused as another.
 func TestACLKcat(t *testing.T) {
+	heavy(t)
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	b := aclBroker(t, "")
 	admin := kadm.NewClient(aclClient(t, b, "admin"))

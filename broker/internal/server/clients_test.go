@@ -53,6 +53,7 @@ func lines(prefix string, n int) []string {
 // TestKcat is librdkafka 2.0.2 through Debian's kcat: metadata, produce keyed and unkeyed in
 // every codec (idempotent), and consume everything back byte for byte.
 func TestKcat(t *testing.T) {
+	heavy(t)
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	b := startBroker(t, map[string]string{"num.partitions": "3"})
 	c := dial(t, b.Addr)
@@ -93,6 +94,7 @@ func TestKcat(t *testing.T) {
 
 // TestPythonClients runs kafka-python 2.0.2 and confluent-kafka (librdkafka) from Debian.
 func TestPythonClients(t *testing.T) {
+	heavy(t)
 	brokertest.NeedTool(t, "/usr/bin/python3", "python3")
 	for _, tc := range []struct {
 		name, module, pkg string

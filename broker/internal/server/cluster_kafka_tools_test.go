@@ -45,7 +45,8 @@ func kafkaTool(t *testing.T, class string, args ...string) string {
 }
 
 func TestClusterKafkaTools(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
 	const (
 		topics   = "org.apache.kafka.tools.TopicCommand"

@@ -77,6 +77,7 @@ func fair(n map[int32]int, ids ...int32) bool {
 // TestClusterGrowAndShrink adds a fourth broker to a loaded three-broker cluster and
 // rebalances onto it, then decommissions a broker and stops it, all under acks=all load.
 func TestClusterGrowAndShrink(t *testing.T) {
+	heavy(t)
 	const topic, partitions = "orders", 6
 	lc := startLoaded(t, 3, clusterProps, topic, partitions, 2)
 	c, adm, hist, load := lc.c, lc.adm, lc.hist, lc.load
@@ -124,6 +125,7 @@ func TestClusterGrowAndShrink(t *testing.T) {
 // yet (its fetches are dropped), kills the controller and the receiving broker mid-move,
 // brings them back, and checks that the move completes with nothing lost.
 func TestClusterReassignmentSurvivesFailures(t *testing.T) {
+	heavy(t)
 	const topic, partitions = "orders", 3
 	lc := startLoaded(t, 3, clusterProps, topic, partitions, 1)
 	c, adm, hist, load := lc.c, lc.adm, lc.hist, lc.load
@@ -189,7 +191,8 @@ func TestClusterReassignmentSurvivesFailures(t *testing.T) {
 // TestClusterRacks places replicas over racks a, b and c (two brokers each): no partition has
 // two replicas in one rack, when created and after a rebalance onto a new broker.
 func TestClusterRacks(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 0, zk.Connect(""), nil)
 	racks := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b", 5: "c"}
 	for id := int32(1); id <= 5; id++ {
@@ -228,6 +231,7 @@ func TestClusterRacks(t *testing.T) {
 // back in the ISR, the controller's automatic rebalance gives it back the leaderships it is
 // the preferred replica of (leader.imbalance.check.interval.seconds shortened to 1).
 func TestClusterPreferredLeadersReturn(t *testing.T) {
+	heavy(t)
 	const topic, partitions = "orders", 6
 	lc := startLoaded(t, 3, withProps(map[string]string{"leader.imbalance.check.interval.seconds": "1"}), topic, partitions, 1)
 	c, adm, hist, load := lc.c, lc.adm, lc.hist, lc.load
@@ -252,7 +256,8 @@ func TestClusterPreferredLeadersReturn(t *testing.T) {
 // than the throttle allows (a token bucket holding one second's budget): 8 MiB at 2 MB/s
 // takes at least 3 s.
 func TestClusterThrottledMove(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
 	adm := admin(t, c.Addrs())
 	const topic = "big"
@@ -338,7 +343,8 @@ func TestClusterThrottledMove(t *testing.T) {
 // the other fell out of the ISR) and brings it back with `spool cluster elect-leaders
 // --unclean`, which elects the out-of-sync replica; a preferred election is refused meanwhile.
 func TestClusterUncleanElection(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 2, zk.Connect(""), clusterProps)
 	adm := admin(t, c.Addrs())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -47,10 +47,16 @@ type loadedCluster struct {
 	load *loadGen
 }
 
-// startLoaded starts a loadedCluster and waits for its first 1000 acknowledgements.
+// startLoaded starts a loadedCluster on the shared ZooKeeper and waits for its first 1000
+// acknowledgements.
 func startLoaded(t *testing.T, n int, props map[string]string, topic string, partitions int32, producers int) loadedCluster {
 	t.Helper()
-	zk := brokertest.StartZooKeeper(t)
+	return startLoadedOn(t, brokertest.SharedZooKeeper(t), n, props, topic, partitions, producers)
+}
+
+// startLoadedOn is startLoaded on zk.
+func startLoadedOn(t *testing.T, zk *brokertest.ZooKeeper, n int, props map[string]string, topic string, partitions int32, producers int) loadedCluster {
+	t.Helper()
 	c := brokertest.StartCluster(t, n, zk.Connect(""), props)
 	adm := admin(t, c.Addrs())
 	createReplicated(t, adm, topic, partitions)
@@ -60,9 +66,10 @@ func startLoaded(t *testing.T, n int, props map[string]string, topic string, par
 	return loadedCluster{c: c, zk: zk, adm: adm, hist: hist, load: load}
 }
 
+// startCluster starts three brokers with clusterProps on the shared ZooKeeper.
 func startCluster(t *testing.T) (*brokertest.Cluster, *brokertest.ZooKeeper) {
 	t.Helper()
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	return brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps), zk
 }
 
@@ -440,8 +447,10 @@ func (f *faultRun) run(bf brokerFault) {
 // acks=all idempotent load through a sequence of faults, then checks the history: nothing
 // acknowledged lost or moved, no duplicates, offsets increasing.
 func TestClusterFaults(t *testing.T) {
+	heavy(t)
 	const topic, partitions = "orders", 6
-	lc := startLoaded(t, 3, withProps(map[string]string{"zookeeper.session.timeout.ms": "4000"}), topic, partitions, 2)
+	// A ZooKeeper of its own: the faults include restarting it.
+	lc := startLoadedOn(t, brokertest.StartZooKeeper(t), 3, withProps(map[string]string{"zookeeper.session.timeout.ms": "4000"}), topic, partitions, 2)
 	zk, c, adm, hist, load := lc.zk, lc.c, lc.adm, lc.hist, lc.load
 	f := &faultRun{t: t, c: c, topic: topic, hist: hist, down: map[int32]bool{}}
 
@@ -526,6 +535,7 @@ func TestClusterFaults(t *testing.T) {
 }
 
 func TestClusterRefusesAcksAllBelowMinISR(t *testing.T) {
+	heavy(t)
 	c, _ := startCluster(t)
 	adm := admin(t, c.Addrs())
 	const topic = "strict"
@@ -576,6 +586,7 @@ func TestClusterRefusesAcksAllBelowMinISR(t *testing.T) {
 // kills one ZooKeeper node under load: producing goes on, a leader failover afterwards still
 // works, and nothing acknowledged is lost.
 func TestClusterSurvivesZooKeeperNodeLoss(t *testing.T) {
+	heavy(t)
 	ens := brokertest.StartZooKeeperEnsemble(t, 3)
 	c := brokertest.StartCluster(t, 3, ens.Connect(), clusterProps)
 	adm := admin(t, c.Addrs())
@@ -601,6 +612,7 @@ func TestClusterSurvivesZooKeeperNodeLoss(t *testing.T) {
 // broker moves the coordinator; committed offsets survive, the members find the new
 // coordinator, and every record is consumed.
 func TestClusterGroupCoordinatorFailover(t *testing.T) {
+	heavy(t)
 	c, _ := startCluster(t)
 	adm := admin(t, c.Addrs())
 	const topic, partitions, total = "events", 6, 3000
@@ -715,11 +727,12 @@ func TestClusterGroupCoordinatorFailover(t *testing.T) {
 // of a partition is killed midway. Every record a producer had acknowledged is in the log and
 // reaches the group.
 func TestClusterRealClientsAcrossFailover(t *testing.T) {
+	heavy(t)
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	java, cp := buildJavaMember(t)
 	props := maps.Clone(clusterProps)
 	props["group.initial.rebalance.delay.ms"] = "0"
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), props)
 	adm := admin(t, c.Addrs())
 	const topic, group, partitions = "mixed", "mixed-group", 6

@@ -59,6 +59,7 @@ func headless(t *testing.T, url, screenshot string) (dom string, console []strin
 // shows the broker's real topics, partitions, groups, members and lag on its overview, topic
 // and group pages, with no console message and nothing loaded from outside loopback.
 func TestConsoleInChromium(t *testing.T) {
+	heavy(t)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{"spool.metrics.listener": "127.0.0.1:0",
 		"group.initial.rebalance.delay.ms": "0"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)

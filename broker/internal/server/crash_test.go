@@ -24,6 +24,7 @@ type acked struct {
 // producers send with acks=all, restarts it on the same data, and checks that every
 // acknowledged record is present exactly where its acknowledgement said.
 func TestKillNineLosesNothingAcknowledged(t *testing.T) {
+	heavy(t)
 	dataDir := t.TempDir()
 	b := brokertest.StartProcess(t, brokertest.Options{DataDir: dataDir})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -93,6 +94,7 @@ func TestKillNineLosesNothingAcknowledged(t *testing.T) {
 
 // TestRestartKeepsEverything stops the broker cleanly (SIGTERM) and restarts it.
 func TestRestartKeepsEverything(t *testing.T) {
+	heavy(t)
 	dataDir := t.TempDir()
 	b := brokertest.StartProcess(t, brokertest.Options{DataDir: dataDir})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

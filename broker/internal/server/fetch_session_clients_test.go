@@ -144,6 +144,7 @@ func (tp *fetchTap) snapshot() []tappedFetch {
 // incrementally in it: later fetches carry the session id with rising epochs and list fewer
 // partitions than the session holds, with no session errors, and every record arrives.
 func TestFranzGoUsesFetchSessions(t *testing.T) {
+	parallel(t)
 	tap := newFetchTap(t)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{"advertised.listeners": tap.ln.Addr().String()}})
 	tap.serve(t, b.Addr)

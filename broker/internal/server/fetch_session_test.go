@@ -76,6 +76,7 @@ func wantPartitions(t *testing.T, what string, r sessionResult, want ...int32) {
 // with news (records, a new high watermark), fetch unlisted partitions from where the session
 // left them, and drop forgotten ones.
 func TestFetchSessionIncremental(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	createTopic(t, c, "s", 3, nil)
@@ -143,6 +144,7 @@ func TestFetchSessionIncremental(t *testing.T) {
 // Session errors are top-level with no partitions, and a sessionless client is never given a
 // session.
 func TestFetchSessionErrors(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	createTopic(t, c, "e", 2, nil)
@@ -197,6 +199,7 @@ func TestFetchSessionErrors(t *testing.T) {
 // nothing changed; a long poll on an incremental fetch wakes on appends to session partitions
 // that the request does not list.
 func TestFetchSessionLongPollAndErrors(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"auto.create.topics.enable": "false"})
 	c := dial(t, b.Addr)
 	createTopic(t, c, "lp", 1, nil)
@@ -240,6 +243,7 @@ func TestFetchSessionLongPollAndErrors(t *testing.T) {
 // max.incremental.fetch.session.cache.slots=0 makes the broker sessionless: a full fetch at
 // epoch 0 gets its records and session id 0, so the client keeps sending full fetches.
 func TestFetchSessionCacheSlotsProperty(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"max.incremental.fetch.session.cache.slots": "0"})
 	c := dial(t, b.Addr)
 	createTopic(t, c, "ns", 2, nil)

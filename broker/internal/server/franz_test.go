@@ -16,6 +16,7 @@ import (
 // TestFranzGoProduceConsume drives the broker with franz-go, a client we did not write: admin,
 // idempotent produce in every codec, and consuming everything back in order.
 func TestFranzGoProduceConsume(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -29,6 +29,7 @@ type allClientsPos struct {
 // range. Every record is consumed exactly once, by the member DescribeGroups says owns its
 // partition; each partition has exactly one owner; the committed offsets end at the log end.
 func TestGroupAllSevenClients(t *testing.T) {
+	heavy(t)
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	brokertest.NeedPython(t, "kafka", "python3-kafka")
 	brokertest.NeedPython(t, "confluent_kafka", "python3-confluent-kafka")

@@ -211,6 +211,7 @@ func produceValues(t *testing.T, ctx context.Context, addr, topic, prefix string
 }
 
 func TestGroupFranzGoUnicast(t *testing.T) {
+	parallel(t)
 	for _, bal := range []struct {
 		name string
 		opt  kgo.GroupBalancer
@@ -302,6 +303,7 @@ func mustClient(t *testing.T, addr string) *kgo.Client {
 }
 
 func TestGroupBroadcastThreeGroups(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -319,6 +321,7 @@ func TestGroupBroadcastThreeGroups(t *testing.T) {
 }
 
 func TestGroupResumesFromCommittedOffsetsAfterRestart(t *testing.T) {
+	heavy(t)
 	for _, how := range []string{"sigterm", "kill9"} {
 		t.Run(how, func(t *testing.T) {
 			dataDir := t.TempDir()
@@ -370,6 +373,7 @@ func TestGroupResumesFromCommittedOffsetsAfterRestart(t *testing.T) {
 // reloaded from __consumer_offsets (Stable, same members), commits continue from where they
 // were, and no committed record is consumed twice.
 func TestGroupSurvivesBrokerKillWithLiveMembers(t *testing.T) {
+	heavy(t)
 	dataDir := t.TempDir()
 	props := map[string]string{"group.initial.rebalance.delay.ms": "0"}
 	b := brokertest.StartProcess(t, brokertest.Options{DataDir: dataDir, Props: props})

@@ -43,6 +43,7 @@ func (l *groupLedger) record(group, name, v string) {
 // A group of franz-go, sarama (JoinGroup v7 era) and segmentio/kafka-go (JoinGroup v2,
 // SyncGroup/Heartbeat/LeaveGroup v0, OffsetCommit v2, OffsetFetch v1) members on range.
 func TestGroupSaramaKafkaGoFranzGoMixed(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -77,6 +78,7 @@ func TestGroupSaramaKafkaGoFranzGoMixed(t *testing.T) {
 // A static member (group.instance.id) that restarts gets its partitions back without a
 // rebalance: the other member revokes nothing and the generation stays.
 func TestGroupFranzGoStaticMemberRestart(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -17,34 +16,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// buildJavaMember compiles testdata/group_GroupMember.java and testdata/cluster_Producer.java
-// against the kafka-clients classpath of testdata/java/pom.xml and returns the java command's
-// classpath.
+// buildJavaMember returns the java command and the class path of every Java program of
+// testdata (testdata/*.java and the driver of testdata/java), compiled against the
+// kafka-clients class path of testdata/java/pom.xml: built once per content and cached across
+// tests, test binaries and runs (brokertest.JavaClasspath).
 func buildJavaMember(t *testing.T) (java, cp string) {
-	mvn := brokertest.NeedTool(t, "/usr/bin/mvn", "maven")
+	t.Helper()
 	java = brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
-	javac := brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
-	build := t.TempDir()
-	pom, err := filepath.Abs("testdata/java/pom.xml")
-	if err != nil {
-		t.Fatal(err)
+	return java, brokertest.JavaClasspath(t, "testdata/java/pom.xml", javaSources(t)...)
+}
+
+// javaSources are the Java programs of testdata.
+func javaSources(t *testing.T) []string {
+	t.Helper()
+	var all []string
+	for _, pattern := range []string{"testdata/*.java", "testdata/java/src/main/java/*.java"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil || len(m) == 0 {
+			t.Fatalf("no Java sources %s: %v", pattern, err)
+		}
+		all = append(all, m...)
 	}
-	cpFile := filepath.Join(build, "classpath.txt")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, mvn, "-q", "-B", "-Dstyle.color=never", "-f", pom, "-Dspool.buildDir="+build,
-		"-Dmdep.outputFile="+cpFile, "dependency:build-classpath").CombinedOutput(); err != nil {
-		t.Fatalf("mvn: %v\n%s", err, out)
-	}
-	deps, err := os.ReadFile(cpFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	classes := filepath.Join(build, "group-classes")
-	if out, err := exec.CommandContext(ctx, javac, "-d", classes, "-cp", strings.TrimSpace(string(deps)), "testdata/group_GroupMember.java", "testdata/cluster_Producer.java").CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	return java, classes + string(os.PathListSeparator) + strings.TrimSpace(string(deps))
+	return all
 }
 
 // startJavaMember runs one Java member, feeding its output into the ledger under name.
@@ -82,6 +75,7 @@ func (l *groupLedger) startJavaMember(t *testing.T, java, cp, addr, topic, group
 // member's partitions move; with cooperative-sticky, partitions that do not move are never
 // revoked when a member joins or leaves.
 func TestGroupJavaClient(t *testing.T) {
+	heavy(t)
 	java, cp := buildJavaMember(t)
 	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
 	adm := kadm.NewClient(mustClient(t, b.Addr))

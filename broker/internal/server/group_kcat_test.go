@@ -16,6 +16,7 @@ import (
 // Each owns half the partitions; every record is consumed once; after kcat is killed with
 // kill -9 its partitions move to the franz-go member when its session times out.
 func TestGroupKcatAndFranzGoMixed(t *testing.T) {
+	heavy(t)
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

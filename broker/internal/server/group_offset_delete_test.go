@@ -53,6 +53,7 @@ func committed(c *rawClient, g, topic string, partition int32) int64 {
 }
 
 func TestOffsetDelete(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, noDelay())
 	c := dial(t, b.Addr)
 	createTopic(t, c, "t", 3, nil)

@@ -79,6 +79,7 @@ func waitDescribed(t *testing.T, ctx context.Context, adm *kadm.Client, group, w
 // A group of kafka-python, confluent-kafka and franz-go members: the range protocol is chosen,
 // each record is consumed once, and a member leaving cleanly hands its partitions over.
 func TestGroupPythonClientsMixed(t *testing.T) {
+	heavy(t)
 	brokertest.NeedTool(t, "/usr/bin/python3", "python3")
 	brokertest.NeedPython(t, "kafka", "python3-kafka")
 	brokertest.NeedPython(t, "confluent_kafka", "python3-confluent-kafka")

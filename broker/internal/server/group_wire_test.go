@@ -71,6 +71,7 @@ func wantCode(t *testing.T, what string, got int16, want *wire.Error) {
 }
 
 func TestGroupMemberIDRequiredOnlyFromV4(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, noDelay())
 	c := dial(t, b.Addr)
 	r4 := join(c, joinReq("g4", "", "range"), 4)
@@ -103,6 +104,7 @@ func TestGroupMemberIDRequiredOnlyFromV4(t *testing.T) {
 }
 
 func TestGroupRebalanceProtocolVoteAndErrors(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, noDelay())
 	a, bc, cc := dial(t, b.Addr), dial(t, b.Addr), dial(t, b.Addr)
 	createTopic(t, a, "t", 1, nil)
@@ -275,6 +277,7 @@ func commitOne(c *rawClient, g, member string, gen int32, topic string, partitio
 }
 
 func TestGroupStaticMembershipFencing(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, noDelay())
 	c := dial(t, b.Addr)
 	createTopic(t, c, "st", 1, nil)
@@ -333,6 +336,7 @@ func commitStatic(c *rawClient, g, member string, gen int32, inst *string) int16
 }
 
 func TestGroupOffsetCommitFetch(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, noDelay())
 	c := dial(t, b.Addr)
 	createTopic(t, c, "t", 3, nil)
@@ -382,6 +386,7 @@ func TestGroupOffsetCommitFetch(t *testing.T) {
 }
 
 func TestGroupInitialRebalanceDelayGathersMembers(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"group.initial.rebalance.delay.ms": "500"})
 	a, c := dial(t, b.Addr), dial(t, b.Addr)
 	ia := a.send(joinReq("slow", "", "range"), 3)
@@ -405,6 +410,7 @@ func TestGroupInitialRebalanceDelayGathersMembers(t *testing.T) {
 
 // A member that does not rejoin within the rebalance timeout is removed; the others go on.
 func TestGroupRebalanceTimeoutRemovesLaggards(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, noDelay())
 	a, c := dial(t, b.Addr), dial(t, b.Addr)
 	const g = "laggard"

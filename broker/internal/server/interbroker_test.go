@@ -48,9 +48,10 @@ type secureBrokers struct {
 // min.insync.replicas=2); extra are more properties for every broker.
 func (sc secureCluster) start(t *testing.T, ctx context.Context, extra map[string]string) *secureBrokers {
 	t.Helper()
-	zk := brokertest.StartZooKeeper(t)
+	zk := brokertest.SharedZooKeeper(t)
+	connect := zk.Connect(zk.Chroot(t))
 	if sc.setup != nil {
-		sc.setup(t, zk.Connect(""))
+		sc.setup(t, connect)
 	}
 	sb := &secureBrokers{brokers: map[int32]*brokertest.Broker{}}
 	for id := int32(1); id <= 3; id++ {
@@ -70,7 +71,7 @@ func (sc secureCluster) start(t *testing.T, ctx context.Context, extra map[strin
 				props[k] = v
 			}
 		}
-		sb.brokers[id] = brokertest.StartProcess(t, brokertest.Options{NodeID: id, ZooKeeper: zk.Connect(""), Props: props})
+		sb.brokers[id] = brokertest.StartProcess(t, brokertest.Options{NodeID: id, ZooKeeper: connect, Props: props})
 		sb.seeds = append(sb.seeds, sb.brokers[id].Addr)
 	}
 	sb.admin = sc.client(t, sb.seeds, "admin")
@@ -214,6 +215,7 @@ func saslSSL(t *testing.T, mechanism string) secureCluster {
 // brokers replicate to each other and the controller probes them over TLS with SASL PLAIN or
 // SCRAM-SHA-512 as User:broker.
 func TestInterBrokerSASLSSL(t *testing.T) {
+	heavy(t)
 	for _, mechanism := range []string{"PLAIN", "SCRAM-SHA-512"} {
 		t.Run(mechanism, func(t *testing.T) { saslSSL(t, mechanism).replicateAndFailOver(t) })
 	}
@@ -224,6 +226,7 @@ func TestInterBrokerSASLSSL(t *testing.T) {
 // to the others (follower fetches, liveness probes), and its subject is its principal, a super
 // user as Kafka operators configure it (super.users=User:CN=...).
 func TestInterBrokerMutualTLS(t *testing.T) {
+	heavy(t)
 	ca := testca.New(t)
 	var supers []string
 	certs := map[int32]*testca.Issued{}
@@ -262,6 +265,7 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 // before their sessions end (KIP-368) instead of being cut off: replication with acks=all goes
 // on across several session lifetimes, and no broker opens a new connection meanwhile.
 func TestInterBrokerReauthentication(t *testing.T) {
+	heavy(t)
 	const lifetime = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -1,15 +1,11 @@
 package server_test
 
 import (
-	"github.com/spoolmq/spool/broker/brokertest"
-
 	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,41 +87,20 @@ func TestJavaMurmur2Vectors(t *testing.T) {
 // idempotent acks=all producer in every codec, keyed and unkeyed, and a group-less consumer
 // that checks every record byte for byte. Keyed records must sit where murmur2 says.
 func TestJavaClient(t *testing.T) {
-	mvn := brokertest.NeedTool(t, "/usr/bin/mvn", "maven")
-	java := brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jre-headless")
-	brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
-
-	// Build into a temp dir (never the source tree); Maven resolves into the default ~/.m2.
-	build := t.TempDir()
-	pom, err := filepath.Abs("testdata/java/pom.xml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpFile := filepath.Join(build, "classpath.txt")
-	mctx, mcancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer mcancel()
+	heavy(t)
 	start := time.Now()
-	cmd := exec.CommandContext(mctx, mvn, "-q", "-B", "-Dstyle.color=never", "-f", pom, "-Dspool.buildDir="+build,
-		"-Dmdep.outputFile="+cpFile, "compile", "dependency:build-classpath")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("mvn: %v\n%s", err, out)
-	}
-	deps, err := os.ReadFile(cpFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("maven build: %v", time.Since(start).Round(time.Millisecond))
+	java, cp := buildJavaMember(t)
+	t.Logf("java build (or its cache): %v", time.Since(start).Round(time.Millisecond))
 
 	b := startBroker(t, nil)
 	const topic = "java"
 	jctx, jcancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer jcancel()
 	start = time.Now()
-	cmd = exec.CommandContext(jctx, java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", filepath.Join(build, "classes")+string(os.PathListSeparator)+strings.TrimSpace(string(deps)),
-		"Main", b.Addr, topic)
+	cmd := exec.CommandContext(jctx, java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "Main", b.Addr, topic)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	t.Logf("java client: %v", time.Since(start).Round(time.Millisecond))
 	if err == nil && stderr.Len() > 0 {
 		t.Logf("java client warnings:\n%s", stderr.String())

@@ -124,6 +124,7 @@ func kafkaGoCreateTopics(t *testing.T, ctx context.Context, client *kafka.Client
 // CreateTopics, DescribeConfigs and DeleteTopics; a kafka.Writer per codec (acks=all,
 // Murmur2Balancer) with keyed and unkeyed records; group-less kafka.Readers reading it all back.
 func TestKafkaGoProduceConsume(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -179,6 +180,7 @@ func TestKafkaGoProduceConsume(t *testing.T) {
 // them, and send no response. A stray response would reach the next request on the same pooled
 // connection as a correlation id mismatch, so acks=all writes on the same Transport follow.
 func TestKafkaGoDefaultAcksZero(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

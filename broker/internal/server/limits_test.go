@@ -31,6 +31,7 @@ func served(c *rawClient) bool {
 }
 
 func TestConnectionLimits(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name  string
 		props map[string]string
@@ -71,6 +72,7 @@ func TestConnectionLimits(t *testing.T) {
 // TestListenerConnectionLimit: listener.name.<listener>.max.connections (KIP-402) caps one
 // listener and leaves the others alone, and the broker-wide max.connections still caps them all.
 func TestListenerConnectionLimit(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{
 		"listeners":                            "CLIENT://127.0.0.1:0,OTHER://127.0.0.1:0",
 		"listener.security.protocol.map":       "CLIENT:PLAINTEXT,OTHER:PLAINTEXT",
@@ -130,6 +132,9 @@ func liveHeap() uint64 {
 // and a few that send most of such a request and stall. The broker (in this process) may hold
 // queued.max.request.bytes for them, plus the connections' bookkeeping, and no more; an
 // established client keeps producing and consuming meanwhile.
+//
+// It runs alone (not parallel): it measures the process's live heap, which the brokers of
+// parallel tests would grow.
 func TestRequestMemoryBound(t *testing.T) {
 	const (
 		frameSize = 16 << 20
@@ -228,6 +233,7 @@ func TestRequestMemoryBound(t *testing.T) {
 // A request whose body stops arriving, small or large, is an idle connection: it is closed
 // after connections.max.idle.ms, and its request memory comes back.
 func TestStalledRequestBodyCloses(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"connections.max.idle.ms": "300", "spool.metrics.listener": "127.0.0.1:0"})
 	for _, size := range []int{1000, 1 << 20} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {

@@ -18,7 +18,9 @@ import (
 // clients get every broker's endpoint on their own listener, and replication runs over the
 // inter-broker listener.
 func TestClusterRegistersEveryListener(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t)
+	chroot := zk.Chroot(t)
 	props := map[string]string{
 		"listeners":                      "INTERNAL://127.0.0.1:0,CLIENT://127.0.0.1:0",
 		"listener.security.protocol.map": "INTERNAL:PLAINTEXT,CLIENT:PLAINTEXT",
@@ -27,7 +29,7 @@ func TestClusterRegistersEveryListener(t *testing.T) {
 	}
 	brokers := map[int32]*brokertest.Broker{}
 	for id := int32(1); id <= 2; id++ {
-		brokers[id] = brokertest.Start(t, brokertest.Options{NodeID: id, ZooKeeper: zk.Connect("/sec"), Props: props})
+		brokers[id] = brokertest.Start(t, brokertest.Options{NodeID: id, ZooKeeper: zk.Connect(chroot), Props: props})
 	}
 
 	conn, _, err := gozk.Connect([]string{zk.Addr}, 10*time.Second, gozk.WithLogInfo(false))
@@ -35,7 +37,7 @@ func TestClusterRegistersEveryListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	data, _, err := conn.Get("/sec/brokers/ids/2")
+	data, _, err := conn.Get(chroot + "/brokers/ids/2")
 	if err != nil {
 		t.Fatal(err)
 	}

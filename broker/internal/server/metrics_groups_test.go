@@ -18,6 +18,7 @@ import (
 // Empty with no member once the consumer leaves, the lag kept. The scrape has every metric
 // the example dashboard queries.
 func TestMetricsGroupLag(t *testing.T) {
+	parallel(t)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{"spool.metrics.listener": "127.0.0.1:0"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -44,6 +44,7 @@ next:
 // waits and its wait lands in the remote phase once data arrives; the produce requests that
 // fed it are counted in every phase; the partition's size and segment count follow a roll.
 func TestMetricsLongPollWaitsAndPhases(t *testing.T) {
+	parallel(t)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{"spool.metrics.listener": "127.0.0.1:0"}})
 	c := dial(t, b.Addr)
 	// segment.bytes at storage's floor (1024): every batch of a 700-byte record rolls a segment.
@@ -129,7 +130,8 @@ func bigBatch(t *testing.T, n int) []byte {
 // connected, then, with ZooKeeper stopped, not connected with a disconnect counted, and
 // connected again once ZooKeeper is back.
 func TestMetricsZooKeeperSessionFollowsOutage(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.StartZooKeeper(t) // its own: the test stops and restarts it
 	c := brokertest.StartCluster(t, 1, zk.Connect(""), map[string]string{"spool.metrics.listener": "127.0.0.1:0"})
 	addr := c.Brokers[1].MetricsAddr
 	state := func() (string, float64) {

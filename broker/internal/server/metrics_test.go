@@ -100,6 +100,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestMetricsScrapeAfterProduceAndFetch(t *testing.T) {
+	parallel(t)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{"spool.metrics.listener": "127.0.0.1:0"}})
 	if b.MetricsAddr == "" {
 		t.Fatal("no metrics address with spool.metrics.listener set")
@@ -206,6 +207,7 @@ func TestMetricsScrapeAfterProduceAndFetch(t *testing.T) {
 // TestMetricsReadyzFollowsServe: /readyz answers 503 while the broker has loaded its storage
 // but does not serve yet, and 200 once it serves.
 func TestMetricsReadyzFollowsServe(t *testing.T) {
+	parallel(t)
 	conf, err := config.Load([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--metrics-listen", "127.0.0.1:0"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +244,8 @@ func TestMetricsReadyzFollowsServe(t *testing.T) {
 // no under-replicated partition; with a broker killed they report some, and ISR shrinks; with
 // it back, none, and ISR expansions.
 func TestMetricsUnderReplicatedFollowsBrokerDeath(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t)
 	props := map[string]string{"num.partitions": "1", "replica.lag.time.max.ms": "2000", "broker.session.timeout.ms": "2000",
 		"spool.metrics.listener": "127.0.0.1:0"}
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), props)

@@ -41,6 +41,7 @@ func (s *syncBuffer) String() string {
 // lines are there with their fields (the startup summary, the listening line, the rebalance
 // with its generation and duration, the member leaving, the stop).
 func TestLogFormatJSON(t *testing.T) {
+	parallel(t)
 	cmd := exec.Command(brokertest.Binary(t), "--log-format", "json", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
 		"--set", "group.initial.rebalance.delay.ms=0")
 	var stderr syncBuffer

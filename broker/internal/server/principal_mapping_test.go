@@ -16,6 +16,7 @@ import (
 // ssl.principal.mapping.rules turn a client certificate's subject into the principal the
 // authorizer sees; a subject no rule applies to is refused.
 func TestSSLPrincipalMappingRules(t *testing.T) {
+	parallel(t)
 	ca := testca.New(t)
 	props := sslProps(ca, ca.Server(t, "broker"))
 	props["ssl.client.auth"] = "required"

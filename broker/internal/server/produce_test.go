@@ -13,6 +13,7 @@ import (
 // too, as Kafka does (its effective min.insync.replicas is capped at the replica count), with
 // their high watermark at the end: a single node never answers NOT_ENOUGH_REPLICAS.
 func TestProduceManyPartitionsOneRequest(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"auto.create.topics.enable": "false"})
 	c := dial(t, b.Addr)
 	createTopic(t, c, "many", 6, nil)

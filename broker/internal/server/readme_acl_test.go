@@ -40,6 +40,7 @@ func runKafkaToolsReadme(t *testing.T, heading, addr, tmp string) string {
 // TestReadmeACLs runs the README's ACL example: kafka-acls.sh, then kcat as allowed and refused
 // users.
 func TestReadmeACLs(t *testing.T) {
+	heavy(t)
 	text := runKafkaToolsReadme(t, "#### Authorization (ACLs)", "127.0.0.1:9095", "/tmp/spool-acl")
 	for _, want := range []string{"name=orders-, patternType=PREFIXED", "first-order\n", "Topic authorization failed", "bob refused"} {
 		if !strings.Contains(text, want) {
@@ -51,6 +52,7 @@ func TestReadmeACLs(t *testing.T) {
 // TestReadmeSCRAM runs the README's SCRAM example: kafka-configs.sh creates a user, kcat
 // authenticates with SCRAM-SHA-512, and a wrong password is refused.
 func TestReadmeSCRAM(t *testing.T) {
+	heavy(t)
 	text := runKafkaToolsReadme(t, "#### SCRAM users", "127.0.0.1:9096", "/tmp/spool-scram")
 	for _, want := range []string{"hello-scram\n", "Authentication failed", "wrong password refused"} {
 		if !strings.Contains(text, want) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 // ZooKeeper, three brokers, create a replicated topic, kill a broker, restart it), on ports
 // and directories of its own instead of the README's fixed ones, and checks what it prints.
 func TestReadmeClusterQuickStart(t *testing.T) {
+	heavy(t)
 	brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	brokertest.NeedTool(t, "/usr/share/java/zookeeper.jar", "zookeeper")
 	block := readmeBlock(t, "### Cluster mode") + readmeBlock(t, "#### Growing and shrinking a cluster")
@@ -115,10 +117,22 @@ func runReadmeScript(t *testing.T, dir, script string) (string, error) {
 
 // freeRun returns a multiple of ten, p, such that the loopback ports p+1..p+n are free, so
 // that the README's "127.0.0.1:909$n" can become "127.0.0.1:<p/10>$n". It searches below the
-// ephemeral range, where no other test's port comes from.
+// ephemeral range, where no other test's port comes from, and never returns a run twice in a
+// process: parallel README tests probe ports that their scripts bind only later. It starts at a
+// place of its own per process, so that test binaries running at once seldom probe the same.
 func freeRun(t *testing.T, n int) int {
 	t.Helper()
-	for p := 20000; p < 32000; p += 10 {
+	runs.mu.Lock()
+	defer runs.mu.Unlock()
+	if runs.taken == nil {
+		runs.taken = map[int]bool{}
+	}
+	start := os.Getpid() % 1200
+	for i := range 1200 {
+		p := 20000 + 10*((start+i)%1200)
+		if runs.taken[p] {
+			continue
+		}
 		ok := true
 		var ls []net.Listener
 		for i := 1; i <= n; i++ {
@@ -133,11 +147,18 @@ func freeRun(t *testing.T, n int) int {
 			l.Close()
 		}
 		if ok {
+			runs.taken[p] = true
 			return p
 		}
 	}
 	t.Fatal("no free run of loopback ports")
 	return 0
+}
+
+// runs are the port runs freeRun handed out.
+var runs struct {
+	mu    sync.Mutex
+	taken map[int]bool
 }
 
 func freePortT(t *testing.T) int {

@@ -12,6 +12,7 @@ import (
 // TestReadmeOperations runs the README's Operations block as a user pastes it, on ports and a
 // data directory of its own, and checks the health answers and the metrics it prints.
 func TestReadmeOperations(t *testing.T) {
+	heavy(t)
 	brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	brokertest.NeedTool(t, "/usr/bin/curl", "curl")
 	block := readmeBlock(t, "### Operations")

@@ -13,6 +13,7 @@ import (
 // certificate with openssl, a broker with PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners,
 // kcat over SSL, SASL_PLAINTEXT and SASL_SSL), on ports and directories of its own.
 func TestReadmeSecurity(t *testing.T) {
+	heavy(t)
 	brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	brokertest.NeedTool(t, "/usr/bin/openssl", "openssl")
 	block := readmeBlock(t, "### Security")

@@ -22,7 +22,8 @@ import (
 // 100 kB/s by the leader) answers /readyz 503 naming the partition it has not caught up on,
 // although it is registered; with the throttle lifted it catches up and answers 200.
 func TestReadyzClusterWaitsForCatchUp(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), withProps(map[string]string{"spool.metrics.listener": "127.0.0.1:0"}))
 	adm := admin(t, c.Addrs())
 	const topic = "lagging"

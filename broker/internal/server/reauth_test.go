@@ -34,6 +34,7 @@ func (c *connectCounter) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, 
 // session nears its end, so requests keep being served over the same connections for several
 // session lifetimes.
 func TestSASLReauthFranz(t *testing.T) {
+	parallel(t)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
 		"listeners":                 "SASL_PLAINTEXT://127.0.0.1:0",
 		"sasl.enabled.mechanisms":   "PLAIN",

@@ -67,6 +67,7 @@ func fetchBatches(t *testing.T, c *rawClient, topic string) []storedBatch {
 // null values and timestamps survive; an idempotent retry of a recompressed batch is still
 // recognised as a duplicate.
 func TestRecompressOnAppend(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	ts := time.Now().UnixMilli()
@@ -137,6 +138,7 @@ func TestRecompressOnAppend(t *testing.T) {
 // property of that name for a topic without its own: the stored records are exactly what the
 // codec makes of them at that level, and the codec's lowest and highest levels differ.
 func TestRecompressLevels(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"compression.zstd.level": "19"})
 	c := dial(t, b.Addr)
 	// Words and numbers in a pseudo-random order: compressible, but not so simply that every
@@ -205,6 +207,7 @@ func TestRecompressLevels(t *testing.T) {
 // the broker's compression.type, the others by the topic's), and franz-go and kcat
 // (librdkafka) read every record back.
 func TestRecompressRealClients(t *testing.T) {
+	heavy(t)
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	b := startBroker(t, map[string]string{"compression.type": "lz4"})
 	c := dial(t, b.Addr)
@@ -265,6 +268,7 @@ func TestRecompressRealClients(t *testing.T) {
 // In a cluster the leader recompresses and the followers copy its bytes: every replica's
 // segment holds the same zstd batches, though the producer sent gzip.
 func TestRecompressCluster(t *testing.T) {
+	heavy(t)
 	c, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -221,6 +221,7 @@ func compareAcked(t *testing.T, got, want map[saramaAcked]interopRec) {
 // incrementally alter and delete topics; a SyncProducer in every codec with keyed (murmur2)
 // and unkeyed records; and a PartitionConsumer reading everything back byte for byte.
 func TestSaramaProduceConsume(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -297,6 +298,7 @@ func TestSaramaProduceConsume(t *testing.T) {
 // InitProducerId, acks=all and one in-flight request. Every record must be stored exactly once,
 // at contiguous offsets, in batches that carry the producer id and sequence numbers.
 func TestSaramaIdempotentProducer(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"num.partitions": "3"})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -44,6 +44,7 @@ func saslBroker(t testing.TB) (*brokertest.Broker, *testca.CA) {
 // franz-go authenticates with PLAIN over SASL_SSL (SASL_PLAINTEXT with PLAIN is a cell of
 // TestClientSecurityMatrix), and the listener's metadata names its own port.
 func TestFranzSASLPlain(t *testing.T) {
+	parallel(t)
 	b, ca := saslBroker(t)
 	alice := kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())
 	tlsOpt := kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool()})
@@ -58,6 +59,7 @@ func TestFranzSASLPlain(t *testing.T) {
 // A wrong password and an unknown user both get SASL_AUTHENTICATION_FAILED with the same
 // message; an unknown mechanism UNSUPPORTED_SASL_MECHANISM.
 func TestSASLRefusals(t *testing.T) {
+	parallel(t)
 	b, _ := saslBroker(t)
 	addr := b.Listener(t, "SASL_PLAINTEXT")
 	var messages []string
@@ -107,6 +109,7 @@ func metadataErr(t *testing.T, opts ...kgo.Opt) error {
 // A request other than ApiVersions before authentication closes the connection at once,
 // without an answer, as Kafka does; ApiVersions is answered.
 func TestSASLRequestBeforeAuthentication(t *testing.T) {
+	parallel(t)
 	b, _ := saslBroker(t)
 	c, err := net.Dial("tcp", b.Listener(t, "SASL_PLAINTEXT"))
 	if err != nil {
@@ -139,6 +142,7 @@ func TestSASLRequestBeforeAuthentication(t *testing.T) {
 // served; a wrong one, a token over sasl.server.max.receive.size and an empty token each get
 // the connection closed, with no answer.
 func TestSASLHandshakeV0RawTokens(t *testing.T) {
+	parallel(t)
 	b, _ := saslBroker(t)
 	handshake := func() *rawClient {
 		t.Helper()

@@ -54,6 +54,7 @@ func alterSCRAM(t *testing.T, adm *kadm.Client, del []kadm.DeleteSCRAM, up []kad
 // DescribeUserScramCredentials lists mechanisms and iterations; credentials survive a restart;
 // Kafka's iteration bounds hold.
 func TestSCRAM(t *testing.T) {
+	parallel(t)
 	b := scramBroker(t, "")
 	adm := scramAdmin(t, b)
 	ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 // Kafka's kafka-configs.sh --alter --add-config 'SCRAM-SHA-512=[...]' (ConfigCommand, through
 // AlterUserScramCredentials) creates a user that then authenticates with SCRAM-SHA-512.
 func TestKafkaConfigsSCRAM(t *testing.T) {
+	heavy(t)
 	b := scramBroker(t, "")
 	configs := kafkaAdminTool(t, b.Listener(t, "SASL_PLAINTEXT"), "kafka.admin.ConfigCommand")
 	configs("--alter", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=carol-secret]", "--entity-type", "users", "--entity-name", "carol")
@@ -33,7 +34,8 @@ func TestKafkaConfigsSCRAM(t *testing.T) {
 // In cluster mode a credential altered through one broker is stored in Kafka's
 // /config/users/<user> and reaches every broker through /config/changes.
 func TestSCRAMCluster(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 2, zk.Connect(""), map[string]string{"num.partitions": "1"})
 	addrs := c.Addrs()
 	one, err := kgo.NewClient(kgo.SeedBrokers(addrs[0]))

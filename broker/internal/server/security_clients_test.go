@@ -99,6 +99,7 @@ type securityClient struct {
 // whose SaslHandshake v0 exchange has no error to carry, sees the broker close the connection
 // in the middle of the SASL exchange). The Java client's row is TestJavaClientSecurity.
 func TestClientSecurityMatrix(t *testing.T) {
+	heavy(t)
 	b, ca, adm := securityBroker(t)
 	cells := []securityCell{
 		{name: "ssl", protocol: "SSL", addr: b.Listener(t, "SSL"), caFile: ca.File},

@@ -16,6 +16,7 @@ import (
 // README gives; a wrong password is refused with an AuthenticationException on both SASL
 // listeners.
 func TestJavaClientSecurity(t *testing.T) {
+	heavy(t)
 	b, ca, _ := securityBroker(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -53,6 +54,7 @@ func TestJavaClientSecurity(t *testing.T) {
 // fail again with TopicAuthorizationException; the super user needs no ACL. What the Java Admin
 // left behind is what kadm reads.
 func TestJavaAdminACLs(t *testing.T) {
+	heavy(t)
 	b := aclBroker(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -60,6 +60,7 @@ func metadataBrokers(t *testing.T, opts ...kgo.Opt) []string {
 // Metadata answers with the endpoints of the listener the client came through: each
 // listener's bound port, or its advertised.listeners entry.
 func TestMetadataAnswersWithTheClientsListener(t *testing.T) {
+	parallel(t)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{
 		"listeners":                      "PLAINTEXT://127.0.0.1:0,CLIENT://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT,EXTERNAL:PLAINTEXT",
@@ -114,6 +115,7 @@ func produceConsume(t *testing.T, topic string, n int, opts ...kgo.Opt) error {
 // franz-go produces and consumes over TLS. The SSL listener's metadata names the SSL port, or
 // the TLS client could not reach the partition leader.
 func TestFranzOverTLS(t *testing.T) {
+	parallel(t)
 	ca := testca.New(t)
 	b := brokertest.Start(t, brokertest.Options{Props: sslProps(ca, ca.Server(t, "broker"))})
 	ssl := b.Listener(t, "SSL")
@@ -130,6 +132,7 @@ func TestFranzOverTLS(t *testing.T) {
 
 // ssl.enabled.protocols=TLSv1.3 refuses a TLS 1.2 client.
 func TestTLSEnabledProtocols(t *testing.T) {
+	parallel(t)
 	ca := testca.New(t)
 	props := sslProps(ca, ca.Server(t, "broker"))
 	props["ssl.enabled.protocols"] = "TLSv1.3"
@@ -151,6 +154,7 @@ func TestTLSEnabledProtocols(t *testing.T) {
 // Mutual TLS: with ssl.client.auth=required a client certificate signed by the CA gets in; a
 // client without one, or with one from another CA, is refused.
 func TestMutualTLSRequired(t *testing.T) {
+	heavy(t)
 	ca := testca.New(t)
 	props := sslProps(ca, ca.Server(t, "broker"))
 	props["ssl.client.auth"] = "required"
@@ -186,6 +190,7 @@ func TestMutualTLSRequired(t *testing.T) {
 
 // A plaintext Kafka client on the SSL port has its connection closed, without a Kafka answer.
 func TestPlaintextClientOnSSLPort(t *testing.T) {
+	parallel(t)
 	ca := testca.New(t)
 	props := sslProps(ca, ca.Server(t, "broker"))
 	props["spool.metrics.listener"] = "127.0.0.1:0"
@@ -231,6 +236,7 @@ func TestPlaintextClientOnSSLPort(t *testing.T) {
 // A new certificate in the keystore file is served from the next handshake on, without a
 // restart; a broken file leaves the last good one in place.
 func TestTLSCertificateReload(t *testing.T) {
+	parallel(t)
 	ca := testca.New(t)
 	first := ca.Server(t, "first")
 	keystore := filepath.Join(t.TempDir(), "broker.pem")
@@ -283,6 +289,7 @@ func copyFile(t *testing.T, src, dst string) {
 
 // Kafka's inline PEM keystore, as a properties file writes it with line continuations.
 func TestInlinePEMKeystore(t *testing.T) {
+	parallel(t)
 	ca := testca.New(t)
 	server := ca.Server(t, "broker")
 	// Java's properties continuation drops each line break (and the next line's indent).

@@ -13,6 +13,7 @@ import (
 )
 
 func TestApiVersionsAdvertisesTheWindow(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	for v := int16(0); v <= 4; v++ {
@@ -42,6 +43,7 @@ func TestApiVersionsAdvertisesTheWindow(t *testing.T) {
 }
 
 func TestApiVersionsTooNewGetsV0ErrorReply(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	// A v99 ApiVersions request (header v2, as a flexible client would send it).
@@ -67,6 +69,7 @@ func TestApiVersionsTooNewGetsV0ErrorReply(t *testing.T) {
 }
 
 func TestBadRequestsCloseTheConnection(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"socket.request.max.bytes": "4096"})
 	frame := func(key, version int16, body []byte) []byte {
 		id := "x"
@@ -102,6 +105,7 @@ func TestBadRequestsCloseTheConnection(t *testing.T) {
 }
 
 func TestProduceFetchRoundTrip(t *testing.T) {
+	parallel(t)
 	// Both ways of sending records: sendfile(2), and the pooled read+write path.
 	for _, sendfile := range []string{"true", "false"} {
 		t.Run("sendfile="+sendfile, func(t *testing.T) { testProduceFetchRoundTrip(t, sendfile) })
@@ -144,6 +148,7 @@ func testProduceFetchRoundTrip(t *testing.T, sendfile string) {
 }
 
 func TestFetchReturnsTheFirstBatchEvenWhenLarger(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	createTopic(t, c, "big", 1, nil)
@@ -156,6 +161,7 @@ func TestFetchReturnsTheFirstBatchEvenWhenLarger(t *testing.T) {
 }
 
 func TestFetchLongPollWakesOnAppend(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	createTopic(t, c, "poll", 1, nil)
@@ -176,6 +182,7 @@ func TestFetchLongPollWakesOnAppend(t *testing.T) {
 }
 
 func TestResponsesKeepRequestOrderAndAcksZeroIsSilent(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	createTopic(t, c, "order", 1, nil)
@@ -203,6 +210,7 @@ func TestResponsesKeepRequestOrderAndAcksZeroIsSilent(t *testing.T) {
 }
 
 func TestProduceErrorsArePerPartition(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"auto.create.topics.enable": "false", "message.max.bytes": "2000"})
 	c := dial(t, b.Addr)
 	createTopic(t, c, "p", 1, nil)
@@ -269,6 +277,7 @@ func TestProduceErrorsArePerPartition(t *testing.T) {
 }
 
 func TestIdempotentProducer(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	createTopic(t, c, "idem", 1, nil)
@@ -308,6 +317,7 @@ func TestIdempotentProducer(t *testing.T) {
 }
 
 func TestListOffsets(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	createTopic(t, c, "lo", 1, nil)
@@ -336,6 +346,7 @@ func TestListOffsets(t *testing.T) {
 }
 
 func TestTopicAdmin(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, map[string]string{"num.partitions": "3"})
 	c := dial(t, b.Addr)
 	createTopic(t, c, "admin", -1, map[string]string{"retention.ms": "12345"})
@@ -440,6 +451,7 @@ func ptr[T any](v T) *T { return &v }
 
 // TestShutdownDoesNotWaitForIdleClients: a clean stop must not wait for clients to hang up.
 func TestShutdownDoesNotWaitForIdleClients(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	c := dial(t, b.Addr)
 	c.roundTrip(&wire.ApiVersionsRequest{}, &wire.ApiVersionsResponse{}, 3)

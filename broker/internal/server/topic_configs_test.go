@@ -35,6 +35,7 @@ var kafkaTopicConfigs = map[string]string{
 // AlterConfigs from franz-go's admin client and reported back by DescribeConfigs as a topic
 // override.
 func TestKafkaTopicConfigsThroughKadm(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -137,6 +138,7 @@ func TestKafkaTopicConfigsThroughKadm(t *testing.T) {
 // message.timestamp.before.max.ms and after.max.ms refuse CreateTime records too far from the
 // broker's clock with INVALID_TIMESTAMP; difference.max.ms bounds both where they are unset.
 func TestTimestampBounds(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -189,6 +191,7 @@ func configArgs() []string {
 // Every Kafka 3.9 topic config goes through the Java AdminClient: createTopics with all of them,
 // incrementalAlterConfigs with all of them, and describeConfigs reporting each back.
 func TestJavaAdminTopicConfigs(t *testing.T) {
+	heavy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b := startBroker(t, nil)
@@ -197,6 +200,7 @@ func TestJavaAdminTopicConfigs(t *testing.T) {
 
 // Every Kafka 3.9 topic config goes through kafka-python's CreateTopics and DescribeConfigs.
 func TestKafkaPythonTopicConfigs(t *testing.T) {
+	heavy(t)
 	brokertest.NeedTool(t, "/usr/bin/python3", "python3")
 	brokertest.NeedPython(t, "kafka", "python3-kafka")
 	b := startBroker(t, nil)

@@ -124,6 +124,7 @@ func num(s receivedSpan, k string) int64  { return s.attrs[k].GetIntValue() }
 // request to a real OTLP/HTTP receiver: named by API, with version, client id, request and
 // response sizes, and the error of a failed fetch.
 func TestTracesOverOTLP(t *testing.T) {
+	parallel(t)
 	recv := startOTLPReceiver(t, true)
 	b := brokertest.Start(t, brokertest.Options{Props: map[string]string{"spool.otlp.endpoint": recv.url}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -1,0 +1,66 @@
+package server_test
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+)
+
+// Most tests here wait (on brokers, ZooKeeper, JVMs, the network) rather than compute, so they
+// run in parallel, in two classes with a bound each that fits a 2-core machine:
+//
+//   - parallel(t): a test with brokers in this process and Go clients;
+//   - heavy(t): a test that starts other processes (spoold clusters, ZooKeeper, JVMs, Python,
+//     kcat, a browser), which take memory and a burst of CPU each to start.
+//
+// A test that calls neither runs alone, before the parallel ones: it computes, or it measures
+// something process-wide (the heap), and says so.
+//
+// go test's own bound (-parallel, default GOMAXPROCS) would be 2 here, which leaves the machine
+// idle while two tests wait, and it counts a test waiting for its class's place as running;
+// TestMain lifts it unless the command line set it, so that the classes' bounds below are the
+// ones that apply.
+const (
+	lightSlots = 4
+	heavySlots = 3
+)
+
+var (
+	lightSem = make(chan struct{}, lightSlots)
+	heavySem = make(chan struct{}, heavySlots)
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(1000))
+	}
+	code := m.Run()
+	brokertest.StopSharedZooKeeper()
+	os.Exit(code)
+}
+
+// parallel runs t in parallel with the other waiting tests, within the light class's bound.
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	take(t, lightSem)
+}
+
+// heavy runs t in parallel with the other waiting tests, within the heavy class's bound.
+func heavy(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	take(t, heavySem)
+}
+
+// take holds a place of sem until t ends.
+func take(t *testing.T, sem chan struct{}) {
+	sem <- struct{}{}
+	t.Cleanup(func() { <-sem })
+}

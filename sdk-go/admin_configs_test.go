@@ -27,6 +27,7 @@ func configNamed(cfgs []spool.ConfigEntry, name string) (spool.ConfigEntry, bool
 // them works on Kafka (kfake keeps dynamic broker configs) and is refused by Spool, whose
 // broker configs are static.
 func TestBrokerConfigs(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		ctx := boundCtx(t)
 		ad := newClient(t, addr).Admin()
@@ -88,6 +89,7 @@ func TestBrokerConfigs(t *testing.T) {
 // TestTopicConfigsDefaults checks the topic wrappers over the resource-typed calls: an
 // override is reported as set for the topic, and deleting it brings back the default.
 func TestTopicConfigsDefaults(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		ctx := boundCtx(t)
 		cl := newClient(t, addr)

@@ -52,6 +52,7 @@ func listed(t *testing.T, ad *spool.Admin, group string) (spool.GroupListing, bo
 // TestAdminGroupOffsets walks an admin-only group through commit, fetch, lag, offset delete
 // and group delete.
 func TestAdminGroupOffsets(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		ctx := testCtx(t)
 		cl := newClient(t, addr, spool.WithPartitioner(spool.ManualPartitioner()))
@@ -155,6 +156,7 @@ func startKgoMember(t *testing.T, addr, group, topic string) (stop func()) {
 
 // TestAdminGroupWithMembers checks what an active group refuses and how it is described.
 func TestAdminGroupWithMembers(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		ctx := testCtx(t)
 		cl := newClient(t, addr)
@@ -225,6 +227,7 @@ func TestAdminGroupWithMembers(t *testing.T) {
 // same node again (a coordinator truly moving needs cluster mode), and the refused requests
 // were really served first, so the retries repeat them.
 func TestAdminGroupCoordinatorMoves(t *testing.T) {
+	t.Parallel()
 	t.Run("kfake", func(t *testing.T) {
 		t.Parallel()
 		c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.DefaultNumPartitions(2))

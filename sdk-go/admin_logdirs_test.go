@@ -7,6 +7,7 @@ import (
 // DescribeLogDirs reports one replica per partition on a single broker, with the bytes
 // produced to it, against our broker and franz-go's in-memory Kafka.
 func TestAdminDescribeLogDirs(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr)
 		ad := cl.Admin()

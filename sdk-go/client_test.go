@@ -46,6 +46,7 @@ func TestOptionsValidated(t *testing.T) {
 }
 
 func TestBrokerDown(t *testing.T) {
+	t.Parallel()
 	cl := newClient(t, "127.0.0.1:1", spool.DialTimeout(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -56,6 +57,7 @@ func TestBrokerDown(t *testing.T) {
 }
 
 func TestProduceConsumeRoundTrip(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		for _, codec := range []compress.Codec{compress.None, compress.Gzip, compress.Snappy, compress.LZ4, compress.Zstd} {
 			t.Run(codec.String(), func(t *testing.T) {
@@ -107,6 +109,7 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 }
 
 func TestAcks(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		for _, acks := range []spool.Acks{spool.AcksNone, spool.AcksLeader, spool.AcksAll} {
 			t.Run(fmt.Sprint(acks), func(t *testing.T) {
@@ -139,6 +142,7 @@ func TestAcks(t *testing.T) {
 }
 
 func TestAsyncProduceFlush(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr, spool.Linger(20*time.Millisecond), spool.MaxBufferedRecords(100))
 		topic := createTopic(t, cl, 3)
@@ -171,6 +175,7 @@ func TestAsyncProduceFlush(t *testing.T) {
 }
 
 func TestBufferFullErrors(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr, spool.Linger(time.Hour), spool.MaxBufferedRecords(3), spool.BlockOnFullBuffer(false))
 		topic := createTopic(t, cl, 1)
@@ -196,6 +201,7 @@ func TestBufferFullErrors(t *testing.T) {
 }
 
 func TestProduceBlocksUntilContextEnds(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr, spool.Linger(time.Hour), spool.MaxBufferedRecords(1))
 		topic := createTopic(t, cl, 1)
@@ -211,6 +217,7 @@ func TestProduceBlocksUntilContextEnds(t *testing.T) {
 }
 
 func TestUnknownTopic(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr)
 		err := cl.ProduceSync(testCtx(t), spool.StringRecord("no-such-topic", "x"))
@@ -221,6 +228,7 @@ func TestUnknownTopic(t *testing.T) {
 }
 
 func TestRecordTooLarge(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr, spool.MaxBatchBytes(2048))
 		topic := createTopic(t, cl, 1)
@@ -232,6 +240,7 @@ func TestRecordTooLarge(t *testing.T) {
 }
 
 func TestPartitioners(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		for _, tc := range []struct {
 			name string
@@ -288,6 +297,7 @@ func TestPartitioners(t *testing.T) {
 }
 
 func TestConsumerSeekPauseReset(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr, spool.WithPartitioner(spool.ManualPartitioner()))
 		topic := createTopic(t, cl, 2)
@@ -378,6 +388,7 @@ func TestConsumerSeekPauseReset(t *testing.T) {
 }
 
 func TestRecordsIterator(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr)
 		topic := createTopic(t, cl, 1)
@@ -412,6 +423,7 @@ func TestRecordsIterator(t *testing.T) {
 }
 
 func TestAdmin(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr)
 		ad := cl.Admin()

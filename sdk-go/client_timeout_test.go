@@ -75,6 +75,30 @@ func (px *stallProxy) serve(c, u net.Conn) {
 	}
 }
 
+// stall makes the proxy swallow every response from now on (stallAt: from the next request
+// of API key on). Either first forgets the connections the client closed before: a request
+// that outlived RequestTimeout on a loaded machine (an admin call retries it) must not pass
+// for the stall's close in waitClientClose.
+func (px *stallProxy) stall() {
+	px.forgetCloses()
+	px.stalled.Store(true)
+}
+
+func (px *stallProxy) stallAt(key int16) {
+	px.forgetCloses()
+	px.stallOn.Store(int32(key))
+}
+
+func (px *stallProxy) forgetCloses() {
+	for {
+		select {
+		case <-px.closed:
+		default:
+			return
+		}
+	}
+}
+
 // waitClientClose waits until the client closed one of the proxied connections.
 func (px *stallProxy) waitClientClose(t *testing.T, ctx context.Context) {
 	t.Helper()
@@ -101,6 +125,7 @@ func boundCtx(t *testing.T) context.Context {
 // earlier deadline, that the stalled connection is closed rather than reused, and that the
 // client works again through a new connection once the broker answers.
 func TestRequestTimeoutClosesStalledConn(t *testing.T) {
+	t.Parallel()
 	meta := func() (*wire.MetadataRequest, *wire.MetadataResponse) {
 		req := &wire.MetadataRequest{}
 		req.Default()
@@ -114,7 +139,7 @@ func TestRequestTimeoutClosesStalledConn(t *testing.T) {
 		run func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, addr string)
 	}{
 		{"Request", func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, _ string) {
-			px.stalled.Store(true)
+			px.stall()
 			req, resp := meta()
 			if err := cl.Request(ctx, req, resp); !errors.Is(err, context.DeadlineExceeded) || context.Cause(ctx) != nil {
 				t.Fatalf("stalled Request: %v (test context: %v), want its own deadline", err, context.Cause(ctx))
@@ -135,7 +160,7 @@ func TestRequestTimeoutClosesStalledConn(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := ci.Brokers[0].NodeID
-			px.stalled.Store(true)
+			px.stall()
 			req, resp := meta()
 			if err := cl.RequestNode(ctx, id, req, resp); !errors.Is(err, context.DeadlineExceeded) || context.Cause(ctx) != nil {
 				t.Fatalf("stalled RequestNode: %v (test context: %v), want its own deadline", err, context.Cause(ctx))
@@ -148,7 +173,7 @@ func TestRequestTimeoutClosesStalledConn(t *testing.T) {
 		}},
 		{"admin", func(t *testing.T, ctx context.Context, cl *spool.Client, px *stallProxy, _ string) {
 			topic := createTopic(t, cl, 2)
-			px.stalled.Store(true)
+			px.stall()
 			done := make(chan error, 1)
 			// Admin calls retry a timed-out attempt until their context ends: this one
 			// outlives the stall and must succeed on a new connection.
@@ -174,7 +199,7 @@ func TestRequestTimeoutClosesStalledConn(t *testing.T) {
 				{wire.KeyDeleteTopics, func() error { return cl.Admin().DeleteTopics(ctx, topic) }},
 			} {
 				call := step.call
-				px.stallOn.Store(int32(step.key))
+				px.stallAt(step.key)
 				done := make(chan error, 1)
 				go func() { done <- call() }()
 				px.waitClientClose(t, ctx)
@@ -196,7 +221,7 @@ func TestRequestTimeoutClosesStalledConn(t *testing.T) {
 			if got := consumeN(t, cl, topic, 1); string(got[0].Value) != "before" {
 				t.Fatalf("got %q", got[0].Value)
 			}
-			px.stalled.Store(true)
+			px.stall()
 			px.waitClientClose(t, ctx)
 			px.stalled.Store(false)
 			if err := prod.ProduceSync(ctx, spool.StringRecord(topic, "after")); err != nil {
@@ -231,6 +256,7 @@ func TestRequestTimeoutClosesStalledConn(t *testing.T) {
 // TestBrokerWaitExtendsRequestTimeout checks that a Fetch whose MaxWaitMs is longer than
 // RequestTimeout is not cut short: the broker may hold it that long by design.
 func TestBrokerWaitExtendsRequestTimeout(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr, spool.RequestTimeout(100*time.Millisecond))
 		topic := createTopic(t, cl, 1) // also tells the client where the brokers are
@@ -260,10 +286,13 @@ func TestBrokerWaitExtendsRequestTimeout(t *testing.T) {
 // returns its context's error when that context ends, instead of waiting out the delivery
 // timeout (2 minutes by default) with the records' callbacks.
 func TestProduceSyncEndsWithItsContext(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		px := startStallProxy(t, addr)
-		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0))
-		topic := createTopic(t, cl, 1)
+		// RequestTimeout far above the call's 300 ms, yet short: Close (at cleanup) waits up
+		// to it for the stalled record, 30 s by default.
+		cl := newClient(t, addr, spool.Dialer(px.dial), spool.Linger(0), spool.RequestTimeout(3*time.Second))
+		topic := createTopic(t, newClient(t, addr), 1)
 		bound := boundCtx(t)
 		if err := cl.ProduceSync(bound, spool.StringRecord(topic, "before")); err != nil {
 			t.Fatal(err)
@@ -280,6 +309,7 @@ func TestProduceSyncEndsWithItsContext(t *testing.T) {
 // APITimeout against a broker that stopped answering, instead of retrying it for ever (each
 // attempt ends after RequestTimeout and counts as retriable).
 func TestAPITimeoutBoundsRetries(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		px := startStallProxy(t, addr)
 		cl := newClient(t, addr, spool.Dialer(px.dial), spool.RequestTimeout(100*time.Millisecond), spool.APITimeout(600*time.Millisecond))

@@ -18,6 +18,7 @@ import (
 // read back from the broker's log file (compression.type=producer keeps them byte for byte);
 // out-of-range levels and levels for codecs without them fail NewClient.
 func TestCompressionLevel(t *testing.T) {
+	t.Parallel()
 	br := brokertest.Start(t, brokertest.Options{})
 	ctx := testCtx(t)
 	words := strings.Fields("spool kafka record batch offset level topic leader replica group member commit")

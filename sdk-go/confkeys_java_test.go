@@ -13,6 +13,7 @@ import (
 // as librdkafka's ssl.ca.* and ssl.certificate.*/ssl.key.*: a client set up with them alone
 // produces and consumes on a listener that requires a client certificate.
 func TestConfJavaSSLKeys(t *testing.T) {
+	t.Parallel()
 	sb := startSecureBroker(t, nil)
 	alice := sb.ca.Client(t, "alice", pkix.Name{CommonName: "alice", Organization: []string{"Spool"}})
 	addr := sb.b.Listener(t, "MTLS")

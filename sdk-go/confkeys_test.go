@@ -152,6 +152,7 @@ print("\n".join(str(g) for g in got))
 // through a client configured by the table, with each hashing partitioner, to a real broker,
 // and compares the partitions.
 func TestConfPartitionersAgreeWithLibrdkafka(t *testing.T) {
+	t.Parallel()
 	python := brokertest.NeedPython(t, "confluent_kafka", "python3-confluent-kafka")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ctx := testCtx(t)

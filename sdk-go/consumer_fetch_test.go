@@ -53,6 +53,7 @@ func sameRecord(t *testing.T, got, want *spool.Record) {
 // in one fetch: each must keep its own decompressed bytes, as records alias them (a reused
 // decompression buffer would show the values of the last batch in every earlier one).
 func TestConsumeCompressedBatchesKeepTheirBytes(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr, spool.Compression(compress.LZ4), spool.WithPartitioner(spool.ManualPartitioner()))
 		topic := createTopic(t, cl, 1)
@@ -107,6 +108,7 @@ func mixedRecords(topic string) [][]*spool.Record {
 // not: PollFunc must hand the same records in the same order, and a copy of its *Record must
 // stay intact after later records reuse it.
 func TestPollFuncMatchesPoll(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		for _, codec := range []compress.Codec{compress.None, compress.Snappy} {
 			t.Run(codec.String(), func(t *testing.T) {
@@ -157,6 +159,7 @@ func TestPollFuncMatchesPoll(t *testing.T) {
 // fetch goes out while the last one decodes, yet each partition's records must arrive once
 // each, in offset order.
 func TestConsumeInOrderAcrossManyFetches(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr, spool.WithPartitioner(spool.RoundRobin()), spool.Linger(0), spool.MaxBatchBytes(2048))
 		topic := createTopic(t, cl, 3)
@@ -197,6 +200,7 @@ func TestConsumeInOrderAcrossManyFetches(t *testing.T) {
 // TestPollFuncStopsWithContext: PollFunc returns the context's error, and no record, when
 // nothing arrives before the context ends; without a function it returns an error.
 func TestPollFuncStopsWithContext(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr)
 		topic := createTopic(t, cl, 1)
@@ -221,6 +225,7 @@ func TestPollFuncStopsWithContext(t *testing.T) {
 // batch headers let it fetch ahead: every later Poll fails again and nothing past the bad
 // batch is ever returned. Only our broker: the corruption is written into its log segment.
 func TestCorruptBatchStopsThePartition(t *testing.T) {
+	t.Parallel()
 	br := brokertest.Start(t, brokertest.Options{})
 	cl := newClient(t, br.Addr, spool.WithPartitioner(spool.ManualPartitioner()))
 	topic := createTopic(t, cl, 1)

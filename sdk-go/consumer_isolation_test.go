@@ -88,6 +88,7 @@ func (w *txnWriter) end(how kgo.TransactionEndTry) {
 // Fetch response lists them), and only those: the same producer's next transaction, after
 // its abort marker, is delivered.
 func TestIsolationTransactions(t *testing.T) {
+	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +169,7 @@ func (f *fetchLevels) request(_, _ int16, req wire.Message) {
 // so its last stable offset is the high watermark: both levels read every record, and every
 // fetch carries the level the consumer chose.
 func TestIsolationOurBroker(t *testing.T) {
+	t.Parallel()
 	addr := targets[0].start(t)
 	prod := newClient(t, addr)
 	topic := createTopic(t, prod, 1)

@@ -15,6 +15,7 @@ import (
 // partition) and fetches nothing from them until it seeks; after Seek it reads them all.
 // Before, the policy was ignored and the member silently started at the earliest offset.
 func TestGroupResetNoneWithoutCommit(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 2)
@@ -64,6 +65,7 @@ func TestGroupResetNoneWithoutCommit(t *testing.T) {
 // as the end and the start, as ListOffsets does; any other negative offset is refused by
 // Assign, AssignTopic and Seek instead of silently meaning the start.
 func TestOffsetAtSpecialValues(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr)
 		topic := createTopic(t, cl, 1)

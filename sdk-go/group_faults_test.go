@@ -171,6 +171,7 @@ func setWireError(resp wire.Message, code int16) {
 // served, so the group holds a member the client never learnt of and, as Kafka does, waits
 // for it to expire (the 6 s session timeout) before the first generation completes.
 func TestGroupCoordinatorErrors(t *testing.T) {
+	t.Parallel()
 	eachFaultTarget(t, map[string]string{"group.initial.rebalance.delay.ms": "0"}, func(t *testing.T, f *faults) {
 		f.failNext(wire.KeyJoinGroup, wire.ErrCoordinatorNotAvailable.Code)
 		f.failNext(wire.KeySyncGroup, wire.ErrRebalanceInProgress.Code)

@@ -15,6 +15,7 @@ import (
 // set it (the partition Unassign named still delivers, the topic Assign named never does). The
 // same calls succeed on a client without a group.
 func TestGroupRejectsManualAssignment(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		ctx := testCtx(t)
 		producer := newClient(t, addr, spool.WithPartitioner(spool.ManualPartitioner()))

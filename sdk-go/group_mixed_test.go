@@ -130,6 +130,7 @@ var mixedBalancers = []struct {
 // each, in the assignor's shape whoever leads, and every record is consumed exactly once, by
 // the member that owns its partition.
 func TestGroupMixedClients(t *testing.T) {
+	t.Parallel()
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	for _, b := range mixedBalancers {
 		t.Run(b.name, func(t *testing.T) {

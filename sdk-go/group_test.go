@@ -151,6 +151,7 @@ func produceValues(t *testing.T, cl *spool.Client, topic, prefix string, n int) 
 // record once; when one closes, the other takes all six and consumes what follows; records the
 // leaver consumed may come again only if it had not committed them.
 func TestGroupSplitAndTakeOver(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 6)
@@ -200,6 +201,7 @@ func TestGroupSplitAndTakeOver(t *testing.T) {
 // targets, completely, disjointly and in the assignor's shape (range 3+3+2 in blocks,
 // roundrobin every third partition), and each consumes exactly its partitions' records.
 func TestGroupBalancers(t *testing.T) {
+	t.Parallel()
 	for _, b := range []string{spool.BalancerRange, spool.BalancerRoundRobin, spool.BalancerCooperativeSticky} {
 		t.Run(b, func(t *testing.T) {
 			t.Parallel()
@@ -321,6 +323,7 @@ func pollUntil(t *testing.T, cl *spool.Client, n int) []*spool.Record {
 // TestGroupCommitsSurviveRestart: manual commits (sync, async, records) decide where the next
 // client of the group starts; auto commit on Close covers everything polled.
 func TestGroupCommitsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 3)
@@ -389,6 +392,7 @@ func TestGroupCommitsSurviveRestart(t *testing.T) {
 
 // TestGroupRegexPicksUpNewTopic: a regex member gets a matching topic created after it joined.
 func TestGroupRegexPicksUpNewTopic(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		prefix := groupName()
@@ -415,6 +419,7 @@ func TestGroupRegexPicksUpNewTopic(t *testing.T) {
 // its new share; a member fenced by a newer static member with its instance id loses its
 // partitions (OnLost, not OnRevoked) and Poll reports the fencing.
 func TestGroupCallbackOrder(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 4)
@@ -453,6 +458,7 @@ func TestGroupCallbackOrder(t *testing.T) {
 // TestGroupStaticRejoinKeepsAssignment: a static member that closes and comes back with the
 // same instance id gets the same partitions, and the other member sees no rebalance.
 func TestGroupStaticRejoinKeepsAssignment(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 6)
@@ -487,6 +493,7 @@ func TestGroupStaticRejoinKeepsAssignment(t *testing.T) {
 // one take partitions only from members that have too many; nobody revokes all, and records
 // flow throughout.
 func TestGroupCooperativeMovesOnlyWhatIsNeeded(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 6)
@@ -577,6 +584,7 @@ func (c *frozenConn) Write(p []byte) (int, error) {
 // session timeout loses its partitions (OnLost, never OnRevoked); the other member gets them,
 // and the cut-off member rejoins once it can talk again.
 func TestGroupSessionExpiryLosesPartitions(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 4)
@@ -603,6 +611,7 @@ func TestGroupSessionExpiryLosesPartitions(t *testing.T) {
 // then two leave are all consumed; a record comes twice only when a partition changed hands
 // (never twice to one member), since revocation commits what was polled.
 func TestGroupNoLossThroughRebalances(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 6)
@@ -663,6 +672,7 @@ func TestGroupNoLossThroughRebalances(t *testing.T) {
 // TestGroupManualCommitInOnRevoked: with auto commit off, CommitUncommitted called from
 // OnRevoked commits what Poll returned, so the partition's next owner starts after it.
 func TestGroupManualCommitInOnRevoked(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 2)
@@ -704,6 +714,7 @@ func TestGroupManualCommitInOnRevoked(t *testing.T) {
 // TestGroupSlowCallbackKeepsMembership: heartbeats go on while OnAssigned takes longer than
 // the session timeout, so the member keeps its generation and partitions.
 func TestGroupSlowCallbackKeepsMembership(t *testing.T) {
+	t.Parallel()
 	eachGroupTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 2)

@@ -2,8 +2,11 @@ package spool_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +15,22 @@ import (
 	spool "github.com/spoolmq/spool/sdk-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
+
+// parallelTests is how many of this package's tests run at once unless -test.parallel says
+// otherwise. Most of them wait: on brokers in this process and spoold processes, on group
+// rebalances, session timeouts and retries, on kcat and Python. go test's default (GOMAXPROCS,
+// two on our machines) would leave those waits end to end.
+const parallelTests = 6
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
+	os.Exit(m.Run())
+}
 
 // target is a broker the SDK suite runs against.
 type target struct {

@@ -104,6 +104,7 @@ type dropCase struct {
 // while it produces; every record must then be in the log exactly once, in produce order per
 // partition (MaxInFlight is the default 5, so several batches are in flight when cut).
 func TestIdempotentProduceSurvivesConnectionDrops(t *testing.T) {
+	t.Parallel()
 	cases := []dropCase{
 		{name: "3-partitions", partitions: 3, keys: 12, opts: []spool.Opt{spool.MaxBatchBytes(4096)}, minPeak: 1},
 		// Many partitions and tiny batches: many batches per partition are in flight.
@@ -194,6 +195,7 @@ func testDrops(t *testing.T, addr string, tc dropCase) {
 // producer id and sends them again renumbered. Only the rejected batch's records fail, Flush
 // returns, and exactly the acknowledged records are in the log, once each, in order.
 func TestIdempotentBatchRejectedMidPipeline(t *testing.T) {
+	t.Parallel()
 	addr := targets[0].start(t) // kfake accepts keyless records on compacted topics
 	admin := newClient(t, addr)
 	ctx := testCtx(t)

@@ -13,6 +13,7 @@ import (
 // assigned from the start before the first move must read every round from the new leaders;
 // nothing is lost or duplicated.
 func TestLeaderMove(t *testing.T) {
+	t.Parallel()
 	const topic = "moving"
 	eachClusterTarget(t, topic, 2, func(t *testing.T, c cluster) {
 		cl := newClient(t, c.addrs[0], spool.SeedBrokers(c.addrs...), spool.WithPartitioner(spool.ManualPartitioner()))

@@ -16,6 +16,7 @@ import (
 // capped by its own option; our broker's real ApiVersions answer is cut down to Kafka
 // 0.10.0's window on its way to the client.
 func TestNoCommonVersion(t *testing.T) {
+	t.Parallel()
 	t.Run("kfake", func(t *testing.T) {
 		t.Parallel()
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.MaxVersions(kversion.V0_10_0()), kfake.SeedTopics(1, "old"))

@@ -44,6 +44,7 @@ func attr(s tracetest.SpanStub, key string) (attribute.Value, bool) {
 // record consumed gets a consumer span linked to that producer span. A record produced by
 // kcat with a hand-set traceparent header is linked to the span it names.
 func TestTracingProducerToConsumer(t *testing.T) {
+	t.Parallel()
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
 	eachTarget(t, func(t *testing.T, addr string) {
 		exp := tracetest.NewInMemoryExporter()
@@ -133,6 +134,7 @@ func TestTracingProducerToConsumer(t *testing.T) {
 // batch sizes and request latencies reflect exactly the work done, the buffer gauges are
 // reported, and a group member counts its rebalance.
 func TestClientMetrics(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		reader := sdkmetric.NewManualReader()
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))

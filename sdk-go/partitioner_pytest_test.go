@@ -29,6 +29,7 @@ for line in sys.stdin:
 // puts them, for keys of every length up to 40 bytes (ASCII and arbitrary bytes) and
 // partition counts from 1 to 100.
 func TestPartitionerAgreesWithKafkaPython(t *testing.T) {
+	t.Parallel()
 	python := brokertest.NeedPython(t, "kafka.partitioner.default", "python3-kafka")
 	rng := rand.New(rand.NewPCG(1, 2))
 	type probe struct {

@@ -208,6 +208,7 @@ func TestStickyRandomPartitioners(t *testing.T) {
 // sticky.partitioning.linger.ms to its partitioner: unkeyed records produced within the
 // linger land on one partition.
 func TestStickyLingerOption(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	cl := confClient(t, map[string]string{"bootstrap.servers": addr, "partitioner": "murmur2_random", "sticky.partitioning.linger.ms": "900000"})
 	ctx := testCtx(t)

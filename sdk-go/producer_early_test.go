@@ -111,6 +111,7 @@ func sentBatches(t *testing.T, frames [][]byte) []sentBatch {
 // instead of being sealed small at each wake-up of the sender: the 100 records go out in full
 // batches of 7 (1 KiB batches of 100-byte values) plus one of the remaining 2, in order.
 func TestProduceEncodesFullBatchesAndWaitsToSealOpenOne(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		topic := createTopic(t, newClient(t, addr), 1)
 		px := startHoldProxy(t, addr)
@@ -162,6 +163,7 @@ func TestProduceEncodesFullBatchesAndWaitsToSealOpenOne(t *testing.T) {
 // so those batches must go out renumbered under the new id, never under the old one with
 // their early numbers; every record lands once, in produce order.
 func TestIdempotentEarlyEncodedBatchesRenumbered(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		topic := createTopic(t, newClient(t, addr), 2)
 		px := startRejectProxy(t, addr, wire.ErrOutOfOrderSequenceNumber.Code, true)

@@ -167,6 +167,7 @@ func rejectProduce(frame []byte, code int16) ([]byte, error) {
 // Kafka 3.9.2 did to a 1,000-partition topic still being created). Every record must be
 // acknowledged and be in the log once, in produce order.
 func TestIdempotentFirstBatchRejectedBeforeNextLands(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		topic := createTopic(t, newClient(t, addr), 2)
 		px := startRejectProxy(t, addr, wire.ErrNotLeaderOrFollower.Code, true)
@@ -208,6 +209,7 @@ func TestIdempotentFirstBatchRejectedBeforeNextLands(t *testing.T) {
 // a new producer id instead of failing it: every record is acknowledged and in the log once,
 // in produce order.
 func TestIdempotentRefusedOldestBatchRenumbered(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		topic := createTopic(t, newClient(t, addr), 1)
 		px := startRejectProxy(t, addr, wire.ErrOutOfOrderSequenceNumber.Code, false)

@@ -20,6 +20,7 @@ import (
 // timestamp and the offset the topic holds it at, that a delivery kept unreleased still
 // reads right after later batches, and that a record failing at once is delivered too.
 func TestProduceTrackedCopiesOnce(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		for _, codec := range []compress.Codec{compress.None, compress.LZ4} {
 			t.Run(codec.String(), func(t *testing.T) {
@@ -223,6 +224,7 @@ func TestProduceTrackedCopiesOnce(t *testing.T) {
 // refused (ErrBufferFull), and a record larger than the bound accepted once nothing else is
 // buffered.
 func TestMaxBufferedBytes(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		const bound = 4096
 		cl := newClient(t, addr, spool.Linger(time.Hour), spool.MaxBufferedBytes(bound), spool.BlockOnFullBuffer(false))
@@ -265,6 +267,7 @@ func TestMaxBufferedBytes(t *testing.T) {
 // TestSendBufferedSkipsLinger produces into a batch that would linger for an hour and sees
 // SendBuffered send it: the record is acknowledged without Flush.
 func TestSendBufferedSkipsLinger(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		cl := newClient(t, addr, spool.Linger(time.Hour))
 		topic := createTopic(t, cl, 1)

@@ -14,6 +14,7 @@ import (
 // buffers (writev) rather than copied into the request, several per request, with every acks
 // setting and with and without compression, and reads every record back byte for byte.
 func TestProduceSplicedBatchesIntact(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		for _, acks := range []spool.Acks{spool.AcksNone, spool.AcksLeader, spool.AcksAll} {
 			for _, codec := range []compress.Codec{compress.None, compress.LZ4} {

@@ -86,6 +86,7 @@ func roundTrip(t *testing.T, addr string, n int, opts ...spool.Opt) {
 // The SDK produces and consumes over each kind of listener, configured through options and
 // through the librdkafka keys of the shared table.
 func TestSecureRoundTrips(t *testing.T) {
+	t.Parallel()
 	sb := startSecureBroker(t, nil)
 	b, ca := sb.b, sb.ca
 	roots := &tls.Config{RootCAs: ca.Pool()}
@@ -142,6 +143,7 @@ func (d *countingDialer) dial(ctx context.Context, network, addr string) (net.Co
 // call at once with the broker's error, without retrying; so does a broker certificate from
 // another CA, and a missing client certificate on the MTLS listener.
 func TestSecureRefusals(t *testing.T) {
+	t.Parallel()
 	sb := startSecureBroker(t, nil)
 	b, ca := sb.b, sb.ca
 	roots := spool.TLS(&tls.Config{RootCAs: ca.Pool()})
@@ -222,6 +224,7 @@ func TestSecureConfErrors(t *testing.T) {
 // ssl.endpoint.identification.algorithm=none checks the chain but not the name; https (the
 // default) checks both.
 func TestSecureHostnameCheck(t *testing.T) {
+	t.Parallel()
 	sb := startSecureBroker(t, nil)
 	_, port, _ := net.SplitHostPort(sb.b.Listener(t, "SSL"))
 	// The client dials a name the broker's certificate does not hold (it holds localhost and
@@ -259,6 +262,7 @@ func TestSecureHostnameCheck(t *testing.T) {
 // session lifetimes (a connection whose session ended is closed by the broker at its next
 // request, which would show as a failure or a new dial).
 func TestSecureReauthentication(t *testing.T) {
+	t.Parallel()
 	for _, mech := range []spool.SASLMechanism{spool.SASLPlain("alice", "alice-secret"), spool.SASLScram(spool.ScramSHA512, "alice", "alice-scram")} {
 		t.Run(mech.Name(), func(t *testing.T) {
 			sb := startSecureBroker(t, map[string]string{"connections.max.reauth.ms": "1000"})
@@ -293,6 +297,7 @@ func TestSecureReauthentication(t *testing.T) {
 
 // A consumer with a wrong password gets the refusal from Poll instead of waiting in silence.
 func TestSecureConsumerRefused(t *testing.T) {
+	t.Parallel()
 	sb := startSecureBroker(t, nil)
 	cl := newClient(t, sb.b.Listener(t, "SASL_PLAINTEXT"), spool.SASL(spool.SASLScram(spool.ScramSHA512, "alice", "guess")))
 	ctx := testCtx(t)
@@ -307,6 +312,7 @@ func TestSecureConsumerRefused(t *testing.T) {
 
 // A group member with a wrong password gets the refusal from Poll too, not endless rejoins.
 func TestSecureGroupConsumerRefused(t *testing.T) {
+	t.Parallel()
 	sb := startSecureBroker(t, nil)
 	cl := newClient(t, sb.b.Listener(t, "SASL_PLAINTEXT"), spool.SASL(spool.SASLScram(spool.ScramSHA512, "alice", "guess")),
 		spool.ConsumerGroup("refused"), spool.ConsumeTopics("any"))

@@ -13,6 +13,7 @@ import (
 // that the consumer extracts the same trace and span ids from the stored headers; a record
 // that already carries a traceparent keeps it, and a client without a propagator adds none.
 func TestTraceContextRoundTrip(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
 		admin := newClient(t, addr)
 		topic := createTopic(t, admin, 1)

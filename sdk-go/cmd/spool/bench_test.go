@@ -49,6 +49,7 @@ func benchJSON(t *testing.T, addr, mode string, args ...string) benchResult {
 // with --partitions, consume reads back exactly what was produced, e2e receives every record
 // it sent, --rate and --duration bound the records sent.
 func TestBenchModes(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 
 	res := benchJSON(t, addr, "produce", "--topic", "bp", "--partitions", "3", "--records", "20000", "--size", "200",
@@ -106,6 +107,7 @@ func TestBenchModes(t *testing.T) {
 // TestBenchBadInput checks that bad flags exit 2 with the usage before any broker is
 // contacted (the address given is closed).
 func TestBenchBadInput(t *testing.T) {
+	t.Parallel()
 	const addr = "127.0.0.1:1"
 	cases := []struct {
 		args   []string
@@ -147,6 +149,7 @@ func TestBenchBadInput(t *testing.T) {
 // bench redraws a progress line in place about 10 times a second while it runs, then the
 // table follows.
 func TestBenchProgressOnTerminal(t *testing.T) {
+	t.Parallel()
 	script := brokertest.NeedTool(t, "/usr/bin/script", "bsdutils")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

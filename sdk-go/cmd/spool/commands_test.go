@@ -14,6 +14,7 @@ import (
 // TestCLIConsumeFormatVerbs checks every --format verb on one record with known fields (its
 // header can only come from the SDK: produce reads plain lines).
 func TestCLIConsumeFormatVerbs(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "fmt", "--partitions", "2"))
 	cl, err := spool.NewClient(spool.SeedBrokers(addr), spool.WithPartitioner(spool.ManualPartitioner()))
@@ -65,6 +66,7 @@ func TestCLIConsumeFormatVerbs(t *testing.T) {
 
 // TestCLIProducePartitioners checks where each --partitioner puts unkeyed lines.
 func TestCLIProducePartitioners(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "rr", "--partitions", "3"))
 	ok(t, runCLI(t, addr, "a\nb\nc\nd\ne\nf\n", "produce", "--topic", "rr", "--partitioner", "roundrobin", "--acks", "1", "--compression", "lz4"))
@@ -94,6 +96,7 @@ func TestCLIProducePartitioners(t *testing.T) {
 // TestCLICommandsBadInput covers every subcommand's usage errors, unknown topics and a
 // broker that is down, with the message each prints.
 func TestCLICommandsBadInput(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "exists", "--partitions", "1"))
 	const down = "127.0.0.1:1"
@@ -147,6 +150,7 @@ func TestCLICommandsBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case is a CLI process of its own; none changes the broker
 			r := runCLI(t, c.addr, "line\n", c.args...)
 			if r.code != c.code || !strings.Contains(r.stderr, c.stderr) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, c.code, c.stderr)
@@ -173,6 +177,7 @@ func checkOnePrefix(t *testing.T, stderr string) {
 // that empty input does not turn a down broker or a missing topic into "produced 0 records",
 // while a broker that creates topics automatically still gets to create it.
 func TestCLIProduceChecksFirst(t *testing.T) {
+	t.Parallel()
 	noAuto := brokertest.Start(t, brokertest.Options{Props: map[string]string{"auto.create.topics.enable": "false"}}).Addr
 	auto := brokertest.Start(t, brokertest.Options{}).Addr
 	for _, c := range []struct {
@@ -206,6 +211,7 @@ func TestCLIProduceChecksFirst(t *testing.T) {
 // subcommand, are usage errors (exit 2 with the usage) found before any broker is contacted:
 // the address of a broker that is down shows they never get that far.
 func TestCLIBadValues(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		args   []string
@@ -261,6 +267,7 @@ func TestCLIBadValues(t *testing.T) {
 // TestCLIClusterConfigs checks cluster configs: a broker's configs with their sources, by id
 // or the controller's by default.
 func TestCLIClusterConfigs(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{Props: map[string]string{"num.partitions": "4"}}).Addr
 	info := ok(t, runCLI(t, addr, "", "cluster", "info"))
 	m := regexp.MustCompile(`controller: (\d+)`).FindStringSubmatch(info.stdout)
@@ -292,6 +299,7 @@ func TestCLIClusterConfigs(t *testing.T) {
 // no moves in progress, every leader in place; a move onto a broker that does not exist is
 // refused by the broker.
 func TestCLIClusterOpsSingleNode(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "orders", "--partitions", "3"))
 	if r := ok(t, runCLI(t, addr, "", "cluster", "rebalance")); !strings.Contains(r.stdout, "0 partitions to move, 0 replicas to copy") {

@@ -49,6 +49,7 @@ func waitCLI(t *testing.T, addr string, re string, args ...string) result {
 }
 
 func TestCLIGroupOffsets(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "orders", "--partitions", "3"))
 	ok(t, runCLI(t, addr, "a\nb\nc\nd\ne\nf\n", "produce", "--topic", "orders", "--partitioner", "roundrobin"))
@@ -155,6 +156,7 @@ func equalMaps(a, b map[string]string) bool {
 // TestCLIGroupWithMembers checks describe's members table and what the CLI refuses while a
 // group has members (a franz-go consumer).
 func TestCLIGroupWithMembers(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{Props: map[string]string{"group.initial.rebalance.delay.ms": "0"}}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "orders", "--partitions", "2"))
 	ok(t, runCLI(t, addr, "x\ny\nz\n", "produce", "--topic", "orders", "--partitioner", "roundrobin"))
@@ -197,6 +199,7 @@ func TestCLIGroupWithMembers(t *testing.T) {
 }
 
 func TestCLIGroupBadInput(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "orders", "--partitions", "1"))
 	cases := []struct {
@@ -238,7 +241,9 @@ func TestCLIGroupBadInput(t *testing.T) {
 // consume --group commits exactly the records it printed: a second run of the same group
 // continues after them, group describe shows the commit, and a new group starts over.
 func TestCLIConsumeGroup(t *testing.T) {
-	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	t.Parallel()
+	// No initial rebalance delay: each of the five group runs below would wait 3 s for others.
+	addr := brokertest.Start(t, brokertest.Options{Props: map[string]string{"group.initial.rebalance.delay.ms": "0"}}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "events", "--partitions", "2"))
 	var in strings.Builder
 	for i := range 10 {

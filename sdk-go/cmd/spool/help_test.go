@@ -53,6 +53,7 @@ var flagLine = regexp.MustCompile(`(?m)^  --([a-z-]+)(?: \S+)?  +(\S.*)$`)
 // stdout with exit 0: its synopsis, then exactly its flags, each with a description, and
 // defaults where they are not zero. No broker is contacted (the address is closed).
 func TestCLISubcommandHelp(t *testing.T) {
+	t.Parallel()
 	if len(subcommandFlags) != len(docs) {
 		t.Fatalf("%d subcommands documented, %d tested", len(docs), len(subcommandFlags))
 	}
@@ -95,6 +96,7 @@ func TestCLISubcommandHelp(t *testing.T) {
 
 // TestCLICommandHelp checks the overview and each command's list of its subcommands.
 func TestCLICommandHelp(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"-h"}} {
 		r := ok(t, runCLI(t, "127.0.0.1:1", "", args...))
 		for name := range subcommandFlags {
@@ -129,6 +131,7 @@ func TestCLICommandHelp(t *testing.T) {
 // TestCLIBadFlagUsage checks that an unknown flag on every subcommand exits 2 with that
 // subcommand's usage on stderr, before any broker is contacted.
 func TestCLIBadFlagUsage(t *testing.T) {
+	t.Parallel()
 	for name, flags := range subcommandFlags {
 		args := append(strings.Fields(name), "--no-such-flag")
 		r := runCLI(t, "127.0.0.1:1", "", args...)
@@ -151,6 +154,7 @@ func TestCLIBadFlagUsage(t *testing.T) {
 // than N records fails with a clear error once it has read them all and nothing new arrives,
 // instead of waiting forever, and that a topic holding exactly N ends with them.
 func TestBenchConsumeStopsAtEnd(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "bench", "produce", "--topic", "short", "--partitions", "3", "--records", "50", "--acks", "1"))
 	r := runCLI(t, addr, "", "bench", "consume", "--topic", "short", "--records", "1000", "--timeout", "3s", "--json")
@@ -203,6 +207,7 @@ func quoteAll(ws []string) []string {
 
 // TestCLICompletion: the bash and zsh scripts complete commands, subcommands and flags.
 func TestCLICompletion(t *testing.T) {
+	t.Parallel()
 	shells := []string{brokertest.NeedTool(t, "/usr/bin/bash", "bash")}
 	if _, err := os.Stat("/usr/bin/zsh"); err == nil || os.Getenv("CI") == "true" {
 		shells = append(shells, brokertest.NeedTool(t, "/usr/bin/zsh", "zsh"))

@@ -16,6 +16,7 @@ import (
 // under DIR), and the installed spool and spoold run. It builds as make build does (bin/ of the
 // repository, gitignored); libspool's build goes to a temporary BUILD.
 func TestMakeInstallPutsBothBinaries(t *testing.T) {
+	t.Parallel()
 	makeBin := brokertest.NeedTool(t, "/usr/bin/make", "make")
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "prefix")

@@ -23,6 +23,7 @@ func decode(t *testing.T, r result, v any) {
 // TestCLIJSONOutput parses every command's --json output back, and pins topic describe's
 // human format.
 func TestCLIJSONOutput(t *testing.T) {
+	t.Parallel()
 	b := brokertest.Start(t, brokertest.Options{})
 	addr := b.Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "j", "--partitions", "2", "--config", "retention.ms=1000"))

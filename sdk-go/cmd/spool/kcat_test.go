@@ -17,6 +17,7 @@ import (
 // TestCLIConsumeStartAndEnd covers consume's kcat-like positioning: --partition, --offset
 // (beginning, N, -N, @time), --from-timestamp and -e, each ending by itself.
 func TestCLIConsumeStartAndEnd(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "pos", "--partitions", "2"))
 	ok(t, runCLI(t, addr, "a\nb\nc\nd\n", "produce", "--topic", "pos", "--partition", "0"))
@@ -58,6 +59,7 @@ func sortByPartition(lines []string) {
 // TestCLIProduceRecordShape covers produce's headers, tombstones (-Z), null keys and a line
 // larger than the default batch, read back with the size verbs and --null.
 func TestCLIProduceRecordShape(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "shape", "--partitions", "1", "--config", "max.message.bytes=3000000"))
 	ok(t, runCLI(t, addr, "k1=v1\nk2=\n=v3\nnokey\n", "produce", "--topic", "shape", "--key-separator", "=", "-Z",
@@ -89,6 +91,7 @@ func TestCLIProduceRecordShape(t *testing.T) {
 // TestCLITopicAdmin covers topic list's counts, describe's offsets, alter-config and
 // add-partitions.
 func TestCLITopicAdmin(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "adm", "--partitions", "2"))
 	ok(t, runCLI(t, addr, "a\nb\nc\n", "produce", "--topic", "adm", "--partition", "1"))
@@ -113,6 +116,7 @@ func TestCLITopicAdmin(t *testing.T) {
 
 // TestCLINewGroupHint: a new group starts at the end, and consume says so on stderr.
 func TestCLINewGroupHint(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "old\n", "produce", "--topic", "hint"))
 	done := make(chan result, 1)
@@ -142,6 +146,7 @@ func TestCLINewGroupHint(t *testing.T) {
 
 // TestCLIKcatBadInput: each new flag's misuse exits 2 naming what was wrong.
 func TestCLIKcatBadInput(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	ok(t, runCLI(t, addr, "", "topic", "create", "t", "--partitions", "1"))
 	cases := []struct {
@@ -181,6 +186,7 @@ func TestCLIKcatBadInput(t *testing.T) {
 // TestCLIErrorsSayItOnce: an error from the broker names its code once (the broker's message
 // starts with it too), and the topic.
 func TestCLIErrorsSayItOnce(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	for _, args := range [][]string{
 		{"topic", "delete", "nosuch"},
@@ -197,6 +203,7 @@ func TestCLIErrorsSayItOnce(t *testing.T) {
 // TestCLIGlobalFlagsHelpVersion: --brokers after the subcommand, spool help [COMMAND], and
 // spool --version.
 func TestCLIGlobalFlagsHelpVersion(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	const down = "127.0.0.1:1" // $SPOOL_BROKERS; --brokers must win wherever it is
 	ok(t, runCLI(t, down, "", "topic", "create", "g1", "--brokers", addr))
@@ -227,6 +234,7 @@ func TestCLIGlobalFlagsHelpVersion(t *testing.T) {
 // TestCLIProduceFilesAndJSON: --file produces whole files, --key keys every record, and
 // consume --json | produce --json copies records (keys, null values, headers, timestamps).
 func TestCLIProduceFilesAndJSON(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.bin")
@@ -270,6 +278,7 @@ func TestCLIProduceFilesAndJSON(t *testing.T) {
 // TestCLIProfile: the profile's brokers= is the default after $SPOOL_BROKERS; a bad profile
 // is bad usage naming the file and line.
 func TestCLIProfile(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	dir := t.TempDir()
 	profile := filepath.Join(dir, "config")

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,17 @@ import (
 
 var bin string
 
+// parallelTests is how many of this package's tests run at once unless -test.parallel says
+// otherwise: they wait on the CLI processes they run and on the brokers those talk to.
+const parallelTests = 6
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
 	dir, err := os.MkdirTemp("", "spoolcli")
 	if err != nil {
 		panic(err)
@@ -73,6 +85,7 @@ func ok(t *testing.T, r result) result {
 }
 
 func TestCLIEndToEnd(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 
 	r := ok(t, runCLI(t, addr, "", "topic", "create", "orders", "--partitions", "3", "--replication-factor", "1", "--config", "retention.ms=86400000"))
@@ -138,6 +151,7 @@ func TestCLIEndToEnd(t *testing.T) {
 }
 
 func TestCLIBadInput(t *testing.T) {
+	t.Parallel()
 	// Without automatic topic creation, so that a produce to an unknown topic fails.
 	addr := brokertest.Start(t, brokertest.Options{Props: map[string]string{"auto.create.topics.enable": "false"}}).Addr
 	cases := []struct {

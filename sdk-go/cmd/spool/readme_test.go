@@ -17,6 +17,7 @@ import (
 // block with bash -e -o pipefail, so that any command failing (a typo, an alternation such as
 // `a | b`, a placeholder) fails the test.
 func TestReadmeCommandsRunAsPasted(t *testing.T) {
+	t.Parallel()
 	for _, doc := range []struct {
 		file, heading string
 		// kafkaClient: the block talks to 127.0.0.1:9092 after `make run &`; the test's broker

@@ -20,6 +20,7 @@ import (
 // spool CLI as the admin (from a profile) and as alice (flags and $SPOOL_SASL_PASSWORD), on a
 // port and in a directory of its own.
 func TestReadmeClientSecurity(t *testing.T) {
+	t.Parallel()
 	brokertest.NeedTool(t, "/usr/bin/openssl", "openssl")
 	block := brokertest.ReadmeBlocks(t, filepath.Join("..", "..", "..", "README.md"), "#### Client settings (`spool`, the Go SDK, the C ABI)")[0]
 	dir := t.TempDir()

@@ -30,6 +30,7 @@ func aclBroker(t *testing.T) (addr string, ca *testca.CA) {
 // produce until `spool acl create` allows it, and again after `spool acl delete`; a wrong
 // password and a deleted user are refused authentication. Listings are parsed back from JSON.
 func TestCLIACLAndUsers(t *testing.T) {
+	t.Parallel()
 	addr, ca := aclBroker(t)
 	admin := func(stdin string, args ...string) result {
 		t.Helper()
@@ -129,6 +130,7 @@ func TestCLIACLAndUsers(t *testing.T) {
 // Bad security flags and bad acl/user arguments exit 2 naming what is wrong, before any
 // broker is contacted (the address is closed).
 func TestCLISecurityBadInput(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

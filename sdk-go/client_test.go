@@ -212,7 +212,7 @@ func TestProduceBlocksUntilContextEnds(t *testing.T) {
 
 func TestUnknownTopic(t *testing.T) {
 	eachTarget(t, func(t *testing.T, addr string) {
-		cl := newClient(t, addr)
+		cl := newClient(t, addr, spool.AllowAutoTopicCreation(false), spool.DeliveryTimeout(time.Second))
 		err := cl.ProduceSync(testCtx(t), spool.StringRecord("no-such-topic", "x"))
 		if !errors.Is(err, wire.ErrUnknownTopicOrPartition) {
 			t.Fatalf("err %v, want UNKNOWN_TOPIC_OR_PARTITION", err)

@@ -478,6 +478,12 @@ func (cl *Client) refreshMetadata(ctx context.Context) (*metadata, error) {
 
 // fetchMetadata requests metadata for topics (all topics when all is set).
 func (cl *Client) fetchMetadata(ctx context.Context, topics []string, all bool) (*metadata, error) {
+	return cl.fetchMetadataCreate(ctx, topics, all, false)
+}
+
+// fetchMetadataCreate is fetchMetadata asking the broker to create the topics it does not
+// have when create is set.
+func (cl *Client) fetchMetadataCreate(ctx context.Context, topics []string, all, create bool) (*metadata, error) {
 	req := &wire.MetadataRequest{}
 	req.Default()
 	if all {
@@ -488,7 +494,7 @@ func (cl *Client) fetchMetadata(ctx context.Context, topics []string, all bool) 
 			req.Topics[i].Name = &topics[i]
 		}
 	}
-	req.AllowAutoTopicCreation = false
+	req.AllowAutoTopicCreation = create
 	resp := &wire.MetadataResponse{}
 	var err error
 	for attempt := 0; ; attempt++ {

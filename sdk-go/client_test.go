@@ -219,7 +219,7 @@ func TestProduceBlocksUntilContextEnds(t *testing.T) {
 func TestUnknownTopic(t *testing.T) {
 	t.Parallel()
 	eachTarget(t, func(t *testing.T, addr string) {
-		cl := newClient(t, addr)
+		cl := newClient(t, addr, spool.AllowAutoTopicCreation(false), spool.DeliveryTimeout(time.Second))
 		err := cl.ProduceSync(testCtx(t), spool.StringRecord("no-such-topic", "x"))
 		if !errors.Is(err, wire.ErrUnknownTopicOrPartition) {
 			t.Fatalf("err %v, want UNKNOWN_TOPIC_OR_PARTITION", err)

@@ -85,7 +85,11 @@ type cpart struct {
 	fetching bool
 	epoch    uint64 // bumped on every seek: results fetched before are dropped
 	polled   int64  // offset after the last record Poll returned, 0 when none: what a group commits
-	retryAt  time.Time
+	// pos is what Position reports: the offset of the next record Poll will return, -1 while
+	// unknown. Fetched records count only once Poll has returned them; offset (the prefetch
+	// cursor) runs ahead of it.
+	pos     int64
+	retryAt time.Time
 }
 
 // fetchedPart is what one fetch brought for one partition: records, an error, or both (the
@@ -95,6 +99,9 @@ type fetchedPart struct {
 	epoch uint64
 	recs  *fetchedRecords // nil when none
 	err   error
+	// next is where the partition's position goes once this is handed out (0: stays): past
+	// the batches it held, skipped ones (control, aborted) included.
+	next int64
 }
 
 type consumer struct {
@@ -247,19 +254,24 @@ func (c *consumer) seekLocked(cp *cpart, o Offset) {
 	cp.epoch++
 	cp.retryAt = time.Time{}
 	if o.kind == 0 && o.at >= 0 {
-		cp.offset, cp.pending = o.at, nil
+		cp.offset, cp.pending, cp.pos = o.at, nil, o.at
 	} else {
-		cp.offset, cp.pending = -1, &o
+		cp.offset, cp.pending, cp.pos = -1, &o, -1
 	}
 }
 
-// Position returns the next offset to be fetched for a partition, or -1 when unknown.
+// Position returns the offset of the next record Poll will return for a partition (the
+// Java client's position): the offset after the last record Poll returned, or where the
+// partition was sought or reset to if Poll returned none since. Records fetched ahead and not
+// yet returned by Poll do not count, so "Position has reached the end offset" means every
+// record before it was handed out. It is -1 when unknown (not assigned, or a position still
+// being looked up).
 func (cl *Client) Position(topic string, partition int32) int64 {
 	c := cl.cons
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cp := c.parts[tp{topic, partition}]; cp != nil {
-		return cp.offset
+		return cp.pos
 	}
 	return -1
 }
@@ -377,8 +389,13 @@ more:
 				if fp.recs != nil {
 					fp.p.offset = fp.recs.entries[0].offset
 					fp.p.epoch++
+				} else if fp.err == nil && fp.next > 0 && fp.next > fp.p.pos {
+					fp.p.pos = fp.next // only skipped batches: nothing to hand out again
 				}
 				continue
+			}
+			if fp.next > 0 && fp.next > fp.p.pos {
+				fp.p.pos = fp.next
 			}
 			if fp.err != nil {
 				errs = append(errs, fp.err)
@@ -530,7 +547,7 @@ func (c *consumer) step() (next time.Time) {
 				ts = OffsetLatest
 			case ResetNone:
 				// Parked without a position (no fetch) until the user seeks.
-				cp.pending, cp.offset = nil, -1
+				cp.pending, cp.offset, cp.pos = nil, -1, -1
 				noOffset = append(noOffset, fetchedPart{p: cp, epoch: cp.epoch,
 					err: fmt.Errorf("spool: %s[%d]: %w", cp.topic, cp.partition, ErrNoOffset)})
 				continue
@@ -594,7 +611,7 @@ func (c *consumer) step() (next time.Time) {
 				soonest(w.cp.retryAt)
 				continue
 			}
-			w.cp.offset, w.cp.pending = o, nil
+			w.cp.offset, w.cp.pending, w.cp.pos = o, nil, o
 		}
 		c.mu.Unlock()
 	}
@@ -702,9 +719,13 @@ func (c *consumer) fetch(leader int32, cps []*cpart) {
 			recs, next, derr := decodeRecords(d.cp.topic, d.cp.partition, d.region, d.from, cl.cfg.fetchMaxBytes, newAbortFilter(d.aborted))
 			if derr != nil {
 				d.epoch = c.rewind(d.cp, d.epoch, next)
+			} else {
+				next = d.next
 			}
-			if recs != nil || derr != nil {
-				out = append(out, fetchedPart{p: d.cp, epoch: d.epoch, recs: recs, err: derr})
+			// Handed out even without records when the position moves (past control or
+			// aborted batches), so that Position reaches the end.
+			if recs != nil || derr != nil || next > d.from {
+				out = append(out, fetchedPart{p: d.cp, epoch: d.epoch, recs: recs, err: derr, next: next})
 			}
 		}
 		c.deliver(prev, out)
@@ -723,6 +744,7 @@ type toDecode struct {
 	cp     *cpart
 	epoch  uint64
 	from   int64
+	next   int64 // offset after the last batch of region
 	region []byte
 	// aborted lists the aborted transactions overlapping region (read_committed only).
 	aborted []wire.FetchResponseAbortedTransaction
@@ -770,10 +792,11 @@ func (c *consumer) settle(cps []*cpart, epochs []uint64, offsets []int64, byTP m
 			}
 			continue
 		}
-		if next := nextOffset(pd.Records, offsets[i]); next > cp.offset {
+		next := nextOffset(pd.Records, offsets[i])
+		if next > cp.offset {
 			cp.offset = next
 		}
-		d := toDecode{cp: cp, epoch: cp.epoch, from: offsets[i], region: pd.Records}
+		d := toDecode{cp: cp, epoch: cp.epoch, from: offsets[i], next: next, region: pd.Records}
 		if cl.cfg.isolation == ReadCommitted {
 			d.aborted = pd.AbortedTransactions
 		}

@@ -86,6 +86,7 @@ type config struct {
 	stickyLinger    time.Duration   // StickyPartitioningLinger, applied to partitioner when set
 	stickyLingerSet bool
 	deliveryTimeout time.Duration
+	autoCreate      bool
 	produceTimeout  time.Duration
 	maxInFlight     int
 
@@ -121,6 +122,7 @@ func defaultConfig() config {
 		blockOnFull:        true,
 		codec:              compress.None,
 		deliveryTimeout:    2 * time.Minute,
+		autoCreate:         true,
 		produceTimeout:     30 * time.Second,
 		maxInFlight:        5,
 		fetchMaxWait:       500 * time.Millisecond,
@@ -378,6 +380,20 @@ func StickyPartitioningLinger(d time.Duration) Opt {
 			return fmt.Errorf("StickyPartitioningLinger: negative %v", d)
 		}
 		c.stickyLinger, c.stickyLingerSet = d, true
+		return nil
+	}
+}
+
+// AllowAutoTopicCreation sets whether the producer asks the broker to create a topic it
+// produces to and the broker does not have (Metadata's AllowAutoTopicCreation, from v4; older
+// versions always ask). The broker creates it only with auto.create.topics.enable=true, Kafka's
+// default. Either way a record whose topic does not exist waits for it up to DeliveryTimeout,
+// then fails with wire.ErrUnknownTopicOrPartition; Produce does not block meanwhile. Default:
+// true, as the Java producer and librdkafka's producers (conf key allow.auto.create.topics).
+// Consuming never asks for a topic to be created (librdkafka's consumer default).
+func AllowAutoTopicCreation(allow bool) Opt {
+	return func(c *config) error {
+		c.autoCreate = allow
 		return nil
 	}
 }

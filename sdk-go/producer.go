@@ -120,6 +120,12 @@ type producer struct {
 	// peakInFlight is the most batches of one partition seen in flight at once (for tests).
 	peakInFlight atomic.Int32
 
+	// Records whose topic is not known yet, by topic (producer_wait.go); waitingTopics
+	// counts the topics, so that Produce takes waitMu only when some wait.
+	waitMu        sync.Mutex
+	waiting       map[string][]waitingRec
+	waitingTopics atomic.Int32
+
 	// Idempotence state. ident is replaced by the sender goroutine only.
 	ident   atomic.Pointer[producerIdent]
 	needPID atomic.Bool
@@ -182,8 +188,10 @@ func (p *producer) wake() {
 }
 
 // Produce buffers r for its topic and calls cb (which may be nil) once the record is
-// acknowledged or has failed. It blocks only to look up an unknown topic and, with
-// BlockOnFullBuffer(true), while the buffer is full; ctx bounds that wait. Records of one
+// acknowledged or has failed. It blocks only with BlockOnFullBuffer(true), while the buffer
+// is full; ctx bounds that wait. A record whose topic the client does not know yet waits for
+// the topic without blocking Produce (AllowAutoTopicCreation), and fails with
+// wire.ErrUnknownTopicOrPartition if it still does not exist after DeliveryTimeout. Records of one
 // partition are delivered in the order they were produced. cb runs on an internal goroutine
 // and must not block for long.
 func (cl *Client) Produce(ctx context.Context, r *Record, cb func(*Record, error)) {
@@ -210,11 +218,27 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 		fail(err)
 		return
 	}
-	tm, err := cl.topic(ctx, r.Topic)
-	if err != nil {
-		p.slots.release(1, int64(size))
-		fail(err)
-		return
+	tm := cl.knownTopic(r.Topic)
+	if tm == nil || p.waitingTopics.Load() > 0 {
+		// A topic not known yet: the record waits for it (producer_wait.go), without
+		// blocking, behind any record of the topic already waiting.
+		if tm = p.park(r, cb, tracked, token, size); tm == nil {
+			return
+		}
+	}
+	p.appendRecord(ctx, r, cb, tracked, token, size, tm)
+}
+
+// appendRecord puts r, which holds size bytes of the buffer, into its partition's open batch,
+// tm being its topic's metadata.
+func (p *producer) appendRecord(ctx context.Context, r *Record, cb func(*Record, error), tracked bool, token uint64, size int, tm *topicMeta) {
+	cl := p.cl
+	fail := func(err error) {
+		if tracked {
+			p.failTracked(r, token, err)
+		} else if cb != nil {
+			cb(r, err)
+		}
 	}
 	n := len(tm.partitions)
 	part := cl.cfg.partitioner.Partition(r, n)

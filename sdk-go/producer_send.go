@@ -239,6 +239,23 @@ func (p *producer) collectAndSend() (next time.Time) {
 			}
 		}
 		leader := cl.leaderOf(pb.topic, pb.partition)
+		if leader < 0 && !busy {
+			// Nothing can be sent (a topic deleted, a partition without a leader): what has
+			// waited past the delivery timeout fails, rather than waiting for ever.
+			if expired := pb.expire(now, cl.cfg.deliveryTimeout); len(expired) > 0 {
+				if idemp {
+					p.needPID.Store(true)
+					pb.seqGap = true
+				}
+				pb.mu.Unlock()
+				err := fmt.Errorf("spool: delivery timeout: %s[%d]: %w", pb.topic, pb.partition, cl.partitionErr(pb.topic, pb.partition))
+				for _, b := range expired {
+					p.finish(b, -1, err)
+				}
+				soonest(now)
+				continue
+			}
+		}
 		if leader < 0 {
 			if pb.sent < len(pb.queue) || pb.cur != nil {
 				needMeta = true
@@ -504,4 +521,21 @@ func (p *producer) shouldRetry(pb *partBuf, b *pbatch, err error) bool {
 	// A batch sent behind one that failed retriably finds a gap in the sequence: it is resent
 	// after its predecessor.
 	return errors.Is(err, wire.ErrOutOfOrderSequenceNumber) && pb.queue[0] != b && !pb.seqGap
+}
+
+// expire removes and returns the batches of pb, oldest first, created more than timeout
+// before now and not done, the open one included once none is queued ahead of it. Called
+// with pb.mu held, nothing in flight.
+func (pb *partBuf) expire(now time.Time, timeout time.Duration) []*pbatch {
+	var out []*pbatch
+	for len(pb.queue) > 0 && !pb.queue[0].done && now.Sub(pb.queue[0].created) > timeout {
+		out = append(out, pb.queue[0])
+		pb.queue = pb.queue[1:]
+		pb.sent = max(pb.sent-1, 0)
+	}
+	if len(pb.queue) == 0 && pb.cur != nil && now.Sub(pb.cur.created) > timeout {
+		out = append(out, pb.cur)
+		pb.cur = nil
+	}
+	return out
 }

@@ -230,7 +230,11 @@ spool_producer_t *spool_producer_new(spool_conf_t *conf, char *errstr, size_t er
  * pointer with length 0 an empty one. msg_opaque comes back in the delivery report.
  * Returns SPOOL_ERR_NO_ERROR when the record is buffered; its outcome then comes in exactly
  * one delivery report (if a dr_cb is set), including failures found later (unknown topic,
- * partition out of range, record too large, broker down past message.timeout.ms). The call
+ * partition out of range, record too large, broker down past message.timeout.ms). A topic
+ * not known yet is asked for, and for its creation (allow.auto.create.topics, default true
+ * as librdkafka's producers; the broker creates it with auto.create.topics.enable=true); a
+ * record whose topic still does not exist after message.timeout.ms fails with
+ * SPOOL_RESP_ERR_UNKNOWN_TOPIC_OR_PARTITION in its report, never before. The call
  * copies the record into the producer's queue and returns: a thread of the library encodes
  * it into its batch (as librdkafka's broker threads do), so the call only blocks, briefly,
  * while a megabyte of earlier records waits for that thread.

@@ -58,7 +58,7 @@ func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout
 	var parts partitionsFlag
 	fs.Var(&parts, "partition", "read only these partitions, e.g. `0,2` (default: all; not with --group)")
 	fs.Var(&parts, "p", "short for --partition")
-	offset := fs.String("offset", "", "`WHERE` to start: beginning, end, N, -N (N before the end), @UNIX_MS or an RFC 3339 time (default: end; with --group, the committed offset)")
+	offset := fs.String("offset", "", "`WHERE` to start: beginning, end, N, -N (N before the end), @UNIX_MS or an RFC 3339 time (default: beginning, as kcat and rpk; with --group, the committed offset, else the end)")
 	fromTS := fs.String("from-timestamp", "", "start at the first record at or after this `TIME` (Unix ms or RFC 3339); same as --offset @TIME")
 	fromBeginning := fs.Bool("from-beginning", false, "same as --offset beginning")
 	exitAtEnd := fs.Bool("exit-at-end", false, "stop at the end of every partition read, as kcat -e (not with --group)")
@@ -72,7 +72,12 @@ func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	start := startOffset{kind: 2}
+	// Without a group, the beginning, as kcat and rpk; a group with no committed offset starts
+	// at the end, as Kafka's consumers do (and says so on stderr).
+	start := startOffset{kind: 1}
+	if *group != "" {
+		start = startOffset{kind: 2}
+	}
 	var err error
 	switch {
 	case *topic == "":

@@ -26,7 +26,7 @@ func TestCLIConsumeStartAndEnd(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-e"}, ""}, // the default start is the end
+		{[]string{"-e"}, "0:0:a 0:1:b 0:2:c 0:3:d 1:0:x 1:1:y"}, // the default start is the beginning, as kcat's
 		{[]string{"--offset", "beginning", "-e", "--partition", "0"}, "0:0:a 0:1:b 0:2:c 0:3:d"},
 		{[]string{"--from-beginning", "--exit-at-end", "-p", "1"}, "1:0:x 1:1:y"},
 		{[]string{"--offset", "2", "-e", "-p", "0"}, "0:2:c 0:3:d"},

@@ -28,10 +28,12 @@ var docs = []doc{
 	{name: "produce", args: "--topic T", summary: "produce the lines of stdin, one record per line",
 		about: "Each line is a record's value, or KEY<S>VALUE with --key-separator S. -Z sends an empty key or\n" +
 			"value as null (an empty value is then a tombstone), as kcat -Z does."},
-	{name: "consume", args: "--topic T[,T2...]", summary: "print records until --count, the end (-e) or Ctrl-C",
-		about: "Without --group every partition (or those of --partition) is read from --offset. With --group\n" +
-			"the offsets of the records printed are committed, and --offset (beginning or end) applies only\n" +
-			"when the group has no committed offset: a new group starts at the end, as in Kafka.\n" +
+	{name: "consume", args: "--topic T[,T2...]", summary: "print records until --count, the end (-e), Ctrl-C or SIGTERM",
+		about: "Without --group every partition (or those of --partition) is read from --offset, by default\n" +
+			"from the beginning (as kcat and rpk). With --group the offsets of the records printed are\n" +
+			"committed, and --offset (beginning or end) applies only when the group has no committed\n" +
+			"offset: a new group starts at the end, as in Kafka. SIGTERM stops as Ctrl-C: the group's\n" +
+			"offsets are committed and the member leaves the group, exit 0.\n" +
 			"FMT: %t topic, %p partition, %o offset, %k key, %v value, %h headers (k=v,...),\n" +
 			"%T timestamp (Unix ms), %K key size, %S value size (-1 for null), %% percent, \\n newline,\n" +
 			"\\t tab. A null key or value prints as --null."},

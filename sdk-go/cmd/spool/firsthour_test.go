@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+	spool "github.com/spoolmq/spool/sdk-go"
+)
+
+// TestCLIConsumeWithoutGroupStartsAtBeginning: `spool consume --topic T` with no group and no
+// --offset prints what the topic holds, as kcat and rpk do. Before, it started at the end and
+// printed nothing, for ever, without a hint.
+func TestCLIConsumeWithoutGroupStartsAtBeginning(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "topic", "create", "fresh", "--partitions", "3"))
+	var in strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&in, "v%d\n", i)
+	}
+	ok(t, runCLI(t, addr, in.String(), "produce", "--topic", "fresh", "--partitioner", "roundrobin"))
+	// --count ends it, so the test fails (instead of hanging) if it reads fewer.
+	r := ok(t, runCLI(t, addr, "", "consume", "--topic", "fresh", "--count", "500"))
+	seen := map[string]bool{}
+	for _, l := range strings.Fields(r.stdout) {
+		seen[l] = true
+	}
+	if len(seen) != 500 {
+		t.Fatalf("consume printed %d distinct records of 500", len(seen))
+	}
+	// --offset end still means only new records.
+	if r := ok(t, runCLI(t, addr, "", "consume", "--topic", "fresh", "--offset", "end", "-e")); r.stdout != "" {
+		t.Fatalf("--offset end -e printed %q", r.stdout)
+	}
+}
+
+// TestCLISIGTERMLeavesGroup: `spool consume --group` stopped by SIGTERM (kill, systemd,
+// Kubernetes) does what Ctrl-C does: it commits what it printed, leaves the group at once and
+// exits 0. Before, it died with 143 and stayed a member until its session timed out.
+func TestCLISIGTERMLeavesGroup(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "topic", "create", "term", "--partitions", "2"))
+	ok(t, runCLI(t, addr, "a\nb\nc\nd\ne\nf\n", "produce", "--topic", "term", "--partitioner", "roundrobin"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "consume", "--topic", "term", "--group", "g2", "--offset", "beginning")
+	cmd.Env = append(os.Environ(), "SPOOL_BROKERS="+addr, "SPOOL_CONFIG="+os.DevNull)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for n := 0; n < 6; n++ {
+		if !sc.Scan() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("consume ended after %d of 6 records: %v; stderr %q", n, sc.Err(), stderr.String())
+		}
+	}
+	cl, err := spool.NewClient(spool.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ad := cl.Admin()
+	ds, err := ad.DescribeGroups(ctx, "g2")
+	if err != nil || len(ds) != 1 || len(ds[0].Members) != 1 {
+		t.Fatalf("before SIGTERM: %+v %v, want one member", ds, err)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		t.Errorf("after SIGTERM: printed %q", sc.Text())
+	}
+	err = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("after SIGTERM: exit %d (%v), want 0; stderr %q", code, err, stderr.String())
+	}
+	// At once: not after the session timeout.
+	ds, err = ad.DescribeGroups(ctx, "g2")
+	if err != nil || len(ds) != 1 || len(ds[0].Members) != 0 || ds[0].State != "Empty" {
+		t.Fatalf("after SIGTERM: %+v %v, want the group Empty with no member", ds, err)
+	}
+	offs, err := ad.FetchOffsets(ctx, "g2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := offs["term"]; got[0].Offset+got[1].Offset != 6 {
+		t.Fatalf("committed %+v, want offsets adding up to the 6 records printed", got)
+	}
+}

@@ -181,12 +181,12 @@ type Coordinator struct {
 	// meanwhile withdraws: their groups answer COORDINATOR_LOAD_IN_PROGRESS.
 	loading   map[int32]uint64
 	loadToken uint64
-	nparts int32               // __consumer_offsets' partition count
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed bool
-	expiry *time.Timer
+	nparts    int32 // __consumer_offsets' partition count
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closed    bool
+	expiry    *time.Timer
 }
 
 // New creates a coordinator that owns no partition yet (see OnElection).

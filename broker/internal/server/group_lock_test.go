@@ -181,4 +181,3 @@ func recvInto(conn net.Conn, msg wire.Message, version int16, wantID int32, d ti
 	}
 	return nil
 }
-

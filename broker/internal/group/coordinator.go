@@ -331,7 +331,7 @@ func (c *Coordinator) OnResignation(p int32) {
 				m.syncCb = nil
 			}
 		}
-		g.setState(Dead)
+		c.step(g, Unloaded)
 		g.mu.Unlock()
 	}
 	if len(gone) > 0 {
@@ -820,7 +820,7 @@ func (c *Coordinator) prepareRebalance(g *group) {
 		g.rebalanceStart = time.Now()
 		c.log.Info("group rebalancing", "group", g.id, "from_state", g.state.String(), "generation", g.generation, "members", len(g.members))
 	}
-	g.setState(PreparingRebalance)
+	c.step(g, RebalanceNeeded)
 	c.maybeCompleteJoin(g)
 }
 
@@ -871,7 +871,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		c.log.Info("group empty after rebalance", "group", g.id, "generation", g.generation)
 		g.protocol, g.leader = "", ""
-		g.setState(Empty)
+		c.step(g, JoinCompletedEmpty)
 		c.storeGroup(g, func(err error) {
 			if err != nil {
 				c.log.Warn("storing group", "group", g.id, "err", err)
@@ -890,7 +890,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	g.protocol = g.selectProtocol()
 	c.log.Info("group joined, waiting for the leader's assignment", "group", g.id, "generation", g.generation,
 		"members", len(g.members), "protocol", g.protocol, "leader", g.leader)
-	g.setState(CompletingRebalance)
+	c.step(g, JoinCompleted)
 	g.pendingSync = map[string]bool{}
 	for _, id := range g.order {
 		m := g.members[id]
@@ -1064,7 +1064,7 @@ func (c *Coordinator) Sync(r SyncRequest, done func(SyncResult)) {
 			}
 			c.log.Info("group rebalance completed", "group", g.id, "generation", g.generation, "members", len(g.members),
 				"protocol", g.protocol, "took", time.Since(g.rebalanceStart).Round(time.Millisecond))
-			g.setState(Stable)
+			c.step(g, AssignmentStored)
 			for _, o := range g.members {
 				if o.syncCb != nil {
 					cb := o.syncCb
@@ -1474,7 +1474,7 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) int16 {
 		return wire.ErrCoordinatorNotAvailable.Code
 	}
 	g.stopTimers()
-	g.setState(Dead)
+	c.step(g, Deleted)
 	g.offsets = map[tp]offsetEntry{}
 	g.mu.Unlock()
 	c.mu.Lock()
@@ -1747,7 +1747,7 @@ func (c *Coordinator) ExpireOffsets(now time.Time) {
 		}
 		if removeGroup {
 			g.stopTimers()
-			g.setState(Dead)
+			c.step(g, Deleted)
 			c.mu.Lock()
 			if c.groups[g.id] == g {
 				delete(c.groups, g.id)

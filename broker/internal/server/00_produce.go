@@ -19,7 +19,8 @@ package server
 // partition's leader: a partition led elsewhere (or leaderless) is NOT_LEADER_OR_FOLLOWER, so
 // the client refreshes its metadata. With acks 1 or -1 the reply waits, on another goroutine,
 // until the appended data is durable by the flush policy (fsync with group commit by default:
-// the partitions of every request waiting meanwhile, on any connection, share one sync round).
+// the partitions of every request waiting meanwhile, on any connection, share one sync round);
+// the wait is the partition manager's (partition.Commit), shared with the group coordinator.
 // acks=-1 also needs the ISR at min.insync.replicas or more before the append
 // (NOT_ENOUGH_REPLICAS), and waits until the high watermark covers the append, that is until
 // every ISR member holds it on disk (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrinks below

@@ -7,10 +7,14 @@ package server
 // watermark; an offset below the log start or past the log end gets OFFSET_OUT_OF_RANGE.
 // Sizes as Kafka applies them: PartitionMaxBytes per partition and MaxBytes (v3+) overall,
 // except that the first batch of the first partition with data is returned even when larger,
-// so a consumer always makes progress. Long poll: with fewer than MinBytes ready the reply
-// waits up to MaxWaitMs, woken by appends to the partitions asked for; an idle wait costs no
-// CPU, and a fetch with no partitions answers at once. There are no transactions, so the last
-// stable offset is the high watermark and there are no aborted transactions. Records go from
+// so a consumer always makes progress. Long poll (Kafka's delayed fetch, partition.Delay):
+// with fewer than MinBytes ready, summed over the request's partitions, the reply waits up to
+// MaxWaitMs, woken by what the reader may see: a consumer's by high watermark moves of the
+// partitions asked for (on a replicated topic, when the followers have the data, not at the
+// append), a follower's by appends; an idle wait costs no CPU, and a fetch with no partitions
+// answers at once. The partition manager sets the read limit (partition.Partition.Read).
+// There are no transactions, so the last stable offset is the high watermark and there are
+// no aborted transactions. Records go from
 // segment files to the socket with sendfile (spool.fetch.sendfile) or a pooled read+write,
 // never through the heap as a whole.
 //

@@ -134,9 +134,14 @@ func (p *Partition) Replica() *replication.Replica { return p.replica }
 // use the methods of Partition instead.
 func (p *Partition) Log() *storage.Log { return p.log }
 
-// SetLeaderThrottled marks followers' fetches of this partition as counted against the
-// leader's replication throttle.
-func (p *Partition) SetLeaderThrottled(on bool) { p.leaderThrottled.Store(on) }
+// SetThrottled applies the replication throttles to this partition: leader, followers'
+// fetches of it here count against this broker's leader.replication.throttled.rate
+// (leader.replication.throttled.replicas names it); follower, this replica's own fetching
+// counts against follower.replication.throttled.rate.
+func (p *Partition) SetThrottled(leader, follower bool) {
+	p.leaderThrottled.Store(leader)
+	p.replica.SetThrottled(follower)
+}
 
 // LeaderThrottled reports whether followers' fetches count against the leader's throttle.
 func (p *Partition) LeaderThrottled() bool { return p.leaderThrottled.Load() }

@@ -49,8 +49,8 @@ func (s *Server) reconcile() error {
 			} else {
 				part.Log().SetConfigIfChanged(cfg) // configs altered through another broker
 			}
-			part.Replica().SetThrottled(throttledReplica(t.Configs["follower.replication.throttled.replicas"], p.Index, s.self.NodeID))
-			part.SetLeaderThrottled(throttledReplica(t.Configs["leader.replication.throttled.replicas"], p.Index, s.self.NodeID))
+			part.SetThrottled(throttledReplica(t.Configs["leader.replication.throttled.replicas"], p.Index, s.self.NodeID),
+				throttledReplica(t.Configs["follower.replication.throttled.replicas"], p.Index, s.self.NodeID))
 			if p.LeaderEpoch < 0 {
 				continue // no state yet: the controller has not elected a leader
 			}

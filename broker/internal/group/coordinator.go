@@ -176,13 +176,17 @@ type Coordinator struct {
 	log    *slog.Logger
 	mu     sync.Mutex
 	groups map[string]*group
-	owned  map[int32]Partition // the __consumer_offsets partitions led here
-	nparts int32               // __consumer_offsets' partition count
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed bool
-	expiry *time.Timer
+	owned  map[int32]Partition // the __consumer_offsets partitions led here and loaded
+	// loading holds the partitions being loaded (OnElection), by a token that a resignation
+	// meanwhile withdraws: their groups answer COORDINATOR_LOAD_IN_PROGRESS.
+	loading   map[int32]uint64
+	loadToken uint64
+	nparts    int32 // __consumer_offsets' partition count
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closed    bool
+	expiry    *time.Timer
 }
 
 // New creates a coordinator that owns no partition yet (see OnElection).
@@ -202,7 +206,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.RetentionCheckInterval == 0 {
 		cfg.RetentionCheckInterval = 10 * time.Minute
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Log, groups: map[string]*group{}, owned: map[int32]Partition{}}
+	c := &Coordinator{cfg: cfg, log: cfg.Log, groups: map[string]*group{}, owned: map[int32]Partition{}, loading: map[int32]uint64{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.scheduleExpiry()
 	return c, nil
@@ -227,27 +231,70 @@ func (c *Coordinator) ownsLocked(groupID string) bool {
 	return ok
 }
 
-// OnElection makes the coordinator serve the groups of partition p (of n): it loads them
-// from the partition's log, then takes requests for them.
-func (c *Coordinator) OnElection(p, n int32, part Partition) error {
+// serving is nil when this coordinator serves the group, else the error to answer:
+// COORDINATOR_LOAD_IN_PROGRESS while its partition loads, NOT_COORDINATOR when it is not led
+// here.
+func (c *Coordinator) serving(groupID string) *wire.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ownsLocked(groupID) {
+		return nil
+	}
+	if c.nparts > 0 {
+		if _, ok := c.loading[partitionFor(groupID, c.nparts)]; ok {
+			return wire.ErrCoordinatorLoadInProgress
+		}
+	}
+	return wire.ErrNotCoordinator
+}
+
+// OnElection makes the coordinator serve the groups of partition p (of n): it loads them
+// from the partition's log, then takes requests for them. The replay runs without the
+// coordinator's lock; meanwhile the partition's groups answer COORDINATOR_LOAD_IN_PROGRESS
+// and every other group is served as usual. A resignation during the load discards it.
+func (c *Coordinator) OnElection(p, n int32, part Partition) error {
+	c.mu.Lock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
 	if _, ok := c.owned[p]; ok {
 		c.owned[p] = part
+		c.mu.Unlock()
 		return nil
 	}
 	c.nparts = n
+	c.loadToken++
+	token := c.loadToken
+	c.loading[p] = token
+	c.mu.Unlock()
+
 	start := time.Now()
-	loaded, err := c.loadLocked(part.Log(), func(id string) bool { return partitionFor(id, n) == p })
+	groups, err := c.load(part.Log(), func(id string) bool { return partitionFor(id, n) == p })
+	c.mu.Lock()
+	if c.loading[p] != token || c.closed {
+		c.mu.Unlock()
+		return nil // resigned (or closed) meanwhile
+	}
+	delete(c.loading, p)
 	if err != nil {
+		c.mu.Unlock()
 		return fmt.Errorf("loading %s-%d: %w", Topic, p, err)
 	}
+	for id, g := range groups {
+		c.groups[id] = g
+	}
 	c.owned[p] = part
-	if loaded > 0 {
-		c.log.Info("loaded consumer groups", "partition", p, "groups", loaded, "took", time.Since(start).Round(time.Millisecond))
+	c.mu.Unlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		for _, m := range g.members {
+			c.resetSession(g, m)
+		}
+		g.mu.Unlock()
+	}
+	if len(groups) > 0 {
+		c.log.Info("loaded consumer groups", "partition", p, "groups", len(groups), "took", time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -256,6 +303,7 @@ func (c *Coordinator) OnElection(p, n int32, part Partition) error {
 // pending joins and syncs answer NOT_COORDINATOR.
 func (c *Coordinator) OnResignation(p int32) {
 	c.mu.Lock()
+	delete(c.loading, p)
 	if _, ok := c.owned[p]; !ok {
 		c.mu.Unlock()
 		return
@@ -283,7 +331,7 @@ func (c *Coordinator) OnResignation(p int32) {
 				m.syncCb = nil
 			}
 		}
-		g.setState(Dead)
+		c.step(g, Unloaded)
 		g.mu.Unlock()
 	}
 	if len(gone) > 0 {
@@ -415,8 +463,8 @@ func (c *Coordinator) Join(r JoinRequest, done func(JoinResult)) {
 		fail(wire.ErrInvalidGroupId.Code)
 		return
 	}
-	if !c.Owns(r.GroupID) {
-		fail(wire.ErrNotCoordinator.Code)
+	if e := c.serving(r.GroupID); e != nil {
+		fail(e.Code)
 		return
 	}
 	if r.SessionTimeout < c.cfg.MinSessionTimeout || r.SessionTimeout > c.cfg.MaxSessionTimeout {
@@ -681,12 +729,16 @@ func (c *Coordinator) replaceStatic(g *group, old *member, id string, r JoinRequ
 	switch g.state {
 	case Stable:
 		if g.selectProtocol() == g.protocol {
-			if err := c.storeGroup(g); err != nil {
-				c.log.Warn("storing group", "group", g.id, "err", err)
-			}
 			res := g.joinResult(old, false)
 			res.Leader = currentLeader
-			done(res)
+			// Answered once the group record is committed, as Kafka answers a static
+			// member's rejoin from the store's callback.
+			c.storeGroup(g, func(err error) {
+				if err != nil {
+					c.log.Warn("storing group", "group", g.id, "err", err)
+				}
+				done(res)
+			})
 			return
 		}
 		old.joinCb = done
@@ -768,7 +820,7 @@ func (c *Coordinator) prepareRebalance(g *group) {
 		g.rebalanceStart = time.Now()
 		c.log.Info("group rebalancing", "group", g.id, "from_state", g.state.String(), "generation", g.generation, "members", len(g.members))
 	}
-	g.setState(PreparingRebalance)
+	c.step(g, RebalanceNeeded)
 	c.maybeCompleteJoin(g)
 }
 
@@ -819,10 +871,12 @@ func (c *Coordinator) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		c.log.Info("group empty after rebalance", "group", g.id, "generation", g.generation)
 		g.protocol, g.leader = "", ""
-		g.setState(Empty)
-		if err := c.storeGroup(g); err != nil {
-			c.log.Warn("storing group", "group", g.id, "err", err)
-		}
+		c.step(g, JoinCompletedEmpty)
+		c.storeGroup(g, func(err error) {
+			if err != nil {
+				c.log.Warn("storing group", "group", g.id, "err", err)
+			}
+		})
 		return
 	}
 	if l := g.members[g.leader]; l == nil || l.joinCb == nil {
@@ -836,7 +890,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	g.protocol = g.selectProtocol()
 	c.log.Info("group joined, waiting for the leader's assignment", "group", g.id, "generation", g.generation,
 		"members", len(g.members), "protocol", g.protocol, "leader", g.leader)
-	g.setState(CompletingRebalance)
+	c.step(g, JoinCompleted)
 	g.pendingSync = map[string]bool{}
 	for _, id := range g.order {
 		m := g.members[id]
@@ -945,8 +999,8 @@ func (c *Coordinator) Sync(r SyncRequest, done func(SyncResult)) {
 		fail(wire.ErrInvalidGroupId)
 		return
 	}
-	if !c.Owns(r.GroupID) {
-		fail(wire.ErrNotCoordinator)
+	if e := c.serving(r.GroupID); e != nil {
+		fail(e)
 		return
 	}
 	g := c.lookup(r.GroupID, false)
@@ -989,23 +1043,28 @@ func (c *Coordinator) Sync(r SyncRequest, done func(SyncResult)) {
 				o.assignment = []byte{}
 			}
 		}
+		// The assignment is answered once the group record is committed; the callback
+		// re-takes the lock and acts only if this rebalance is still the current one.
 		gen := g.generation
-		if err := c.storeGroup(g); err != nil {
-			c.log.Warn("storing group", "group", g.id, "err", err)
-			for _, o := range g.members {
-				o.assignment = nil
-				if o.syncCb != nil {
-					o.syncCb(SyncResult{Err: wire.ErrCoordinatorNotAvailable.Code})
-					o.syncCb = nil
-				}
+		c.storeGroup(g, func(err error) {
+			if g.generation != gen || g.state != CompletingRebalance {
+				return // a newer rebalance took over and answers the members itself
 			}
-			c.prepareRebalance(g)
-			return
-		}
-		if g.generation == gen && g.state == CompletingRebalance {
+			if err != nil {
+				c.log.Warn("storing group", "group", g.id, "err", err)
+				for _, o := range g.members {
+					o.assignment = nil
+					if o.syncCb != nil {
+						o.syncCb(SyncResult{Err: wire.ErrCoordinatorNotAvailable.Code})
+						o.syncCb = nil
+					}
+				}
+				c.prepareRebalance(g)
+				return
+			}
 			c.log.Info("group rebalance completed", "group", g.id, "generation", g.generation, "members", len(g.members),
 				"protocol", g.protocol, "took", time.Since(g.rebalanceStart).Round(time.Millisecond))
-			g.setState(Stable)
+			c.step(g, AssignmentStored)
 			for _, o := range g.members {
 				if o.syncCb != nil {
 					cb := o.syncCb
@@ -1013,7 +1072,7 @@ func (c *Coordinator) Sync(r SyncRequest, done func(SyncResult)) {
 					cb(SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: o.assignment})
 				}
 			}
-		}
+		})
 	case Stable:
 		delete(g.pendingSync, m.id)
 		c.resetSession(g, m)
@@ -1042,8 +1101,8 @@ func (g *group) validateMember(memberID string, instanceID *string, generation i
 
 // Heartbeat handles a Heartbeat and returns its error code.
 func (c *Coordinator) Heartbeat(groupID, memberID string, instanceID *string, generation int32) int16 {
-	if !c.Owns(groupID) {
-		return wire.ErrNotCoordinator.Code
+	if e := c.serving(groupID); e != nil {
+		return e.Code
 	}
 	g := c.lookup(groupID, false)
 	if g == nil {
@@ -1078,8 +1137,8 @@ type Leaving struct {
 // Leave removes members; it returns a top-level error code and one code per member.
 func (c *Coordinator) Leave(groupID string, members []Leaving) (int16, []int16) {
 	codes := make([]int16, len(members))
-	if !c.Owns(groupID) {
-		return wire.ErrNotCoordinator.Code, codes
+	if e := c.serving(groupID); e != nil {
+		return e.Code, codes
 	}
 	g := c.lookup(groupID, false)
 	if g == nil {
@@ -1168,8 +1227,8 @@ func (c *Coordinator) Commit(r CommitRequest, done func([]int16)) {
 		done(all(wire.ErrInvalidGroupId.Code))
 		return
 	}
-	if !c.Owns(r.GroupID) {
-		done(all(wire.ErrNotCoordinator.Code))
+	if e := c.serving(r.GroupID); e != nil {
+		done(all(e.Code))
 		return
 	}
 	g := c.lookup(r.GroupID, r.Generation < 0)
@@ -1284,8 +1343,8 @@ type TopicPartitions struct {
 // FetchOffsets returns committed offsets: of the given partitions, or every committed one when
 // topics is nil; or NOT_COORDINATOR's code when the group is not coordinated here.
 func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions, all bool) ([]FetchedOffset, int16) {
-	if !c.Owns(groupID) {
-		return nil, wire.ErrNotCoordinator.Code
+	if e := c.serving(groupID); e != nil {
+		return nil, e.Code
 	}
 	var out []FetchedOffset
 	g := c.lookup(groupID, false)
@@ -1331,8 +1390,8 @@ type Description struct {
 // Describe describes a group; an unknown group is Dead with no members, as Kafka answers.
 func (c *Coordinator) Describe(groupID string) Description {
 	d := Description{GroupID: groupID, State: Dead.String()}
-	if groupID != "" && !c.Owns(groupID) {
-		d.Err = wire.ErrNotCoordinator.Code
+	if e := c.serving(groupID); groupID != "" && e != nil {
+		d.Err = e.Code
 		return d
 	}
 	g := c.lookup(groupID, false)
@@ -1389,8 +1448,8 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) int16 {
 	if groupID == "" {
 		return wire.ErrInvalidGroupId.Code
 	}
-	if !c.Owns(groupID) {
-		return wire.ErrNotCoordinator.Code
+	if e := c.serving(groupID); e != nil {
+		return e.Code
 	}
 	g := c.lookup(groupID, false)
 	if g == nil {
@@ -1415,7 +1474,7 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) int16 {
 		return wire.ErrCoordinatorNotAvailable.Code
 	}
 	g.stopTimers()
-	g.setState(Dead)
+	c.step(g, Deleted)
 	g.offsets = map[tp]offsetEntry{}
 	g.mu.Unlock()
 	c.mu.Lock()
@@ -1477,9 +1536,13 @@ func (c *Coordinator) append(groupID string, kvs []kv) (written, error) {
 	return written{part: part, base: res.BaseOffset, end: res.LastOffset + 1}, nil
 }
 
-// storeGroup writes the group's metadata record and waits until it is durable. Called with
-// the group lock held; the wait is one fsync, shared with concurrent writers.
-func (c *Coordinator) storeGroup(g *group) error {
+// storeGroup appends the group's metadata record; then, once the record is committed
+// (durable, and on every ISR member), it re-takes the group's lock and calls then with nil or
+// the error. It is called with the group's lock held and never waits under it: a heartbeat
+// is never behind a disk or a follower. then must check that the group is still in the state
+// it stored (its generation) before acting. An append that fails calls then at once, with the
+// lock still held.
+func (c *Coordinator) storeGroup(g *group, then func(error)) {
 	s := groupSnapshot{protocolType: g.protocolType, generation: g.generation, stateTime: g.stateTime.UnixMilli()}
 	if g.protocol != "" {
 		p := g.protocol
@@ -1497,23 +1560,33 @@ func (c *Coordinator) storeGroup(g *group) error {
 	}
 	w, err := c.append(g.id, []kv{{key: groupKey(g.id), value: groupValue(s)}})
 	if err != nil {
-		return err
+		then(err)
+		return
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
-	defer cancel()
-	return w.wait(ctx)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+		err := w.wait(ctx)
+		cancel()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		then(err)
+	}()
 }
 
-// loadLocked replays one partition's log; c.mu is held. Only the groups mine picks are
-// touched. It returns how many groups it loaded.
-func (c *Coordinator) loadLocked(l *storage.Log, mine func(string) bool) (int, error) {
+// load replays one partition's log into new groups, without any lock: only the groups mine
+// picks are read, and none of them is served until the load is installed. It returns the
+// groups that exist at the log's end, Stable when they have members (their session timers
+// are started by the caller).
+func (c *Coordinator) load(l *storage.Log, mine func(string) bool) (map[string]*group, error) {
 	var it batch.Iterator
-	loaded := map[string]bool{}
+	groups := map[string]*group{}
 	off, end := l.LogStartOffset(), l.LogEndOffset()
 	for off < end {
 		data, err := l.ReadBytes(off, 1<<20, end)
 		if err != nil {
-			return 0, fmt.Errorf("reading: %w", err)
+			return nil, fmt.Errorf("reading: %w", err)
 		}
 		if len(data) == 0 {
 			break
@@ -1521,38 +1594,27 @@ func (c *Coordinator) loadLocked(l *storage.Log, mine func(string) bool) (int, e
 		sc := batch.NewScanner(data)
 		for sc.Next() {
 			if err := it.Reset(sc.Batch(), 64<<20); err != nil {
-				return 0, fmt.Errorf("decoding: %w", err)
+				return nil, fmt.Errorf("decoding: %w", err)
 			}
 			for it.Next() {
-				if id := c.replay(it.Record(), mine); id != "" {
-					loaded[id] = true
-				}
+				c.replay(groups, it.Record(), mine)
 			}
 			off = it.Header().NextOffset()
 		}
 	}
 	now := time.Now()
-	n := 0
-	for id := range loaded {
-		g := c.groups[id]
-		if g == nil {
-			continue // deleted by a later record
-		}
-		n++
+	for _, g := range groups {
 		if len(g.members) > 0 {
 			g.state = Stable
-			for _, m := range g.members {
-				c.resetSession(g, m)
-			}
 		}
 		g.stateTime = now
 	}
-	return n, nil
+	return groups, nil
 }
 
-// replay applies one __consumer_offsets record of a group mine picks; it returns the group's
-// id, or "" when the record was skipped.
-func (c *Coordinator) replay(r batch.Record, mine func(string) bool) string {
+// replay applies one __consumer_offsets record of a group mine picks to groups; it returns
+// the group's id, or "" when the record was skipped.
+func (c *Coordinator) replay(groups map[string]*group, r batch.Record, mine func(string) bool) string {
 	k, err := parseKey(r.Key)
 	if err != nil {
 		c.log.Warn("skipping a __consumer_offsets record", "offset", r.Offset, "err", err)
@@ -1561,7 +1623,7 @@ func (c *Coordinator) replay(r batch.Record, mine func(string) bool) string {
 	if !mine(k.group) {
 		return ""
 	}
-	g := c.groups[k.group]
+	g := groups[k.group]
 	if k.version <= 1 {
 		if r.Value == nil {
 			if g != nil {
@@ -1576,14 +1638,14 @@ func (c *Coordinator) replay(r batch.Record, mine func(string) bool) string {
 		}
 		if g == nil {
 			g = newGroup(k.group)
-			c.groups[k.group] = g
+			groups[k.group] = g
 		}
 		o.seq = r.Offset
 		g.offsets[tp{k.topic, k.partition}] = o
 		return k.group
 	}
 	if r.Value == nil {
-		delete(c.groups, k.group)
+		delete(groups, k.group)
 		return k.group
 	}
 	s, err := parseGroupValue(r.Value)
@@ -1593,7 +1655,7 @@ func (c *Coordinator) replay(r batch.Record, mine func(string) bool) string {
 	}
 	if g == nil {
 		g = newGroup(k.group)
-		c.groups[k.group] = g
+		groups[k.group] = g
 	}
 	g.protocolType, g.generation = s.protocolType, s.generation
 	g.protocol, g.leader = "", ""
@@ -1685,7 +1747,7 @@ func (c *Coordinator) ExpireOffsets(now time.Time) {
 		}
 		if removeGroup {
 			g.stopTimers()
-			g.setState(Dead)
+			c.step(g, Deleted)
 			c.mu.Lock()
 			if c.groups[g.id] == g {
 				delete(c.groups, g.id)

@@ -27,8 +27,8 @@ func (c *Coordinator) DeleteOffsets(groupID string, dels []OffsetDeletion, done 
 		done(wire.ErrInvalidGroupId.Code, nil)
 		return
 	}
-	if !c.Owns(groupID) {
-		done(wire.ErrNotCoordinator.Code, nil)
+	if e := c.serving(groupID); e != nil {
+		done(e.Code, nil)
 		return
 	}
 	g := c.lookup(groupID, false)

@@ -105,7 +105,26 @@ type Replica struct {
 	prevFetch  map[int32]time.Time // time of each follower's previous fetch
 	isrWriting bool
 	changed    chan struct{} // closed on a high watermark, ISR or role change
+	// onChange, set once before use (SetOnChange), is told of every high watermark move
+	// (ChangeHighWatermark, with the new high watermark) and role, epoch, ISR or min.insync.replicas change (ChangeState).
+	// It runs with mu held and must take no lock but its own leaf locks.
+	onChange func(Change, int64)
 }
+
+// Change is what moved in a replica, as its change hook hears it.
+type Change int8
+
+const (
+	// ChangeHighWatermark: the high watermark advanced (what consumers may read grew).
+	ChangeHighWatermark Change = iota
+	// ChangeState: the role, leader epoch, ISR or min.insync.replicas changed.
+	ChangeState
+)
+
+// SetOnChange installs the replica's change hook (the partition manager's wake-up of parked
+// fetches). Call it once, before the replica is shared; fn runs with the replica's lock held
+// and must only take leaf locks of its own.
+func (r *Replica) SetOnChange(fn func(c Change, hw int64)) { r.onChange = fn }
 
 // NewReplica wraps a log opened for a partition; it starts as a follower of nobody until
 // Apply.
@@ -116,6 +135,14 @@ func NewReplica(topic string, index int32, log *storage.Log, set *Settings) *Rep
 
 // notifyLocked wakes the waiters of a change; r.mu is held.
 func (r *Replica) notifyLocked() {
+	r.wakeLocked()
+	if r.onChange != nil {
+		r.onChange(ChangeState, r.hw.Load())
+	}
+}
+
+// wakeLocked wakes the waiters of WaitReplicated; r.mu is held.
+func (r *Replica) wakeLocked() {
 	close(r.changed)
 	r.changed = make(chan struct{})
 }
@@ -259,6 +286,21 @@ func (r *Replica) advanceLocked() {
 	hw := HighWatermark(cur, r.state.ISR, positions, r.minISRLocked())
 	if hw != cur {
 		r.hw.Store(hw)
+		if r.onChange != nil {
+			r.onChange(ChangeHighWatermark, hw)
+		}
+	}
+}
+
+// Advance recomputes the high watermark after the leader's own position moved (its append
+// became durable), waking the waiters of WaitReplicated if it advanced.
+func (r *Replica) Advance() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before := r.hw.Load()
+	r.advanceLocked()
+	if r.hw.Load() != before {
+		r.wakeLocked()
 	}
 }
 
@@ -271,16 +313,18 @@ var (
 
 // AppendAsLeader appends a produce batch if this replica leads; with acksAll it first checks
 // the ISR against min.insync.replicas.
-func (r *Replica) AppendAsLeader(records []byte, acksAll bool, now time.Time) (storage.AppendResult, error) {
+// It returns the leader epoch the append was made at.
+func (r *Replica) AppendAsLeader(records []byte, acksAll bool, now time.Time) (storage.AppendResult, int32, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.role != RoleLeader {
-		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d is led by %d", ErrNotLeader, r.Topic, r.Index, r.state.Leader)
+		return storage.AppendResult{}, -1, fmt.Errorf("%w: %s-%d is led by %d", ErrNotLeader, r.Topic, r.Index, r.state.Leader)
 	}
 	if minISR := r.minISRLocked(); acksAll && len(r.state.ISR) < minISR {
-		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d has ISR %v, min.insync.replicas=%d", ErrNotEnoughReplicas, r.Topic, r.Index, r.state.ISR, minISR)
+		return storage.AppendResult{}, -1, fmt.Errorf("%w: %s-%d has ISR %v, min.insync.replicas=%d", ErrNotEnoughReplicas, r.Topic, r.Index, r.state.ISR, minISR)
 	}
-	return r.Log.Append(records, storage.AppendOptions{LeaderEpoch: r.state.LeaderEpoch, AssignOffsets: true, Now: now})
+	res, err := r.Log.Append(records, storage.AppendOptions{LeaderEpoch: r.state.LeaderEpoch, AssignOffsets: true, Now: now})
+	return res, r.state.LeaderEpoch, err
 }
 
 // WaitReplicated waits until the high watermark reaches end (acks=all), the leadership is
@@ -362,7 +406,7 @@ func (r *Replica) OnFollowerFetch(f FollowerFetch, now time.Time) (*Divergence, 
 	before := r.hw.Load()
 	r.advanceLocked()
 	if r.hw.Load() != before {
-		r.notifyLocked()
+		r.wakeLocked()
 	}
 	if !slices.Contains(r.state.ISR, f.ID) && CanJoin(*fl, r.hw.Load(), r.epochStart) {
 		r.proposeISRLocked(append(slices.Clone(r.state.ISR), f.ID), "caught up")

@@ -19,7 +19,8 @@ package server
 // partition's leader: a partition led elsewhere (or leaderless) is NOT_LEADER_OR_FOLLOWER, so
 // the client refreshes its metadata. With acks 1 or -1 the reply waits, on another goroutine,
 // until the appended data is durable by the flush policy (fsync with group commit by default:
-// the partitions of every request waiting meanwhile, on any connection, share one sync round).
+// the partitions of every request waiting meanwhile, on any connection, share one sync round);
+// the wait is the partition manager's (partition.Commit), shared with the group coordinator.
 // acks=-1 also needs the ISR at min.insync.replicas or more before the append
 // (NOT_ENOUGH_REPLICAS), and waits until the high watermark covers the append, that is until
 // every ISR member holds it on disk (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrinks below
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/broker/internal/storage"
@@ -45,16 +47,6 @@ import (
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 )
 
-// durableWait is one appended range whose durability the reply waits for.
-type durableWait struct {
-	log  *storage.Log
-	end  int64
-	slot *wire.ProduceResponsePartitionProduceResponse
-	// replica and epoch: with acks=-1 the reply also waits for the ISR (the high watermark).
-	replica *replication.Replica
-	epoch   int32
-}
-
 func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	if req.version < 3 {
 		return ready(reply{close: true})
@@ -62,7 +54,8 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	r := req.msg.(*wire.ProduceRequest)
 	resp := &wire.ProduceResponse{}
 	resp.Default()
-	var waits []durableWait
+	var waits []partition.Appended
+	var slots []*wire.ProduceResponsePartitionProduceResponse
 	failed := false
 	for _, rt := range r.TopicData {
 		tr := wire.ProduceResponseTopicProduceResponse{Name: rt.Name}
@@ -75,14 +68,14 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 			slot := &tr.PartitionResponses[i]
 			slot.Default()
 			slot.Index = rp.Index
-			var part *partition
-			var res storage.AppendResult
+			var res partition.AppendResult
+			var appended partition.Appended
 			err := denied
 			if err == nil {
 				err = zstdNeedsV7(req.version, rp.Records)
 			}
 			if err == nil {
-				part, res, err = s.produceOne(ctx, r, rt.Name, rp)
+				res, appended, err = s.produceOne(ctx, r, rt.Name, rp)
 			}
 			if err != nil {
 				failed = true
@@ -98,8 +91,7 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 			slot.LogStartOffset = res.LogStartOffset
 			// acks=0 waits too, in the background: the high watermark (what consumers see)
 			// is the durable end, so unflushed acks=0 data would stay invisible.
-			_, epoch := part.replica.Leader()
-			waits = append(waits, durableWait{log: part.log, end: res.LastOffset + 1, slot: slot, replica: part.replica, epoch: epoch})
+			waits, slots = append(waits, appended), append(slots, slot)
 		}
 		resp.Responses = append(resp.Responses, tr)
 	}
@@ -107,7 +99,7 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 		if failed {
 			return ready(reply{close: true})
 		}
-		s.flushInBackground(waits)
+		s.commitInBackground(waits)
 		return nil
 	}
 	if len(waits) == 0 || (s.cfg.fsync != storage.FsyncAlways && r.Acks != -1) {
@@ -118,82 +110,64 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, max(timeout, 30*time.Second))
 		defer cancel()
-		waitAllDurable(wctx, waits, func(w durableWait, err error) {
-			w.slot.ErrorCode = wire.ErrRequestTimedOut.Code
-			if !errors.Is(err, context.DeadlineExceeded) {
-				w.slot.ErrorCode = wire.ErrKafkaStorageError.Code
+		// Durable, then (acks=-1) replicated: the partition manager's one commit wait.
+		partition.Commit(wctx, waits, func(i int, err error) {
+			slot := slots[i]
+			switch {
+			case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+				slot.ErrorCode = wire.ErrRequestTimedOut.Code
+			case errors.Is(err, replication.ErrNotLeader) || errors.Is(err, replication.ErrNotEnoughReplicasAfterAppend):
+				slot.ErrorCode = errCode(storageError(err))
+			default:
+				slot.ErrorCode = wire.ErrKafkaStorageError.Code
 			}
-			w.slot.BaseOffset = -1
+			slot.BaseOffset = -1
 		})
-		if r.Acks == -1 {
-			for _, w := range waits {
-				if w.slot.ErrorCode != 0 {
-					continue
-				}
-				if err := w.replica.WaitReplicated(wctx, w.epoch, w.end); err != nil {
-					w.slot.ErrorCode, w.slot.BaseOffset = errCode(storageError(err)), -1
-					if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-						w.slot.ErrorCode = wire.ErrRequestTimedOut.Code
-					}
-				}
-			}
-		}
 		p.complete(reply{msg: resp})
 	}()
 	return p
 }
 
-// waitAllDurable waits for the partitions of a request at once, in one shared sync round of
-// the storage (group commit across partitions and connections). failed is called, one at a
-// time, for each wait that failed; it may write its slot.
-func waitAllDurable(ctx context.Context, waits []durableWait, failed func(durableWait, error)) {
-	var buf [8]storage.DurableTarget
-	targets := buf[:0]
-	for _, w := range waits {
-		targets = append(targets, storage.DurableTarget{Log: w.log, Offset: w.end})
-	}
-	storage.WaitAllDurable(ctx, targets, func(i int, err error) { failed(waits[i], err) })
-}
-
-// flushInBackground makes acks=0 data durable (and visible to consumers) without anyone
-// waiting for it.
-func (s *Server) flushInBackground(waits []durableWait) {
+// commitInBackground makes appends durable (and so visible to consumers) without anyone
+// waiting for them (acks=0).
+func (s *Server) commitInBackground(waits []partition.Appended) {
 	if len(waits) == 0 || s.cfg.fsync != storage.FsyncAlways {
 		return
 	}
-	go waitAllDurable(s.ctx, waits, func(durableWait, error) {})
+	go partition.Commit(s.ctx, waits, func(int, error) {})
 }
 
 // produceOne appends one partition's records.
-func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic string, rp wire.ProduceRequestPartitionProduceData) (*partition, storage.AppendResult, error) {
-	var none storage.AppendResult
+func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic string, rp wire.ProduceRequestPartitionProduceData) (partition.AppendResult, partition.Appended, error) {
+	var none partition.AppendResult
+	var noWait partition.Appended
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
-		return nil, none, fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", wire.ErrInvalidRequiredAcks, r.Acks)
+		return none, noWait, fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", wire.ErrInvalidRequiredAcks, r.Acks)
 	}
 	if topic == group.Topic {
 		// Only the group coordinator writes its internal topic, as in Kafka.
-		return nil, none, fmt.Errorf("%w: clients cannot produce to %s", wire.ErrInvalidTopicException, topic)
+		return none, noWait, fmt.Errorf("%w: clients cannot produce to %s", wire.ErrInvalidTopicException, topic)
 	}
 	part, err := s.partitionForWrite(ctx, topic, rp.Index)
 	if err != nil {
-		return nil, none, err
+		return none, noWait, err
 	}
 	if err := checkProduceBatch(rp.Records); err != nil {
-		return nil, none, err
+		return none, noWait, err
 	}
-	records, rc, err := recompress(part.log, rp.Records) // compression.type: see recompress.go
+	records, rc, err := recompress(part.Log(), rp.Records) // compression.type: see recompress.go
 	if err != nil {
-		return nil, none, err
+		return none, noWait, err
 	}
 	defer rc.release()
-	res, err := part.replica.AppendAsLeader(records, r.Acks == -1, time.Now())
+	res, appended, err := part.AppendAsLeader(records, r.Acks == -1, time.Now())
 	if err != nil {
-		return nil, none, storageError(err)
+		return none, noWait, storageError(err)
 	}
 	if !res.Duplicate {
 		s.metrics.Produced(topic, int64(len(rp.Records)), res.LastOffset-res.BaseOffset+1)
 	}
-	return part, res, nil
+	return res, appended, nil
 }
 
 // checkProduceBatch applies the request-level rules before the log validates the batch:
@@ -223,7 +197,7 @@ func checkProduceBatch(records []byte) error {
 
 // partitionForWrite finds a partition this broker leads. Produce never creates topics
 // (SPEC.md §8.1; Kafka neither): clients create them through Metadata.
-func (s *Server) partitionForWrite(_ context.Context, topic string, index int32) (*partition, error) {
+func (s *Server) partitionForWrite(_ context.Context, topic string, index int32) (*partition.Partition, error) {
 	return s.leaderPart(topic, index)
 }
 
@@ -237,16 +211,16 @@ func zstdNeedsV7(version int16, records []byte) error {
 
 // storageErrors maps the log's errors to protocol errors.
 var storageErrors = []errMapping{
-	{storage.ErrCorruptMessage, wire.ErrCorruptMessage},
-	{storage.ErrInvalidRecord, wire.ErrInvalidRecord},
-	{storage.ErrUnsupportedMagic, wire.ErrUnsupportedForMessageFormat},
-	{storage.ErrMessageTooLarge, wire.ErrMessageTooLarge},
-	{storage.ErrRecordListTooLarge, wire.ErrRecordListTooLarge},
-	{storage.ErrOffsetOutOfRange, wire.ErrOffsetOutOfRange},
-	{storage.ErrOutOfOrderSequence, wire.ErrOutOfOrderSequenceNumber},
-	{storage.ErrInvalidProducerEpoch, wire.ErrInvalidProducerEpoch},
-	{storage.ErrInvalidTimestamp, wire.ErrInvalidTimestamp},
-	{storage.ErrClosed, wire.ErrNotLeaderOrFollower},
+	{partition.ErrCorruptMessage, wire.ErrCorruptMessage},
+	{partition.ErrInvalidRecord, wire.ErrInvalidRecord},
+	{partition.ErrUnsupportedMagic, wire.ErrUnsupportedForMessageFormat},
+	{partition.ErrMessageTooLarge, wire.ErrMessageTooLarge},
+	{partition.ErrRecordListTooLarge, wire.ErrRecordListTooLarge},
+	{partition.ErrOffsetOutOfRange, wire.ErrOffsetOutOfRange},
+	{partition.ErrOutOfOrderSequence, wire.ErrOutOfOrderSequenceNumber},
+	{partition.ErrInvalidProducerEpoch, wire.ErrInvalidProducerEpoch},
+	{partition.ErrInvalidTimestamp, wire.ErrInvalidTimestamp},
+	{partition.ErrClosed, wire.ErrNotLeaderOrFollower},
 	{replication.ErrNotLeader, wire.ErrNotLeaderOrFollower},
 	{replication.ErrNotEnoughReplicas, wire.ErrNotEnoughReplicas},
 	{replication.ErrNotEnoughReplicasAfterAppend, wire.ErrNotEnoughReplicasAfterAppend},

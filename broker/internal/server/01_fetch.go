@@ -7,10 +7,14 @@ package server
 // watermark; an offset below the log start or past the log end gets OFFSET_OUT_OF_RANGE.
 // Sizes as Kafka applies them: PartitionMaxBytes per partition and MaxBytes (v3+) overall,
 // except that the first batch of the first partition with data is returned even when larger,
-// so a consumer always makes progress. Long poll: with fewer than MinBytes ready the reply
-// waits up to MaxWaitMs, woken by appends to the partitions asked for; an idle wait costs no
-// CPU, and a fetch with no partitions answers at once. There are no transactions, so the last
-// stable offset is the high watermark and there are no aborted transactions. Records go from
+// so a consumer always makes progress. Long poll (Kafka's delayed fetch, partition.Delay):
+// with fewer than MinBytes ready, summed over the request's partitions, the reply waits up to
+// MaxWaitMs, woken by what the reader may see: a consumer's by high watermark moves of the
+// partitions asked for (on a replicated topic, when the followers have the data, not at the
+// append), a follower's by appends; an idle wait costs no CPU, and a fetch with no partitions
+// answers at once. The partition manager sets the read limit (partition.Partition.Read).
+// There are no transactions, so the last stable offset is the high watermark and there are
+// no aborted transactions. Records go from
 // segment files to the socket with sendfile (spool.fetch.sendfile) or a pooled read+write,
 // never through the heap as a whole.
 //
@@ -32,12 +36,11 @@ package server
 
 import (
 	"context"
-	"reflect"
 	"time"
 
+	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/security"
-	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -53,7 +56,7 @@ type splicedFetch struct {
 
 // fetchedPartition is the records of one response partition: file ranges, not bytes.
 type fetchedPartition struct {
-	read storage.ReadResult // zero when the partition has no records
+	read partition.ReadResult // zero when the partition has no records
 	size int64
 }
 
@@ -106,61 +109,36 @@ func handleFetch(s *Server, ctx context.Context, req *request) *pending {
 	if size >= int64(r.MinBytes) || r.MaxWaitMs <= 0 || failed || len(plan.targets) == 0 {
 		return ready(answer(f))
 	}
-	// Long poll: wait for any of the partitions to change, or the deadline.
-	waitOn := s.fetchWatches(plan.targets)
+	// Long poll (Kafka's delayed fetch): parked on what each partition's reader may see, a
+	// consumer woken by its high watermark, a follower by appends.
 	f.release()
+	reader := partition.Consumer
+	if r.ReplicaId >= 0 {
+		reader = partition.Follower
+	}
+	parts := make([]*partition.Partition, len(plan.targets))
+	for i, t := range plan.targets {
+		parts[i] = s.parts.Get(t.topic, t.partition)
+	}
 	p := waitingFor(&s.waitingFetch)
 	go func() {
-		deadline := time.NewTimer(time.Duration(r.MaxWaitMs) * time.Millisecond)
-		defer deadline.Stop()
-		for {
-			if !waitAny(ctx, deadline.C, waitOn) {
-				break
+		var f *splicedFetch
+		done := partition.Delay(ctx, time.Duration(r.MaxWaitMs)*time.Millisecond, parts, reader, func() bool {
+			if f != nil {
+				f.release()
 			}
+			var size int64
+			var failed bool
 			f, size, failed = s.readFetch(r, plan.targets, follower, denied)
-			if size >= int64(r.MinBytes) || failed {
-				p.complete(answer(f))
-				return
-			}
+			return size >= int64(r.MinBytes) || failed
+		})
+		if !done {
 			f.release()
-			waitOn = s.fetchWatches(plan.targets)
+			f, _, _ = s.readFetch(r, plan.targets, follower, denied)
 		}
-		f, _, _ = s.readFetch(r, plan.targets, follower, denied)
 		p.complete(answer(f))
 	}()
 	return p
-}
-
-// fetchWatches returns the change channels of the partitions a fetch reads.
-func (s *Server) fetchWatches(targets []fetchTarget) []<-chan struct{} {
-	var out []<-chan struct{}
-	for _, t := range targets {
-		if part := s.parts.get(t.topic, t.partition); part != nil {
-			out = append(out, part.log.Changed())
-		}
-	}
-	return out
-}
-
-// waitAny blocks until one of chans is closed (true), or the deadline passes or ctx ends (false).
-func waitAny(ctx context.Context, deadline <-chan time.Time, chans []<-chan struct{}) bool {
-	if len(chans) == 1 {
-		select {
-		case <-chans[0]:
-			return true
-		case <-deadline:
-		case <-ctx.Done():
-		}
-		return false
-	}
-	cases := make([]reflect.SelectCase, 0, len(chans)+2)
-	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-	for _, c := range chans {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
-	}
-	i, _, _ := reflect.Select(cases)
-	return i >= 2
 }
 
 // readFetch reads what is available now for targets, in order. size is the record bytes
@@ -175,6 +153,10 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 		remaining = 1<<31 - 1
 	}
 	isFollower := r.ReplicaId >= 0
+	reader := partition.Consumer
+	if isFollower {
+		reader = partition.Follower
+	}
 	var leaderWait time.Duration
 	if isFollower {
 		now := time.Now()
@@ -192,7 +174,6 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 		if denied[t.topic] {
 			err = wire.ErrTopicAuthorizationFailed
 		}
-		var limit int64
 		if err == nil && !isFollower {
 			if fc, ok := follower[t.topicPartition]; ok {
 				err = checkLeaderEpoch(part, fc.epoch)
@@ -203,8 +184,8 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 			fc := follower[t.topicPartition]
 			err = fc.err
 			if err == nil && fc.diverging != nil {
-				hw := s.highWatermark(part)
-				pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = hw, hw, part.log.LogStartOffset()
+				o := part.Offsets()
+				pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = o.HighWatermark, o.LastStable, o.LogStart
 				pd.DivergingEpoch.Epoch, pd.DivergingEpoch.EndOffset = fc.diverging.Epoch, fc.diverging.EndOffset
 				failed = true // answer at once
 				continue
@@ -216,42 +197,35 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 			failed = true
 			continue
 		}
-		hw := s.highWatermark(part)
-		limit = hw
-		if isFollower {
-			limit = part.log.LogEndOffset()
-		}
-		pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = hw, hw, part.log.LogStartOffset()
 		maxBytes := min(int64(t.maxBytes), remaining)
-		throttled := isFollower && part.leaderThrottled.Load()
-		if throttled {
-			if leaderWait > 0 {
-				continue // over the leader's replication budget: nothing for it this time
-			}
+		throttled := isFollower && part.LeaderThrottled()
+		if throttled && leaderWait > 0 {
+			maxBytes = -1 // over the leader's replication budget: nothing for it this time
+		} else if throttled {
 			maxBytes = min(maxBytes, int64(s.leaderQuota.Limit(int32(min(maxBytes, 1<<31-1)))))
 		}
-		if t.fetchOffset < limit && (maxBytes > 0 || size == 0) {
-			res, err := part.log.Read(t.fetchOffset, int32(min(max(maxBytes, 0), 1<<31-1)), limit)
-			switch {
-			case err != nil:
-				pd.ErrorCode = errCode(storageError(err))
-				failed = true
-			case res.Size > maxBytes && size > 0:
-				// Only the first partition with data may exceed the limits.
-				res.Release()
-			case res.Size > 0:
-				f.parts[i] = fetchedPartition{read: res, size: res.Size}
-				size += res.Size
-				remaining -= res.Size
-				if throttled {
-					s.leaderQuota.Record(int(res.Size), time.Now())
-				}
-			default:
-				res.Release()
-			}
-		} else if t.fetchOffset > part.log.LogEndOffset() || t.fetchOffset < part.log.LogStartOffset() {
-			pd.ErrorCode = wire.ErrOffsetOutOfRange.Code
+		readBytes := int32(min(max(maxBytes, 0), 1<<31-1))
+		if maxBytes < 0 || (maxBytes == 0 && size > 0) {
+			readBytes = -1 // offsets only
+		}
+		res, o, err := part.Read(t.fetchOffset, readBytes, partition.Isolation(r.IsolationLevel), reader)
+		pd.HighWatermark, pd.LastStableOffset, pd.LogStartOffset = o.HighWatermark, o.LastStable, o.LogStart
+		switch {
+		case err != nil:
+			pd.ErrorCode = errCode(storageError(err))
 			failed = true
+		case res.Size > maxBytes && size > 0:
+			// Only the first partition with data may exceed the limits.
+			res.Release()
+		case res.Size > 0:
+			f.parts[i] = fetchedPartition{read: res, size: res.Size}
+			size += res.Size
+			remaining -= res.Size
+			if throttled {
+				s.leaderQuota.Record(int(res.Size), time.Now())
+			}
+		default:
+			res.Release()
 		}
 	}
 	return f, size, failed
@@ -297,7 +271,7 @@ func (s *Server) checkFollowerFetch(r *wire.FetchRequest) map[topicPartition]fol
 				out[tp] = followerCheck{err: err}
 				continue
 			}
-			d, err := part.replica.OnFollowerFetch(replication.FollowerFetch{ID: r.ReplicaId, CurrentEpoch: rp.CurrentLeaderEpoch,
+			d, err := part.Replica().OnFollowerFetch(replication.FollowerFetch{ID: r.ReplicaId, CurrentEpoch: rp.CurrentLeaderEpoch,
 				FetchOffset: rp.FetchOffset, LastFetchedEpoch: rp.LastFetchedEpoch}, now)
 			out[tp] = followerCheck{diverging: d, err: err}
 		}

@@ -71,18 +71,18 @@ func handleListOffsets(s *Server, _ context.Context, req *request) *pending {
 				tr.Partitions = append(tr.Partitions, pr)
 				continue
 			}
-			_, pr.LeaderEpoch = part.replica.Leader()
+			pr.LeaderEpoch = part.LeaderEpoch()
 			switch rp.Timestamp {
 			case latestTimestamp:
 				pr.Offset = s.highWatermark(part)
 			case earliestTimestamp:
-				pr.Offset = part.log.LogStartOffset()
+				pr.Offset = part.Offsets().LogStart
 			default:
-				off, ts, ok, err := part.log.OffsetForTimestamp(rp.Timestamp)
+				off, ts, ok, err := part.OffsetForTimestamp(rp.Timestamp)
 				switch {
 				case err != nil:
 					pr.ErrorCode = errCode(storageError(err))
-				case ok && off < s.highWatermark(part):
+				case ok:
 					pr.Offset, pr.Timestamp = off, ts
 				}
 			}

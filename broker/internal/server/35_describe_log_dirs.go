@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
@@ -67,23 +68,23 @@ func logDirFilter(r *wire.DescribeLogDirsRequest) func(topic string, index int32
 
 // logDirTopics describes the local replicas wanted, by topic then partition.
 func (s *Server) logDirTopics(wanted func(topic string, index int32) bool) []wire.DescribeLogDirsResponseTopic {
-	parts := s.parts.all()
-	slices.SortFunc(parts, func(a, b *partition) int {
-		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.index, b.index))
+	parts := s.parts.All()
+	slices.SortFunc(parts, func(a, b *partition.Partition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Index, b.Index))
 	})
 	var out []wire.DescribeLogDirsResponseTopic
 	for _, p := range parts {
-		if !wanted(p.topic, p.index) {
+		if !wanted(p.Topic, p.Index) {
 			continue
 		}
-		if len(out) == 0 || out[len(out)-1].Name != p.topic {
-			out = append(out, wire.DescribeLogDirsResponseTopic{Name: p.topic})
+		if len(out) == 0 || out[len(out)-1].Name != p.Topic {
+			out = append(out, wire.DescribeLogDirsResponseTopic{Name: p.Topic})
 		}
 		t := &out[len(out)-1]
 		t.Partitions = append(t.Partitions, wire.DescribeLogDirsResponsePartition{
-			PartitionIndex: p.index,
-			PartitionSize:  p.log.Size(),
-			OffsetLag:      max(s.highWatermark(p)-p.log.LogEndOffset(), 0),
+			PartitionIndex: p.Index,
+			PartitionSize:  p.Log().Size(),
+			OffsetLag:      max(s.highWatermark(p)-p.Log().LogEndOffset(), 0),
 		})
 	}
 	return out

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spoolmq/spool/broker/internal/storage"
+	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -93,7 +93,7 @@ func (w *bufferedWriter) write(p []byte) {
 	}
 }
 
-func (w *bufferedWriter) copyFile(ch storage.Chunk) {
+func (w *bufferedWriter) copyFile(ch partition.Chunk) {
 	pos, left := ch.Pos, ch.Len
 	for left > 0 && w.err == nil {
 		if len(w.buf) == cap(w.buf) {
@@ -151,7 +151,7 @@ func setCork(rc syscall.RawConn, on bool) {
 
 // sendfile copies one file range to the socket in the kernel, waiting for the socket to drain
 // when its buffer is full.
-func sendfile(rc syscall.RawConn, ch storage.Chunk) error {
+func sendfile(rc syscall.RawConn, ch partition.Chunk) error {
 	src, err := ch.File.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("sendfile: %w", err)

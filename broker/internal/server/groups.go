@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
@@ -64,22 +65,23 @@ func (s *Server) ensureOffsetsTopic(ctx context.Context) error {
 // appends as leader and commits that are durable and, in a cluster, on every ISR member
 // (Kafka's offsets.commit.required.acks=-1).
 type offsetsPartition struct {
-	part  *partition
+	part  *partition.Partition
 	epoch int32
 }
 
-func (o offsetsPartition) Append(records []byte) (storage.AppendResult, error) {
-	return o.part.replica.AppendAsLeader(records, false, time.Now())
+func (o offsetsPartition) Append(records []byte) (partition.AppendResult, error) {
+	res, _, err := o.part.AppendAsLeader(records, false, time.Now())
+	return res, err
 }
 
+// Wait is the partition manager's commit wait: durable, then on every ISR member.
 func (o offsetsPartition) Wait(ctx context.Context, end int64) error {
-	if err := o.part.log.WaitDurable(ctx, end); err != nil {
-		return err
-	}
-	return o.part.replica.WaitReplicated(ctx, o.epoch, end)
+	var err error
+	partition.Commit(ctx, []partition.Appended{{Part: o.part, End: end, Epoch: o.epoch, AcksAll: true}}, func(_ int, e error) { err = e })
+	return err
 }
 
-func (o offsetsPartition) Log() *storage.Log { return o.part.log }
+func (o offsetsPartition) Log() *storage.Log { return o.part.Log() }
 
 // clientHost is the host a member connected from, as Kafka shows it ("/127.0.0.1").
 func clientHost(req *request) string {

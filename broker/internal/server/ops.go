@@ -145,10 +145,10 @@ func (s *Server) readiness() error {
 		return nil
 	}
 	var behind []string
-	parts := s.parts.all()
+	parts := s.parts.All()
 	for _, p := range parts {
-		if !p.replica.CaughtUp() {
-			behind = append(behind, fmt.Sprintf("%s-%d", p.topic, p.index))
+		if !p.Replica().CaughtUp() {
+			behind = append(behind, fmt.Sprintf("%s-%d", p.Topic, p.Index))
 		}
 	}
 	if len(behind) > 0 {
@@ -164,15 +164,15 @@ func (s *Server) readiness() error {
 
 // partitionStates lists the local replicas for the partition gauges.
 func (s *Server) partitionStates() []metrics.PartitionState {
-	parts := s.parts.all()
+	parts := s.parts.All()
 	out := make([]metrics.PartitionState, 0, len(parts))
 	for _, p := range parts {
-		role, _ := p.replica.Role()
+		role, _ := p.Replica().Role()
 		out = append(out, metrics.PartitionState{
-			Topic: p.topic, Partition: p.index,
-			LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+			Topic: p.Topic, Partition: p.Index,
+			LogStartOffset: p.Log().LogStartOffset(), LogEndOffset: p.Log().LogEndOffset(),
 			HighWatermark: s.highWatermark(p), Leader: role == replication.RoleLeader,
-			Size: p.log.Size(), Segments: p.log.SegmentCount(),
+			Size: p.Log().Size(), Segments: p.Log().SegmentCount(),
 		})
 	}
 	return out
@@ -186,7 +186,7 @@ func (s *Server) groupStates() []metrics.GroupState {
 	for _, g := range snaps {
 		st := metrics.GroupState{GroupID: g.GroupID, State: g.State, Members: len(g.Members)}
 		for _, o := range g.Offsets {
-			p := s.parts.get(o.Topic, o.Partition)
+			p := s.parts.Get(o.Topic, o.Partition)
 			if p == nil {
 				continue
 			}
@@ -219,9 +219,9 @@ func (s *Server) consoleState() console.State {
 		for _, p := range t.Partitions {
 			cp := console.Partition{Index: p.Index, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), Offline: nonNil(p.Offline)}
-			if lp := s.parts.get(t.Name, p.Index); lp != nil {
+			if lp := s.parts.Get(t.Name, p.Index); lp != nil {
 				cp.Local = true
-				cp.LogStartOffset, cp.LogEndOffset = lp.log.LogStartOffset(), lp.log.LogEndOffset()
+				cp.LogStartOffset, cp.LogEndOffset = lp.Log().LogStartOffset(), lp.Log().LogEndOffset()
 				cp.HighWatermark = s.highWatermark(lp)
 			}
 			ct.Partitions = append(ct.Partitions, cp)
@@ -246,7 +246,7 @@ func (s *Server) consoleState() console.State {
 		}
 		for _, o := range g.Offsets {
 			co := console.GroupOffset{Topic: o.Topic, Partition: o.Partition, Committed: o.Offset}
-			if p := s.parts.get(o.Topic, o.Partition); p != nil {
+			if p := s.parts.Get(o.Topic, o.Partition); p != nil {
 				co.HasEnd, co.HighWatermark = true, s.highWatermark(p)
 				co.Lag = max(0, co.HighWatermark-o.Offset)
 				cg.Lag += co.Lag
@@ -330,10 +330,10 @@ func (s *Server) logStartup() {
 		mode = "cluster (ZooKeeper " + s.conf.Get(config.ZooKeeperConnect) + ")"
 	}
 	segments, bytes := 0, int64(0)
-	local := s.parts.all()
+	local := s.parts.All()
 	for _, p := range local {
-		segments += p.log.SegmentCount()
-		bytes += p.log.Size()
+		segments += p.Log().SegmentCount()
+		bytes += p.Log().Size()
 	}
 	s.log.Info("storage loaded", "mode", mode, "topics", topics, "partitions", partitions,
 		"local_replicas", len(local), "segments", segments, "bytes", bytes,

@@ -5,12 +5,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/config"
-	"github.com/spoolmq/spool/broker/internal/replication"
+	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
@@ -19,69 +17,6 @@ import (
 type topicPartition struct {
 	topic     string
 	partition int32
-}
-
-// partition is a partition this broker holds a replica of, leader or follower.
-type partition struct {
-	topic   string
-	index   int32
-	log     *storage.Log
-	replica *replication.Replica
-	// leaderThrottled: followers' fetches of this partition count against the leader's
-	// replication throttle (leader.replication.throttled.replicas names this broker's replica).
-	leaderThrottled atomic.Bool
-}
-
-// partitions maps topic/partition to the replicas this broker holds.
-type partitions struct {
-	mu sync.RWMutex
-	m  map[topicPartition]*partition
-}
-
-func (p *partitions) init() { p.m = map[topicPartition]*partition{} }
-
-func (p *partitions) get(topic string, index int32) *partition {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.m[topicPartition{topic, index}]
-}
-
-func (p *partitions) put(part *partition) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.m[topicPartition{part.topic, part.index}] = part
-}
-
-// all lists the replicas.
-func (p *partitions) all() []*partition {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	out := make([]*partition, 0, len(p.m))
-	for _, part := range p.m {
-		out = append(out, part)
-	}
-	return out
-}
-
-func (p *partitions) drop(part *partition) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m[topicPartition{part.topic, part.index}] == part {
-		delete(p.m, topicPartition{part.topic, part.index})
-	}
-}
-
-func (p *partitions) remove(topic string) []*partition {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []*partition
-	for tp, part := range p.m {
-		if tp.topic == topic {
-			out = append(out, part)
-			delete(p.m, tp)
-		}
-	}
-	return out
 }
 
 // topicValue is a topic config's effective value and where it comes from: the topic's
@@ -153,23 +88,23 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 func (s *Server) reconfigureTopic(t cluster.Topic) {
 	cfg := s.logConfig(t)
 	for _, p := range t.Partitions {
-		if part := s.parts.get(t.Name, p.Index); part != nil {
-			part.log.SetConfig(cfg)
-			part.replica.SetMinISR(s.minISR(t))
+		if part := s.parts.Get(t.Name, p.Index); part != nil {
+			part.Log().SetConfig(cfg)
+			part.Replica().SetMinISR(s.minISR(t))
 		}
 	}
 }
 
 // highWatermark is the offset below which consumers may read: the replica's high watermark
 // (with fsync before ack, never past what every ISR member has on disk).
-func (s *Server) highWatermark(p *partition) int64 { return p.replica.HighWatermark() }
+func (s *Server) highWatermark(p *partition.Partition) int64 { return p.Offsets().HighWatermark }
 
 // leaderPart finds a partition this broker leads, for a client request. A partition that
 // exists but is led elsewhere (or has no leader now) is NOT_LEADER_OR_FOLLOWER, so the client
 // refreshes its metadata; only a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION.
-func (s *Server) leaderPart(topic string, index int32) (*partition, error) {
-	if p := s.parts.get(topic, index); p != nil {
-		if role, _ := p.replica.Role(); role == replication.RoleLeader {
+func (s *Server) leaderPart(topic string, index int32) (*partition.Partition, error) {
+	if p := s.parts.Get(topic, index); p != nil {
+		if leader, _ := p.IsLeader(); leader {
 			return p, nil
 		}
 		return nil, fmt.Errorf("%w: %s-%d is led by another broker", wire.ErrNotLeaderOrFollower, topic, index)
@@ -184,16 +119,16 @@ func (s *Server) leaderPart(topic string, index int32) (*partition, error) {
 // none) to a partition led here: older than the leader's is FENCED_LEADER_EPOCH (the client's
 // metadata is stale), newer is UNKNOWN_LEADER_EPOCH (this broker has not learnt it yet), as
 // Kafka answers. Both make the client refresh its metadata.
-func checkLeaderEpoch(p *partition, current int32) error {
+func checkLeaderEpoch(p *partition.Partition, current int32) error {
 	if current < 0 {
 		return nil
 	}
-	_, epoch := p.replica.Leader()
+	epoch := p.LeaderEpoch()
 	switch {
 	case current < epoch:
-		return fmt.Errorf("%w: %s-%d is at leader epoch %d, the request at %d", wire.ErrFencedLeaderEpoch, p.topic, p.index, epoch, current)
+		return fmt.Errorf("%w: %s-%d is at leader epoch %d, the request at %d", wire.ErrFencedLeaderEpoch, p.Topic, p.Index, epoch, current)
 	case current > epoch:
-		return fmt.Errorf("%w: %s-%d is at leader epoch %d, the request at %d", wire.ErrUnknownLeaderEpoch, p.topic, p.index, epoch, current)
+		return fmt.Errorf("%w: %s-%d is at leader epoch %d, the request at %d", wire.ErrUnknownLeaderEpoch, p.Topic, p.Index, epoch, current)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/replication"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) reconcile() error {
 			}
 			tp := topicPartition{t.Name, p.Index}
 			want[tp] = true
-			part := s.parts.get(t.Name, p.Index)
+			part := s.parts.Get(t.Name, p.Index)
 			if part == nil {
 				l, err := s.logs.Open(t.Name, p.Index, cfg)
 				if err != nil {
@@ -43,17 +44,17 @@ func (s *Server) reconcile() error {
 					}
 					continue
 				}
-				part = &partition{topic: t.Name, index: p.Index, log: l, replica: replication.NewReplica(t.Name, p.Index, l, s.repl)}
-				s.parts.put(part)
+				part = partition.New(t.Name, p.Index, l, s.repl)
+				s.parts.Put(part)
 			} else {
-				part.log.SetConfigIfChanged(cfg) // configs altered through another broker
+				part.Log().SetConfigIfChanged(cfg) // configs altered through another broker
 			}
-			part.replica.SetThrottled(throttledReplica(t.Configs["follower.replication.throttled.replicas"], p.Index, s.self.NodeID))
-			part.leaderThrottled.Store(throttledReplica(t.Configs["leader.replication.throttled.replicas"], p.Index, s.self.NodeID))
+			part.SetThrottled(throttledReplica(t.Configs["leader.replication.throttled.replicas"], p.Index, s.self.NodeID),
+				throttledReplica(t.Configs["follower.replication.throttled.replicas"], p.Index, s.self.NodeID))
 			if p.LeaderEpoch < 0 {
 				continue // no state yet: the controller has not elected a leader
 			}
-			role, changed, err := part.replica.Apply(replication.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			role, changed, err := part.Replica().Apply(replication.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: p.Replicas, ISR: p.ISR, Version: p.Version, MinISR: minISR})
 			if err != nil {
 				s.log.Error("applying a partition state", "topic", t.Name, "partition", p.Index, "err", err)
@@ -64,7 +65,7 @@ func (s *Server) reconcile() error {
 			}
 			switch {
 			case role == replication.RoleLeader:
-				s.fetchers.Stop(part.replica)
+				s.fetchers.Stop(part.Replica())
 				if t.Name == group.Topic {
 					if err := s.groups.OnElection(p.Index, int32(len(t.Partitions)), offsetsPartition{part: part, epoch: p.LeaderEpoch}); err != nil {
 						s.log.Error("loading consumer groups", "partition", p.Index, "err", err)
@@ -75,32 +76,32 @@ func (s *Server) reconcile() error {
 				}
 			case p.Leader >= 0:
 				s.resign(part)
-				s.fetchers.Follow(part.replica, p.Leader)
+				s.fetchers.Follow(part.Replica(), p.Leader)
 				s.log.Info("following partition", "topic", t.Name, "partition", p.Index, "leader", p.Leader, "leader_epoch", p.LeaderEpoch)
 			default:
 				s.resign(part)
-				s.fetchers.Stop(part.replica)
+				s.fetchers.Stop(part.Replica())
 			}
 		}
 	}
-	for _, part := range s.parts.all() {
-		if want[topicPartition{part.topic, part.index}] {
+	for _, part := range s.parts.All() {
+		if want[topicPartition{part.Topic, part.Index}] {
 			continue
 		}
 		s.resign(part)
-		s.fetchers.Stop(part.replica)
-		s.parts.drop(part)
-		if err := s.logs.Remove(part.topic, part.index); err != nil {
-			s.log.Error("deleting a replica", "topic", part.topic, "partition", part.index, "err", err)
+		s.fetchers.Stop(part.Replica())
+		s.parts.Drop(part)
+		if err := s.logs.Remove(part.Topic, part.Index); err != nil {
+			s.log.Error("deleting a replica", "topic", part.Topic, "partition", part.Index, "err", err)
 		}
 	}
 	return firstErr
 }
 
 // resign hands a partition's consumer groups away when it stops leading here.
-func (s *Server) resign(part *partition) {
-	if part.topic == group.Topic {
-		s.groups.OnResignation(part.index)
+func (s *Server) resign(part *partition.Partition) {
+	if part.Topic == group.Topic {
+		s.groups.OnResignation(part.Index)
 	}
 }
 
@@ -127,8 +128,8 @@ func (s *Server) runReconciler(ctx context.Context) {
 			return
 		case <-changed:
 		case now := <-tick.C:
-			for _, part := range s.parts.all() {
-				part.replica.MaybeShrinkISR(now)
+			for _, part := range s.parts.All() {
+				part.Replica().MaybeShrinkISR(now)
 			}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/metrics"
+	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/peer"
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/security"
@@ -57,7 +58,7 @@ type Server struct {
 	lifeMu sync.Mutex
 	closed bool
 
-	parts       partitions
+	parts       *partition.Manager
 	reconcileMu sync.Mutex // serialises reconcile
 	repl        *replication.Settings
 	fetchers    *replication.Fetchers
@@ -162,7 +163,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		Security:       peerSec,
 		ThrottleRate:   s.followerThrottleRate,
 	})
-	s.parts.init()
+	s.parts = partition.NewManager()
 	if s.groups, err = s.newGroupCoordinator(); err != nil {
 		s.logs.Close()
 		s.md.Close()

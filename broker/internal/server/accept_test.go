@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -135,7 +133,7 @@ func TestAcceptOutOfDescriptorsKeepsServing(t *testing.T) {
 	}
 	var retries int64
 	brokertest.WaitFor(t, 30*time.Second, "spool_accept_retries_total > 0", func() bool {
-		retries = scrapeCounter(metricsAddr, "spool_accept_retries_total")
+		retries = scrapeMetric(metricsAddr, "spool_accept_retries_total")
 		return retries > 0
 	})
 	t.Logf("accept retries: %d", retries)
@@ -170,26 +168,4 @@ func apiVersions(addr string) error {
 		return fmt.Errorf("unexpected ApiVersions answer % x", body[:min(len(body), 8)])
 	}
 	return nil
-}
-
-// scrapeCounter reads one unlabelled sample from /metrics; -1 when it cannot.
-func scrapeCounter(metricsAddr, name string) int64 {
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return -1
-	}
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(?:\{[^}]*\})? ([0-9.e+]+)$`).FindSubmatch(body)
-	if m == nil {
-		return -1
-	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		return -1
-	}
-	return int64(v)
 }

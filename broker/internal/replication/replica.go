@@ -161,6 +161,13 @@ func (r *Replica) Apply(st State) (Role, bool, error) {
 	if st.LeaderEpoch < r.state.LeaderEpoch {
 		return r.role, false, nil // an older state arriving late
 	}
+	if changed && role == RoleLeader {
+		// Before any state is taken: a replica that cannot record its leader epoch stays as it
+		// was (never a leader without its follower records), and the next Apply retries.
+		if err := r.Log.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
+			return r.role, false, fmt.Errorf("becoming leader of %s-%d: %w", r.Topic, r.Index, err)
+		}
+	}
 	r.state = st
 	r.state.Replicas = slices.Clone(st.Replicas)
 	r.state.ISR = slices.Clone(st.ISR)
@@ -170,9 +177,6 @@ func (r *Replica) Apply(st State) (Role, bool, error) {
 	if changed {
 		r.role = role
 		if role == RoleLeader {
-			if err := r.Log.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
-				return role, true, fmt.Errorf("becoming leader of %s-%d: %w", r.Topic, r.Index, err)
-			}
 			r.epochStart = r.Log.LogEndOffset()
 			r.followers = map[int32]*Follower{}
 			r.prevEnd = map[int32]int64{}

@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/config"
@@ -82,4 +84,65 @@ func (c *conn) handshake(ctx context.Context, l *listener) error {
 		c.log = c.log.With("principal", c.principal)
 	}
 	return nil
+}
+
+// Accept retry pacing: the pause after a failed accept doubles from acceptMinDelay up to
+// acceptMaxDelay; a line is logged at most every acceptLogEvery.
+const (
+	acceptMinDelay = 5 * time.Millisecond
+	acceptMaxDelay = time.Second
+	acceptLogEvery = 10 * time.Second
+)
+
+// accept serves one listener until Close. Accept errors never stop the broker: out of file
+// descriptors (EMFILE, ENFILE), out of buffers, an aborted connection, anything but a closed
+// listener is retried after a pause that grows to acceptMaxDelay, so a broker short of
+// descriptors accepts more slowly and resumes at full speed once some are free (as Go's
+// net/http server and Kafka's acceptor do). Each retry counts in spool.accept.retries; the log
+// gets one line per acceptLogEvery at most.
+func (s *Server) accept(l *listener) error {
+	var delay time.Duration
+	var unlogged int64
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("accepting on %s: %w", l.conf.Name, err)
+			}
+			delay = min(max(2*delay, acceptMinDelay), acceptMaxDelay)
+			s.scale.acceptRetries.Add(1)
+			unlogged++
+			now := time.Now().UnixNano()
+			if last := s.scale.acceptLogged.Load(); now-last >= int64(acceptLogEvery) && s.scale.acceptLogged.CompareAndSwap(last, now) {
+				s.log.Warn("accepting connections failed; retrying after a pause", "listener", l.conf.Name, "err", err,
+					"out_of_descriptors", errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE),
+					"failures", unlogged, "pause", delay)
+				unlogged = 0
+			}
+			select {
+			case <-s.ctx.Done():
+				return nil
+			case <-time.After(delay):
+			}
+			continue
+		}
+		delay = 0
+		host := hostOf(nc.RemoteAddr())
+		if !s.connLimits.admit(l.conf.Name, host) {
+			nc.Close()
+			continue
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.connLimits.release(l.conf.Name, host)
+			s.serveConn(s.ctx, l, nc)
+		}()
+	}
 }

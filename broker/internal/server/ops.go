@@ -69,6 +69,9 @@ func (s *Server) initMetrics() error {
 	if err := m.ObserveLimits(s.limitStats); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := m.ObserveScale(s.scaleStats); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	if err := m.ObservePeerAuth(s.peerAuthStats); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

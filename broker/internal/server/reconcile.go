@@ -10,6 +10,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -24,7 +25,14 @@ func (s *Server) reconcile() error {
 	s.reconcileMu.Lock()
 	defer s.reconcileMu.Unlock()
 	want := map[topicPartition]bool{}
-	var firstErr error
+	var failed map[topicPartition]error // replicas offline after this pass (scale.go)
+	fail := func(tp topicPartition, err error) {
+		if failed == nil {
+			failed = map[topicPartition]error{}
+		}
+		failed[tp] = err
+	}
+	var roles roleChanges
 	for _, t := range s.md.Topics() {
 		var cfg = s.logConfig(t)
 		minISR := s.minISR(t)
@@ -38,10 +46,7 @@ func (s *Server) reconcile() error {
 			if part == nil {
 				l, err := s.logs.Open(t.Name, p.Index, cfg)
 				if err != nil {
-					s.log.Error("opening a replica's log", "topic", t.Name, "partition", p.Index, "err", err)
-					if firstErr == nil {
-						firstErr = err
-					}
+					fail(tp, fmt.Errorf("opening the log of %s-%d: %w", t.Name, p.Index, err))
 					continue
 				}
 				part = partition.New(t.Name, p.Index, l, s.repl)
@@ -57,7 +62,7 @@ func (s *Server) reconcile() error {
 			role, changed, err := part.Replica().Apply(replication.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: p.Replicas, ISR: p.ISR, Version: p.Version, MinISR: minISR})
 			if err != nil {
-				s.log.Error("applying a partition state", "topic", t.Name, "partition", p.Index, "err", err)
+				fail(tp, fmt.Errorf("applying the state of %s-%d: %w", t.Name, p.Index, err))
 				continue
 			}
 			if !changed {
@@ -71,16 +76,15 @@ func (s *Server) reconcile() error {
 						s.log.Error("loading consumer groups", "partition", p.Index, "err", err)
 					}
 				}
-				if s.clustered {
-					s.log.Info("leading partition", "topic", t.Name, "partition", p.Index, "leader_epoch", p.LeaderEpoch, "isr", p.ISR)
-				}
+				roles.add(s.log, &roles.leading, "leading partition", t.Name, p.Index, p.Leader, p.LeaderEpoch)
 			case p.Leader >= 0:
 				s.resign(part)
 				s.fetchers.Follow(part.Replica(), p.Leader)
-				s.log.Info("following partition", "topic", t.Name, "partition", p.Index, "leader", p.Leader, "leader_epoch", p.LeaderEpoch)
+				roles.add(s.log, &roles.following, "following partition", t.Name, p.Index, p.Leader, p.LeaderEpoch)
 			default:
 				s.resign(part)
 				s.fetchers.Stop(part.Replica())
+				roles.add(s.log, &roles.stopped, "partition without a leader", t.Name, p.Index, p.Leader, p.LeaderEpoch)
 			}
 		}
 	}
@@ -95,7 +99,10 @@ func (s *Server) reconcile() error {
 			s.log.Error("deleting a replica", "topic", part.Topic, "partition", part.Index, "err", err)
 		}
 	}
-	return firstErr
+	roles.log(s.log, s.clustered)
+	// A replica that stays offline is reported once, not on every pass: the error returned is
+	// that of a replica newly offline.
+	return s.noteOffline(failed)
 }
 
 // resign hands a partition's consumer groups away when it stops leading here.

@@ -60,6 +60,7 @@ type Server struct {
 
 	parts       *partition.Manager
 	reconcileMu sync.Mutex // serialises reconcile
+	scale       scaleState // offline replicas, accept retries (scale.go)
 	repl        *replication.Settings
 	fetchers    *replication.Fetchers
 	// leaderQuota is the leader side of the replication throttle: the bytes this broker sends
@@ -169,12 +170,9 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		s.md.Close()
 		return nil, fmt.Errorf("starting the group coordinator: %w", err)
 	}
-	if err := s.reconcile(); err != nil {
-		s.groups.Close()
-		s.logs.Close()
-		s.md.Close()
-		return nil, err
-	}
+	// A replica that cannot be opened is offline (logged, counted, retried by the
+	// reconciler), never the broker.
+	_ = s.reconcile()
 	if err := s.initOps(); err != nil {
 		s.groups.Close()
 		s.logs.Close()
@@ -412,41 +410,6 @@ func (s *Server) Serve() error {
 		}
 	}
 	return nil
-}
-
-// accept serves one listener until Close (nil) or an accept error.
-func (s *Server) accept(l *listener) error {
-	var tempDelay time.Duration
-	for {
-		nc, err := l.ln.Accept()
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				tempDelay = min(max(2*tempDelay, 5*time.Millisecond), time.Second)
-				time.Sleep(tempDelay)
-				continue
-			}
-			return fmt.Errorf("accepting on %s: %w", l.conf.Name, err)
-		}
-		tempDelay = 0
-		host := hostOf(nc.RemoteAddr())
-		if !s.connLimits.admit(l.conf.Name, host) {
-			nc.Close()
-			continue
-		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer s.connLimits.release(l.conf.Name, host)
-			s.serveConn(s.ctx, l, nc)
-		}()
-	}
 }
 
 // Close stops accepting, ends every connection (pending long polls end), flushes and

@@ -172,11 +172,19 @@ func (c *epochCache) assign(epoch int32, offset int64) error {
 	if epoch < 0 || epoch <= c.latestEpoch() {
 		return nil
 	}
-	for len(c.entries) > 0 && c.entries[len(c.entries)-1].StartOffset >= offset {
-		c.entries = c.entries[:len(c.entries)-1]
+	n := len(c.entries)
+	for n > 0 && c.entries[n-1].StartOffset >= offset {
+		n--
 	}
-	c.entries = append(c.entries, EpochEntry{epoch, offset})
-	return c.write()
+	// A new slice: when the checkpoint cannot be written the history stays as it was, so that
+	// the epoch is not taken as assigned and the caller's retry writes it.
+	prev := c.entries
+	c.entries = append(slices.Clip(c.entries[:n]), EpochEntry{epoch, offset})
+	if err := c.write(); err != nil {
+		c.entries = prev
+		return err
+	}
+	return nil
 }
 
 // truncateFromEnd drops epochs starting at or after end (a log truncation).

@@ -22,6 +22,11 @@ const (
 // into the mapping. Sealing trims the file to its entries and unmaps it. A sealed index is
 // mapped read-only on first use, so that idle old segments cost no mapping.
 //
+// No index holds a file descriptor: the mapping outlives the descriptor it was made from, msync
+// needs none, and trimming goes by path. A replica then costs one descriptor (its active log
+// file) where it cost three, as Kafka's mapped indexes do (issue 28: brokers with thousands of
+// partitions ran out of descriptors).
+//
 // Concurrency: entries [0, n) are immutable once n covers them, so lookups read them without a
 // lock, under the owning Log's segment lock held for reading (which excludes the structural
 // changes: seal, activate, truncate, close). append is called by the single appender. mu
@@ -31,8 +36,7 @@ type index struct {
 	entrySize int
 
 	mu         sync.Mutex
-	file       *os.File // open while writable
-	data       []byte   // the mapping (capacity when writable, n entries when sealed)
+	data       []byte // the mapping (capacity when writable, n entries when sealed)
 	mapped     atomic.Bool
 	writable   bool
 	maxEntries int
@@ -100,8 +104,11 @@ func (x *index) activate(maxBytes int32, n int64, fresh bool) error {
 		return fmt.Errorf("preallocating index %s: %w", x.path, err)
 	}
 	data, err := mmapFile(f, size, true)
+	if cerr := f.Close(); err == nil && cerr != nil { // the mapping outlives the descriptor
+		munmap(data)
+		err = fmt.Errorf("closing index %s: %w", x.path, cerr)
+	}
 	if err != nil {
-		f.Close()
 		return err
 	}
 	// Bytes past n that the file held before may be stale entries (after a truncation): clear
@@ -110,7 +117,7 @@ func (x *index) activate(maxBytes int32, n int64, fresh bool) error {
 	if stale := min(int(oldSize), size); stale > int(n)*x.entrySize {
 		clear(data[int(n)*x.entrySize : stale])
 	}
-	x.file, x.data, x.writable, x.maxEntries = f, data, true, maxEntries
+	x.data, x.writable, x.maxEntries = data, true, maxEntries
 	x.synced, x.mapErr = false, nil
 	x.dirty.Store(true)
 	x.n.Store(n)
@@ -118,19 +125,13 @@ func (x *index) activate(maxBytes int32, n int64, fresh bool) error {
 	return nil
 }
 
-// unmapLocked drops the mapping and closes the file; mu is held.
+// unmapLocked drops the mapping; mu is held.
 func (x *index) unmapLocked() error {
 	var err error
 	if x.mapped.Load() {
 		err = munmap(x.data)
 		x.data = nil
 		x.mapped.Store(false)
-	}
-	if x.file != nil {
-		if cerr := x.file.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-		x.file = nil
 	}
 	x.writable = false
 	return err
@@ -240,10 +241,7 @@ func (x *index) seal() error {
 	if !x.writable {
 		return nil
 	}
-	f := x.file
-	x.file = nil
 	if err := munmap(x.data); err != nil {
-		f.Close()
 		return fmt.Errorf("index %s: %w", x.path, err)
 	}
 	x.data = nil
@@ -251,9 +249,9 @@ func (x *index) seal() error {
 	x.writable = false
 	x.synced = false
 	x.maxEntries = x.entries()
-	err := f.Truncate(int64(x.entries() * x.entrySize))
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	err := os.Truncate(x.path, int64(x.entries()*x.entrySize))
+	if os.IsNotExist(err) {
+		return nil // deleted meanwhile (retention, a removed replica): nothing to trim
 	}
 	if err != nil {
 		return fmt.Errorf("trimming index %s: %w", x.path, err)

@@ -31,8 +31,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/spoolmq/spool/broker/internal/metrics"
 )
 
 type controller struct {
@@ -227,38 +225,26 @@ func (c *controller) reconcile() error {
 	for _, name := range deleting {
 		errs = append(errs, c.deleteTopic(name))
 	}
+	var writes []stateWrite
 	for _, t := range s.Topics() {
 		if slices.Contains(deleting, t.Name) {
 			continue
 		}
 		unclean := s.cfg.Unclean != nil && s.cfg.Unclean(t.Configs)
 		for _, p := range t.Partitions {
-			began := time.Now()
 			st, has := s.state(t.Name, p.Index)
 			next, ok := decide(p.Replicas, st, has, alive, unclean)
 			if !ok {
 				continue
 			}
 			next.ControllerEpoch = c.epoch
-			if err := c.writeState(t.Name, p.Index, st, has, next); err != nil {
-				if errors.Is(err, errFenced) {
-					return err
-				}
-				if errors.Is(err, errSuperseded) {
-					continue
-				}
-				errs = append(errs, err)
-				continue
-			}
-			if !has || next.Leader != st.Leader {
-				s.log.Info("partition leader elected", "topic", t.Name, "partition", p.Index, "leader", next.Leader,
-					"leader_epoch", next.LeaderEpoch, "isr", next.ISR)
-				metrics.LeaderElected(time.Since(began))
-			} else {
-				s.log.Info("partition ISR changed by the controller", "topic", t.Name, "partition", p.Index, "isr", next.ISR)
-			}
-			metrics.ISRChanged(len(st.ISR), len(next.ISR))
+			writes = append(writes, stateWrite{topic: t.Name, partition: p.Index, old: st, has: has, next: next})
 		}
+	}
+	if err := c.writeStates(writes); errors.Is(err, errFenced) {
+		return err
+	} else if err != nil {
+		errs = append(errs, err)
 	}
 	for _, step := range []func(func(int32) bool) error{c.completeMoves, c.runElections} {
 		if err := step(alive); errors.Is(err, errFenced) {

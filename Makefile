@@ -68,7 +68,7 @@ gowork-off:
 
 ## fuzz-smoke: run every fuzz target for FUZZTIME
 fuzz-smoke:
-	@for m in $(MODULES); do FUZZTIME=$(FUZZTIME) scripts/each-module.sh $$m fuzz || exit 1; done
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz-smoke.sh
 
 ## bench: run every benchmark once (BENCHTIME per benchmark)
 bench:

@@ -163,10 +163,10 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// shortJVM is java's command line for the tests' short-lived programs (Kafka's tools, small
-// admin clients): args after the flags that start a JVM in about half the time (the client
-// compiler only, the class-data archive), which is most of what these programs spend; the
-// server package runs dozens.
+// shortJVM is java's command line for the tests' short-lived Java programs (small admin
+// clients): args after the flags that start a JVM faster (the client compiler only, the JDK's
+// class-data archive). Kafka's tools, whose class path is all jars, start with
+// brokertest.FastJVM, which adds an archive of their own classes.
 func shortJVM(args ...string) []string {
 	return append([]string{"-Xshare:auto", "-XX:TieredStopAtLevel=1"}, args...)
 }
@@ -176,8 +176,8 @@ func shortJVM(args ...string) []string {
 func runKafkaTool(t *testing.T, ctx context.Context, class string, args ...string) (string, error) {
 	t.Helper()
 	cp := brokertest.KafkaJars(t)
-	cmd := exec.CommandContext(ctx, "/usr/bin/java", append(shortJVM(
-		"-Dlog4j.configuration=file:/dev/null", "-cp", cp, class), args...)...)
+	jvm := append(brokertest.FastJVM(t, cp, class), "-Dlog4j.configuration=file:/dev/null", "-cp", cp, class)
+	cmd := exec.CommandContext(ctx, "/usr/bin/java", append(jvm, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -65,8 +65,9 @@ func kafkaAdminTool(t *testing.T, addr, class string) func(args ...string) strin
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound on a hang
 		defer cancel()
-		cmd := exec.CommandContext(ctx, java, append(shortJVM("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, class,
-			"--bootstrap-server", addr, "--command-config", props), args...)...)
+		jvm := append(brokertest.FastJVM(t, cp, class), "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, class,
+			"--bootstrap-server", addr, "--command-config", props)
+		cmd := exec.CommandContext(ctx, java, append(jvm, args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", class, strings.Join(args, " "), err, out)

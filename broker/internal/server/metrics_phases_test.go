@@ -129,8 +129,12 @@ func bigBatch(t *testing.T, n int) []byte {
 // TestMetricsZooKeeperSessionFollowsOutage: a broker's ZooKeeper session gauge reads
 // connected, then, with ZooKeeper stopped, not connected with a disconnect counted, and
 // connected again once ZooKeeper is back.
+//
+// It runs alone (not parallel): it stops and restarts its ZooKeeper, and in the full parallel
+// run on a loaded machine its broker's session stayed "connecting" after the restart (and the
+// broker then ignored SIGTERM for 30 s), in both such runs; run alone it passes, also with a
+// 25 s outage. The cause is not found yet.
 func TestMetricsZooKeeperSessionFollowsOutage(t *testing.T) {
-	heavy(t)
 	zk := brokertest.StartZooKeeper(t) // its own: the test stops and restarts it
 	c := brokertest.StartCluster(t, 1, zk.Connect(""), map[string]string{"spool.metrics.listener": "127.0.0.1:0"})
 	addr := c.Brokers[1].MetricsAddr

@@ -150,8 +150,21 @@ func runnersOf(t *testing.T, src, name string) []runner {
 		// runtime can announce a new block at an address valgrind still holds as allocated,
 		// and valgrind's leak check then aborts ("Block ... overlaps", "the 'impossible'
 		// happened"). Without collection no memory is reused; these programs are short.
-		runner{"valgrind", exe(vg, []string{"GODEBUG=asyncpreemptoff=1", "GOGC=off"}, valgrind, "--quiet", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-			"--suppressions=tests/go-runtime.supp", "--error-exitcode=1")})
+		runner{"valgrind", oneAtATime(valgrindRuns, exe(vg, []string{"GODEBUG=asyncpreemptoff=1", "GOGC=off"}, valgrind, "--quiet", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+			"--suppressions=tests/go-runtime.supp", "--error-exitcode=1"))})
+}
+
+// valgrindRuns lets one valgrind run at a time in this package: it computes (a program under
+// it runs tens of times slower, on one core), and the tests that start them run side by side.
+var valgrindRuns = make(chan struct{}, 1)
+
+// oneAtATime is run holding sem.
+func oneAtATime(sem chan struct{}, run func(t *testing.T, args ...string) (string, error)) func(t *testing.T, args ...string) (string, error) {
+	return func(t *testing.T, args ...string) (string, error) {
+		sem <- struct{}{}
+		defer func() { <-sem }()
+		return run(t, args...)
+	}
 }
 
 func TestSymbols(t *testing.T) {

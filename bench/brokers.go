@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,7 +138,7 @@ group.initial.rebalance.delay.ms=0
 		if err := h.kafkaFormat(ctx, propsPath, filepath.Join(dir, "data")); err != nil {
 			return nil, err
 		}
-		args := append([]string{}, kafkaBrokerJVM...)
+		args := h.brokerJVM()
 		args = append(args, "-Dlog4j.configuration=file:"+log4jPath, "-cp", h.classpath, "kafka.Kafka", propsPath)
 		b.cmd = exec.Command("java", args...)
 		ready = func() bool { return fileContains(b.logPath, "Kafka Server started") }
@@ -205,6 +206,15 @@ func (b *broker) launch(ctx context.Context, ready func() bool) error {
 var kafkaBrokerJVM = []string{"-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
 	"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15",
 	"-Djava.awt.headless=true"}
+
+// brokerJVM is the Kafka brokers' JVM setting: kafkaBrokerJVM, or in the quick smoke run one
+// that starts on less CPU (quickJVM, half the heap).
+func (h *harness) brokerJVM() []string {
+	if h.quick {
+		return append(slices.Clone(quickJVM), "-Xmx512m", "-Xms512m", "-Djava.awt.headless=true")
+	}
+	return slices.Clone(kafkaBrokerJVM)
+}
 
 func (b *broker) logTail() string {
 	var s strings.Builder

@@ -50,6 +50,11 @@ func (s clusterSizes) scaled(f float64) clusterSizes {
 	return s
 }
 
+// quickKafkaClusterProps are added to the Kafka cluster brokers' properties in the quick
+// smoke run: its failover waits 6 s for the killed broker's ZooKeeper session (the least
+// ZooKeeper's tickTime of 2 s allows with some margin) instead of Kafka's 18 s.
+const quickKafkaClusterProps = "zookeeper.session.timeout.ms=6000\n"
+
 // clusterTopicPartitions is the partition count of every cluster topic.
 const clusterTopicPartitions = 6
 
@@ -192,6 +197,9 @@ log.dirs=%s
 zookeeper.connect=%s/kafka
 group.initial.rebalance.delay.ms=0
 `, id, b.addr, b.addr, filepath.Join(dir, "data"), c.zk.addr)
+		if h.quick {
+			props += quickKafkaClusterProps
+		}
 		propsPath := filepath.Join(dir, "server.properties")
 		if err := os.WriteFile(propsPath, []byte(props), 0o644); err != nil {
 			return err
@@ -201,7 +209,7 @@ group.initial.rebalance.delay.ms=0
 		if err := os.WriteFile(log4jPath, []byte(log4j), 0o644); err != nil {
 			return err
 		}
-		args := append([]string{}, kafkaBrokerJVM...)
+		args := h.brokerJVM()
 		args = append(args, "-Dlog4j.configuration=file:"+log4jPath, "-cp", h.classpath, "kafka.Kafka", propsPath)
 		b.cmd = exec.Command("java", args...)
 		ready = func() bool { return fileContains(b.logPath, "started (kafka.server.KafkaServer)") }
@@ -592,6 +600,39 @@ func (h *harness) runCluster(ctx context.Context, r *report, sz clusterSizes) er
 		}
 	}
 	return nil
+}
+
+// runConcurrentCluster runs the cluster workload into r while single (the single-node
+// workloads) runs, then writes the report. The cluster side collects into a report of its
+// own, merged into r when both are done, so the two never share state; a load generator's
+// client CPU (children's rusage) then counts what ran beside it, as nothing else in the quick
+// smoke run's numbers means anything either.
+func (h *harness) runConcurrentCluster(ctx context.Context, r *report, csz clusterSizes, single func() error) error {
+	began := time.Now()
+	cr := &report{h: h, systems: r.systems, lgs: r.lgs, reps: r.reps, mode: r.mode, cluster: newClusterResults(csz)}
+	done := make(chan error, 1)
+	go func() {
+		err := h.runCluster(ctx, cr, csz)
+		logf("%s took %s, beside the single-node workloads", clusterID, time.Since(began).Round(time.Second))
+		done <- err
+	}()
+	err := single()
+	cerr := <-done
+	r.cluster = cr.cluster
+	r.failures = append(r.failures, cr.failures...)
+	r.elapsed = time.Since(began)
+	if err != nil {
+		return err
+	}
+	if cerr != nil {
+		r.partial = fmt.Sprintf("the run stopped during %s: %s", clusterID, firstLine(cerr.Error()))
+		if werr := r.write(); werr != nil {
+			logf("writing the partial report: %v", werr)
+		}
+		return fmt.Errorf("interrupted by a signal during %s: %w", clusterID, cerr)
+	}
+	r.partial = ""
+	return r.write()
 }
 
 // clusterProduce creates a topic for the phase and produces to it with lg, acks=all, as fast

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -32,6 +34,15 @@ type harness struct {
 	workDir   string
 	verbose   bool
 	keep      bool
+	// shareBrokers (the quick smoke run): every single-node run of a system uses one broker,
+	// started once (sharedBroker), instead of a fresh broker per run.
+	shareBrokers bool
+	shared       sharedBrokers
+	// quick: the smoke run, whose JVMs start on less CPU (quickJVM), whose Kafka clusters
+	// detect a dead broker sooner (quickKafkaClusterProps), and whose kafka-tools create most
+	// topics with franz-go's admin client (firstTopicCommand).
+	quick         bool
+	topicCommands topicCommands
 }
 
 func logf(format string, args ...any) {
@@ -46,7 +57,7 @@ func main() {
 }
 
 func run() error {
-	quick := flag.Bool("quick", os.Getenv("QUICK") != "" && os.Getenv("QUICK") != "0", "smoke mode: tiny workloads, 1 repetition; results go to the work dir, not docs/ (also QUICK=1)")
+	quick := flag.Bool("quick", os.Getenv("QUICK") != "" && os.Getenv("QUICK") != "0", "smoke mode: tiny workloads, 1 repetition, one broker per system for all single-node runs, the clusters started beside them; results go to the work dir, not docs/ (also QUICK=1)")
 	reps := flag.Int("reps", 3, "repetitions per workload and broker (full mode)")
 	scale := flag.Float64("scale", 1, "multiply every workload's record count by this (e.g. 0.1 for a short run of the full shapes)")
 	only := flag.String("only", "", "comma-separated workload ids to run, W1..W6, TLS (PLAINTEXT against SSL listeners) and C1 (the cluster workload) (default: all; TLS not in -quick)")
@@ -69,7 +80,7 @@ func run() error {
 	if _, err := os.Stat(filepath.Join(benchDir, "pom.xml")); err != nil {
 		return fmt.Errorf("run from the bench/ directory (no pom.xml in %s)", benchDir)
 	}
-	h := &harness{benchDir: benchDir, verbose: *verbose, keep: *keep}
+	h := &harness{benchDir: benchDir, verbose: *verbose, keep: *keep, shareBrokers: *quick, quick: *quick}
 	if h.spoold, err = filepath.Abs(*spoold); err != nil {
 		return err
 	}
@@ -180,7 +191,12 @@ func run() error {
 		est += cest
 		runs += n * len(chosen)
 	}
-	logf("estimated run time: %s for %d runs, each a fresh broker (calibrated on the full run of 2026-11-30; a guess, not a limit):", est.Round(time.Second), runs)
+	if h.shareBrokers {
+		logf("estimated run time: %s for %d runs one after another, each a fresh broker (calibrated on the full run of 2026-11-30; a guess, not a limit); "+
+			"this quick run shares a broker per system and overlaps the systems and C1, so it takes less:", est.Round(time.Second), runs)
+	} else {
+		logf("estimated run time: %s for %d runs, each a fresh broker (calibrated on the full run of 2026-11-30; a guess, not a limit):", est.Round(time.Second), runs)
+	}
 	for _, w := range ws {
 		d, k := workloadEstimate(w, chosen, lgs, n)
 		logf("  %-4s %s (%d runs)  %s", w.ID, d.Round(time.Second), k, w.Title)
@@ -198,12 +214,25 @@ func run() error {
 		return nil
 	}
 	r := &report{h: h, systems: chosen, lgs: lgs, res: map[string]map[string]map[string][]result{}, reps: n, mode: mode, spoolNote: spoolNote, loadStart: loadAverage(), args: os.Args[1:], outDir: outDir}
-	err = h.runAll(ctx, ws, r)
-	if err == nil && withTLSWorkload {
-		err = h.runTLSReport(ctx, r, tsz, test)
-	}
-	if err == nil && withCluster {
-		err = h.runClusterReport(ctx, r, csz, cest)
+	if *quick && withCluster {
+		// The smoke run starts the clusters beside the single-node runs: its numbers mean
+		// nothing, and the clusters mostly wait (JVM starts, ZooKeeper sessions, failover).
+		err = h.runConcurrentCluster(ctx, r, csz, func() error {
+			err := h.runAll(ctx, ws, r)
+			if err == nil && withTLSWorkload {
+				err = h.runTLSReport(ctx, r, tsz, test)
+			}
+			return errors.Join(err, h.stopShared())
+		})
+	} else {
+		err = h.runAll(ctx, ws, r)
+		if err == nil && withTLSWorkload {
+			err = h.runTLSReport(ctx, r, tsz, test)
+		}
+		err = errors.Join(err, h.stopShared())
+		if err == nil && withCluster {
+			err = h.runClusterReport(ctx, r, csz, cest)
+		}
 	}
 	if len(r.failures) > 0 && !*keep {
 		keepWork = true
@@ -279,32 +308,60 @@ func (h *harness) runClusterReport(ctx context.Context, r *report, csz clusterSi
 // runWorkload runs w r.reps times against every system with every load generator that can
 // drive it, into r.res[w.ID][generator][system], and failed runs into r.failures. It returns
 // an error only when ctx ends.
+// With h.shareBrokers (the quick smoke run) the systems' runs go side by side, each system's
+// load generators one after the other on its shared broker.
 func (h *harness) runWorkload(ctx context.Context, w workload, r *report) error {
 	r.res[w.ID] = map[string]map[string][]result{}
-	for rep := 1; rep <= r.reps; rep++ {
-		order := slices.Clone(r.systems)
-		if rep%2 == 0 { // A B C, C B A, ...: no broker always goes first
-			slices.Reverse(order)
-		}
-		for _, sys := range order {
-			for _, lg := range r.lgs {
-				if ok, _ := drives(lg, w); !ok {
-					continue
-				}
-				res, err := h.runOne(ctx, w, sys, lg, rep)
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if err != nil {
-					r.failures = append(r.failures, h.recordFailure(w, sys, lg, rep, err))
-					continue
-				}
+	n0 := len(r.failures)
+	var mu sync.Mutex // r.res and r.failures, when systems run side by side
+	runSystem := func(sys system, rep int) {
+		for _, lg := range r.lgs {
+			if ok, _ := drives(lg, w); !ok {
+				continue
+			}
+			res, err := h.runOne(ctx, w, sys, lg, rep)
+			if ctx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			if err != nil {
+				r.failures = append(r.failures, h.recordFailure(w, sys, lg, rep, err))
+			} else {
 				if r.res[w.ID][lg.Name()] == nil {
 					r.res[w.ID][lg.Name()] = map[string][]result{}
 				}
 				r.res[w.ID][lg.Name()][sys.Name] = append(r.res[w.ID][lg.Name()][sys.Name], res)
 			}
+			mu.Unlock()
 		}
+	}
+	for rep := 1; rep <= r.reps; rep++ {
+		order := slices.Clone(r.systems)
+		if rep%2 == 0 { // A B C, C B A, ...: no broker always goes first
+			slices.Reverse(order)
+		}
+		var wg sync.WaitGroup
+		for _, sys := range order {
+			if h.shareBrokers {
+				wg.Go(func() { runSystem(sys, rep) })
+			} else {
+				runSystem(sys, rep)
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if h.shareBrokers {
+		// This workload's failures in the order of the systems, as a sequential run has them.
+		idx := func(f failure) int {
+			return slices.IndexFunc(r.systems, func(s system) bool { return s.Name == f.System })
+		}
+		slices.SortStableFunc(r.failures[n0:], func(a, b failure) int { return cmp.Or(a.Rep-b.Rep, idx(a)-idx(b)) })
 	}
 	return nil
 }

@@ -265,13 +265,17 @@ func (r *report) markdown() string {
 	if len(r.failures) > 0 {
 		fmt.Fprintf(&b, "\n**%d run(s) failed: see Failed runs below; the results table marks them.**\n", len(r.failures))
 	}
-	fmt.Fprintf(&b, "\nRun %s UTC, %s mode, %d repetition(s) per workload and broker, interleaved (each repetition starts a fresh broker per workload; brokers take turns A B C, then C B A, ...); the figures are medians. Whole run: %s.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04"), r.mode, r.reps, r.elapsed.Round(time.Second))
+	how := "interleaved (each repetition starts a fresh broker per workload; brokers take turns A B C, then C B A, ...)"
+	if r.h.shareBrokers {
+		how = "one broker per system for every single-node run, the systems side by side, the cluster workload beside them"
+	}
+	fmt.Fprintf(&b, "\nRun %s UTC, %s mode, %d repetition(s) per workload and broker, %s; the figures are medians. Whole run: %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), r.mode, r.reps, how, r.elapsed.Round(time.Second))
 	b.WriteString("## Machine and versions\n\n")
 	fmt.Fprintf(&b, "- CPU: %s, %d cores; memory %s; kernel %s; filesystem of both brokers' data: %s (%s)\n", cpu, runtime.NumCPU(), mem, cmdOut("uname", "-r"), fs, r.h.workDir)
-	fmt.Fprintf(&b, "- Apache Kafka %s (org.apache.kafka:kafka_2.13 and kafka-tools from Maven Central), single node, KRaft combined broker+controller, %s, JVM `%s`\n", kafkaVersion, javaVer[0], strings.Join(kafkaBrokerJVM, " "))
+	fmt.Fprintf(&b, "- Apache Kafka %s (org.apache.kafka:kafka_2.13 and kafka-tools from Maven Central), single node, KRaft combined broker+controller, %s, JVM `%s`\n", kafkaVersion, javaVer[0], strings.Join(r.h.brokerJVM(), " "))
 	fmt.Fprintf(&b, "- Spool spoold at %s, %s\n", rev, runtime.Version())
-	fmt.Fprintf(&b, "- Load generators: %s (ProducerPerformance, ConsumerPerformance, EndToEndLatency), JVM `-Xmx1G -XX:+UseG1GC`; `spool bench` (sdk-go/cmd/spool, built with the broker). Each row names its generator; ratios compare brokers under the same one. %s\n", kafkaTools{}.Name(), r.spoolNote)
+	fmt.Fprintf(&b, "- Load generators: %s (ProducerPerformance, ConsumerPerformance, EndToEndLatency), JVM `%s`; `spool bench` (sdk-go/cmd/spool, built with the broker). Each row names its generator; ratios compare brokers under the same one. %s\n", kafkaTools{}.Name(), r.h.toolJVMLabel(), r.spoolNote)
 	fmt.Fprintf(&b, "- Load average (1, 5, 15 min) when the run began: %s; when this report was written: %s. Above the core count means other work competed with the brokers and load generators; differences under ±20%% are noise on this VM.\n\n", r.loadStart, loadAverage())
 	b.WriteString("## Durability per column\n\n")
 	for _, s := range r.systems {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -47,6 +50,7 @@ type workload struct {
 type sizes struct {
 	w1, w2, w3, w4, w4b, w5, w6 int64
 	w4bRate, w6Rate, e2eRate    int
+	w6Partitions                int
 }
 
 // fullSizes keep a full run (3 repetitions, 3 brokers, 2 load generators: 126 broker starts)
@@ -59,8 +63,12 @@ type sizes struct {
 // fetch goes to that broker meanwhile (ConsumerPerformance --print-metrics:
 // fetch-latency-max 502-517 ms in 12 of 13 runs against both). Over 250 MB that stall was
 // a quarter of the measured time and decided the ratio by luck.
-var fullSizes = sizes{w1: 2_500_000, w2: 2_000_000, w3: 400_000, w4: 3_000, w4b: 50_000, w5: 10_000_000, w6: 30_000, w4bRate: 10_000, w6Rate: 5_000, e2eRate: 1_000}
-var quickSizes = sizes{w1: 30_000, w2: 30_000, w3: 10_000, w4: 300, w4b: 2_000, w5: 30_000, w6: 2_000, w4bRate: 2_000, w6Rate: 2_000, e2eRate: 1_000}
+var fullSizes = sizes{w1: 2_500_000, w2: 2_000_000, w3: 400_000, w4: 3_000, w4b: 50_000, w5: 10_000_000, w6: 30_000, w4bRate: 10_000, w6Rate: 5_000, e2eRate: 1_000, w6Partitions: 1000}
+
+// quickSizes are the smoke run's: each phase as short as still goes through its code (a few
+// batches per partition, a rate that paces, a topic of many partitions), since its numbers
+// mean nothing and the JVM starts of Kafka and its tools are most of its time.
+var quickSizes = sizes{w1: 6_000, w2: 6_000, w3: 2_000, w4: 100, w4b: 500, w5: 6_000, w6: 500, w4bRate: 2_000, w6Rate: 2_000, e2eRate: 1_000, w6Partitions: 100}
 
 // scaled multiplies every record count by f (rates stay), for short runs of the full shapes.
 func (s sizes) scaled(f float64) sizes {
@@ -137,17 +145,26 @@ func workloads(s sizes) []workload {
 				}
 				return measure(func() (result, error) { return lg.Consume(ctx, addr, "w5", s.w5) })
 			}},
-		{ID: "W6", Title: fmt.Sprintf("1,000 partitions at %d records/s, 100 B, acks=all", s.w6Rate),
-			Setting: fmt.Sprintf("TopicCommand --partitions 1000, then ProducerPerformance --num-records %d --record-size 100 --throughput %d, acks=all, "+
+		{ID: "W6", Title: fmt.Sprintf("%s partitions at %d records/s, 100 B, acks=all", thousands(s.w6Partitions), s.w6Rate),
+			Setting: fmt.Sprintf("TopicCommand --partitions %d, then ProducerPerformance --num-records %d --record-size 100 --throughput %d, acks=all, "+
 				"enable.idempotence=false against both brokers (with idempotence, Kafka 3.9.2 answered OutOfOrderSequenceException to Kafka's producer "+
-				"at 1,000 partitions on this VM while it was still creating the partitions, and the producer failed)", s.w6, s.w6Rate),
-			SpoolSetting: "spool topic create --partitions 1000, then " + sb(s.w6, 100, "all", s.w6Rate) + " (idempotent, the default)",
+				"at 1,000 partitions on this VM while it was still creating the partitions, and the producer failed)", s.w6Partitions, s.w6, s.w6Rate),
+			SpoolSetting: fmt.Sprintf("spool topic create --partitions %d, then ", s.w6Partitions) + sb(s.w6, 100, "all", s.w6Rate) + " (idempotent, the default)",
 			Latency:      "produce latency at a fixed rate",
 			Needs:        []string{needRate},
 			Phases:       []phase{{op: "produce", records: s.w6, size: 100, rate: s.w6Rate}},
-			run: produce("w6", 1000, produceSpec{Records: s.w6, Size: 100, Acks: "all", Throughput: s.w6Rate,
+			run: produce("w6", s.w6Partitions, produceSpec{Records: s.w6, Size: 100, Acks: "all", Throughput: s.w6Rate,
 				NoIdempotence: true})},
 	}
+}
+
+// thousands is n with a comma between groups of three digits (1000: "1,000").
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // runDir is where the run of w on sys with lg, repetition rep, keeps its broker's data and logs.
@@ -163,13 +180,24 @@ const brokerOutputHeader = "broker output:"
 const crashGrace = 2 * time.Second
 
 // runOne starts a fresh broker for sys, runs w with lg, stops the broker and returns the result.
+// With h.shareBrokers (the quick smoke run) it runs w on sys's shared broker instead, in
+// topics of its own (sharedTopics), and leaves the broker running for the next run.
 func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen, rep int) (result, error) {
 	dir := h.runDir(w, sys, lg, rep)
-	b, err := h.startBroker(ctx, sys, dir)
+	var b *broker
+	var err error
+	if h.shareBrokers {
+		b, err = h.sharedBroker(ctx, sys)
+		lg = sharedTopics{loadgen: lg, suffix: "-" + strings.ToLower(lg.Short())}
+	} else {
+		b, err = h.startBroker(ctx, sys, dir)
+	}
 	if err != nil {
 		return result{}, err
 	}
-	defer b.Stop()
+	if !h.shareBrokers {
+		defer b.Stop()
+	}
 	var cpu, clientCPU float64
 	measure := func(f func() (result, error)) (result, error) {
 		c0, err := b.CPUSeconds()
@@ -204,8 +232,10 @@ func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen
 	}
 	r.CPU, r.ClientCPU = cpu, clientCPU
 	r.PeakRSS = b.PeakRSS()
-	if err := b.Stop(); err != nil {
-		return result{}, err
+	if !h.shareBrokers {
+		if err := b.Stop(); err != nil {
+			return result{}, err
+		}
 	}
 	lat := ""
 	if r.HasLatency {
@@ -217,4 +247,70 @@ func (h *harness) runOne(ctx context.Context, w workload, sys system, lg loadgen
 		removeAll(dir)
 	}
 	return r, nil
+}
+
+// sharedBrokers are the brokers of a run with harness.shareBrokers, one per system, started
+// by the first run that needs one and again by the next run after one has died.
+type sharedBrokers struct {
+	mu      sync.Mutex
+	brokers map[string]*broker
+	starts  int
+}
+
+// sharedBroker is sys's running shared broker, started (under the work dir's
+// shared-<system>-<n>) when there is none or the last one has exited.
+func (h *harness) sharedBroker(ctx context.Context, sys system) (*broker, error) {
+	h.shared.mu.Lock()
+	defer h.shared.mu.Unlock()
+	if b := h.shared.brokers[sys.Name]; b != nil && b.Alive() == nil {
+		return b, nil
+	}
+	h.shared.starts++
+	b, err := h.startBroker(ctx, sys, filepath.Join(h.workDir, fmt.Sprintf("shared-%s-%d", sys.Name, h.shared.starts)))
+	if err != nil {
+		return nil, err
+	}
+	if h.shared.brokers == nil {
+		h.shared.brokers = map[string]*broker{}
+	}
+	h.shared.brokers[sys.Name] = b
+	return b, nil
+}
+
+// stopShared stops the shared brokers.
+func (h *harness) stopShared() error {
+	h.shared.mu.Lock()
+	defer h.shared.mu.Unlock()
+	var errs []error
+	for name, b := range h.shared.brokers {
+		if err := b.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+		delete(h.shared.brokers, name)
+	}
+	return errors.Join(errs...)
+}
+
+// sharedTopics is a load generator whose topics carry suffix, so the runs of one workload by
+// several load generators on one shared broker each have topics of their own.
+type sharedTopics struct {
+	loadgen
+	suffix string
+}
+
+func (s sharedTopics) CreateTopic(ctx context.Context, addr, topic string, partitions int) error {
+	return s.loadgen.CreateTopic(ctx, addr, topic+s.suffix, partitions)
+}
+
+func (s sharedTopics) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
+	p.Topic += s.suffix
+	return s.loadgen.Produce(ctx, addr, p)
+}
+
+func (s sharedTopics) Consume(ctx context.Context, addr, topic string, records int64) (result, error) {
+	return s.loadgen.Consume(ctx, addr, topic+s.suffix, records)
+}
+
+func (s sharedTopics) EndToEnd(ctx context.Context, addr, topic string, records int64, size int, acks string, rate int) (result, error) {
+	return s.loadgen.EndToEnd(ctx, addr, topic+s.suffix, records, size, acks, rate)
 }

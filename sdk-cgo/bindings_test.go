@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,12 +75,15 @@ func cargo(t testing.TB) string {
 // mapping, a broker that is down, no libspool handle left after the drops, and
 // (tests/security.rs) SASL_SSL with SCRAM-SHA-512 against startSecureBroker.
 func TestRust(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	cargo := cargo(t)
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	env := append(libEnv(prefix, addr), "CARGO_TARGET_DIR="+cargoTarget(t))
 	env = append(env, startSecureBroker(t).env()...) // tests/security.rs
-	out := run(t, 5*time.Minute, filepath.Join("bindings", "rust"), env, cargo, "test", "--offline", "-q")
+	// The timeouts of the builds guard against a hang, not a slow machine: the tests of this
+	// package run side by side, and a build shares two cores with others.
+	out := run(t, 10*time.Minute, filepath.Join("bindings", "rust"), env, cargo, "test", "--offline", "-q")
 	// The broker tests ran and none was ignored.
 	if !regexp.MustCompile(`test result: ok\. [1-9]\d* passed; 0 failed; 0 ignored`).Match(out) ||
 		regexp.MustCompile(`[1-9]\d* ignored`).Match(out) {
@@ -89,12 +93,13 @@ func TestRust(t *testing.T) {
 
 // TestExampleRust runs examples/rust twice against a broker, with the crate of this tree.
 func TestExampleRust(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	cargo := cargo(t)
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	env := append(libEnv(prefix, addr), "CARGO_TARGET_DIR="+cargoTarget(t))
 	checkQuickstart(t, "rust-quickstart", func() []byte {
-		return run(t, 5*time.Minute, filepath.Join("..", "examples", "rust"), env, cargo, "run", "--offline", "-q", "--", addr)
+		return run(t, 10*time.Minute, filepath.Join("..", "examples", "rust"), env, cargo, "run", "--offline", "-q", "--", addr)
 	})
 }
 
@@ -133,6 +138,7 @@ func nodeModules(t testing.TB, dir, pkg string) {
 // broker that is down, no libspool handle left after disconnect, and (test/security.test.js)
 // SASL_SSL with SCRAM-SHA-512 against startSecureBroker.
 func TestNode(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	node := needCommand(t, "node", "nodejs")
 	dir := filepath.Join("bindings", "node")
@@ -149,6 +155,7 @@ func TestNode(t *testing.T) {
 // TestExampleNode runs examples/node/quickstart.js twice against a broker, with the binding
 // of this tree (a file: dependency of the example's package).
 func TestExampleNode(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	node := needCommand(t, "node", "nodejs")
 	dir := filepath.Join("..", "examples", "node")
@@ -160,8 +167,13 @@ func TestExampleNode(t *testing.T) {
 	})
 }
 
-// javaBuilt is set once mavenBuild has compiled the binding and written its class path.
-var javaBuilt bool
+// javaBuilt is set once mavenBuild has compiled the binding and written its class path;
+// javaMu serializes the Maven runs on the one build directory (not installMu: a run of the
+// JUnit tests takes minutes, and other tests install meanwhile).
+var (
+	javaMu    sync.Mutex
+	javaBuilt bool
+)
 
 // mavenBuild runs the Java binding's Maven build with goals (plus writing its runtime
 // classpath) into one build directory of this test binary, and returns that directory:
@@ -176,8 +188,8 @@ func mavenBuild(t testing.TB, env []string, goals ...string) string {
 	brokertest.NeedTool(t, filepath.Join(home, ".m2", "repository", "net", "java", "dev", "jna", "jna", "5.14.0", "jna-5.14.0.jar"),
 		"Maven artifacts of sdk-cgo/bindings/java, fetched by scripts/install-deps.sh")
 	build := filepath.Join(installTmp, "java-build")
-	installMu.Lock()
-	defer installMu.Unlock()
+	javaMu.Lock()
+	defer javaMu.Unlock()
 	if len(goals) == 0 {
 		if javaBuilt {
 			return build
@@ -186,7 +198,7 @@ func mavenBuild(t testing.TB, env []string, goals ...string) string {
 	}
 	args := append([]string{"-o", "-q", "-B", "-Dstyle.color=never", "-Dspool.buildDir=" + build}, goals...)
 	args = append(args, "dependency:build-classpath", "-DincludeScope=runtime", "-Dmdep.outputFile="+filepath.Join(build, "cp.txt"))
-	run(t, 5*time.Minute, filepath.Join("bindings", "java"), env, mvn, args...)
+	run(t, 10*time.Minute, filepath.Join("bindings", "java"), env, mvn, args...)
 	javaBuilt = true
 	return build
 }
@@ -196,6 +208,7 @@ func mavenBuild(t testing.TB, env []string, goals ...string) string {
 // a broker that is down, no libspool handle left after close, and (SecurityTest) SASL_SSL
 // with SCRAM-SHA-512 against startSecureBroker.
 func TestJava(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	env := append(libEnv(prefix, addr), startSecureBroker(t).env()...) // SecurityTest
@@ -219,6 +232,7 @@ func TestJava(t *testing.T) {
 // TestExampleJava runs examples/java/Quickstart.java (a single-file program) twice against
 // a broker, with the binding's classes of this tree and JNA on the class path.
 func TestExampleJava(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	java := brokertest.NeedTool(t, "/usr/bin/java", "openjdk-17-jdk-headless")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
@@ -230,6 +244,6 @@ func TestExampleJava(t *testing.T) {
 	}
 	classpath := filepath.Join(build, "classes") + string(os.PathListSeparator) + string(bytes.TrimSpace(cp))
 	checkQuickstart(t, "java-quickstart", func() []byte {
-		return run(t, time.Minute, filepath.Join("..", "examples", "java"), env, java, "-cp", classpath, "Quickstart.java", addr)
+		return run(t, 3*time.Minute, filepath.Join("..", "examples", "java"), env, java, "-cp", classpath, "Quickstart.java", addr) // a JVM that compiles the file
 	})
 }

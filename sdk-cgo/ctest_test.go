@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -63,7 +65,20 @@ func install(t testing.TB, variant string) string {
 	return installs[variant]
 }
 
+// parallelTests is how many of this package's tests run at once unless -test.parallel says
+// otherwise: they mostly wait on the programs they start (C programs, valgrind, pytest, cargo,
+// node, Maven) and on the brokers those talk to, so more than GOMAXPROCS (go test's default)
+// overlap their waits; few enough that two cores are not buried under compilers and JVMs
+// (cargo, Maven, valgrind).
+const parallelTests = 3
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
 	code := m.Run()
 	if installTmp != "" {
 		os.RemoveAll(installTmp)
@@ -135,11 +150,25 @@ func runnersOf(t *testing.T, src, name string) []runner {
 		// runtime can announce a new block at an address valgrind still holds as allocated,
 		// and valgrind's leak check then aborts ("Block ... overlaps", "the 'impossible'
 		// happened"). Without collection no memory is reused; these programs are short.
-		runner{"valgrind", exe(vg, []string{"GODEBUG=asyncpreemptoff=1", "GOGC=off"}, valgrind, "--quiet", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-			"--suppressions=tests/go-runtime.supp", "--error-exitcode=1")})
+		runner{"valgrind", oneAtATime(valgrindRuns, exe(vg, []string{"GODEBUG=asyncpreemptoff=1", "GOGC=off"}, valgrind, "--quiet", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+			"--suppressions=tests/go-runtime.supp", "--error-exitcode=1"))})
+}
+
+// valgrindRuns lets one valgrind run at a time in this package: it computes (a program under
+// it runs tens of times slower, on one core), and the tests that start them run side by side.
+var valgrindRuns = make(chan struct{}, 1)
+
+// oneAtATime is run holding sem.
+func oneAtATime(sem chan struct{}, run func(t *testing.T, args ...string) (string, error)) func(t *testing.T, args ...string) (string, error) {
+	return func(t *testing.T, args ...string) (string, error) {
+		sem <- struct{}{}
+		defer func() { <-sem }()
+		return run(t, args...)
+	}
 }
 
 func TestSymbols(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	lib := filepath.Join(prefix, "lib", "libspool.so.0")
 	out, err := exec.Command("readelf", "-d", lib).Output()
@@ -206,6 +235,7 @@ func TestSymbols(t *testing.T) {
 // TestStaticArchive links the C tests with libspool.a (and pkg-config's private libraries)
 // and runs the scenario that needs no broker.
 func TestStaticArchive(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	pc := exec.Command("pkg-config", "--static", "--libs-only-l", "spool")
 	pc.Env = append(os.Environ(), "PKG_CONFIG_PATH="+filepath.Join(prefix, "lib", "pkgconfig"))
@@ -234,17 +264,19 @@ func TestStaticArchive(t *testing.T) {
 
 // TestC runs the C scenarios against a real broker, under each runner.
 func TestC(t *testing.T) {
+	t.Parallel()
 	rs := runners(t)
 	b := brokertest.Start(t, brokertest.Options{})
 	admin, err := spool.NewClient(spool.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	t.Cleanup(admin.Close) // after the parallel subtests
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	for _, r := range rs {
 		t.Run(r.name, func(t *testing.T) {
+			t.Parallel() // every runner has topics and groups of its own
 			run := func(args ...string) string {
 				t.Helper()
 				out, err := r.run(t, args...)
@@ -374,6 +406,7 @@ func checkProduced(t *testing.T, ctx context.Context, addr, topic string, n int)
 // TestExampleC builds examples/c/quickstart.c as its comment says and runs it twice against
 // a broker: the second run must read only its own records.
 func TestExampleC(t *testing.T) {
+	t.Parallel()
 	bin := compile(t, "", "../examples/c/quickstart.c", "quickstart")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	want := regexp.MustCompile(`^libspool 0\.1\.0\n` +

@@ -16,17 +16,19 @@ import (
 // in packed calls, every report taken packed, and every record consumed back packed with the
 // same bytes, under each runner.
 func TestCPacked(t *testing.T) {
+	t.Parallel()
 	rs := runnersOf(t, "tests/packed_test.c", "packed_test")
 	b := brokertest.Start(t, brokertest.Options{})
 	admin, err := spool.NewClient(spool.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	t.Cleanup(admin.Close) // after the parallel subtests
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	for _, r := range rs {
 		t.Run(r.name, func(t *testing.T) {
+			t.Parallel() // every runner has a topic of its own
 			out, err := r.run(t, "api", b.Addr)
 			if err != nil || !strings.Contains(out, "api: ok") {
 				t.Fatalf("api: %v\n%s", err, out)

@@ -21,6 +21,7 @@ import (
 // kcat: the same bytes, and keyed records in murmur2's partitions. tests/test_security.py runs
 // against startSecureBroker's SASL_SSL listener.
 func TestPython(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	python := brokertest.NeedPython(t, "pytest", "python3-pytest")
 	kcat := brokertest.NeedTool(t, "/usr/bin/kcat", "kcat")
@@ -110,6 +111,7 @@ func TestPython(t *testing.T) {
 // TestExamplePython runs examples/python/quickstart.py twice against a broker, with the
 // binding from this tree and the library as installed.
 func TestExamplePython(t *testing.T) {
+	t.Parallel()
 	prefix := install(t, "")
 	python := brokertest.NeedTool(t, "/usr/bin/python3", "python3")
 	addr := brokertest.Start(t, brokertest.Options{}).Addr

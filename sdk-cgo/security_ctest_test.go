@@ -56,12 +56,14 @@ func (s *secureBroker) env() []string {
 // against a broker's SASL_SSL listener: a SCRAM-SHA-512 user made through the Go SDK's admin
 // produces and consumes, and a wrong password is refused with SASL_AUTHENTICATION_FAILED.
 func TestCSecurity(t *testing.T) {
+	t.Parallel()
 	rs := runnersOf(t, "tests/security_test.c", "security_test")
 	s := startSecureBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel) // after the parallel subtests
 	for _, r := range rs {
 		t.Run(r.name, func(t *testing.T) {
+			t.Parallel() // every runner has a topic of its own
 			topic := "c-secure-" + r.name
 			if err := s.Admin.Admin().CreateTopic(ctx, topic, 1, 1, nil); err != nil {
 				t.Fatal(err)

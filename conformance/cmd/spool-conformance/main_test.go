@@ -2,20 +2,56 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/conformance/drivers"
 )
 
+// cliEnv makes the test binary the spool-conformance command (see TestMain), so a test can
+// run it as a process with an environment of its own instead of changing the test's.
+const cliEnv = "SPOOL_CONFORMANCE_TEST_CLI"
+
 func TestMain(m *testing.M) {
 	drivers.MaybeServe()
+	if os.Getenv(cliEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	os.Exit(m.Run())
+}
+
+// runCLIProcess runs the command as a process (this test binary, see cliEnv) with env added
+// to the test's environment.
+func runCLIProcess(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Env = append(append(os.Environ(), cliEnv+"=1"), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
 }
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -59,6 +95,7 @@ func TestList(t *testing.T) {
 
 // A run against a real broker: the table with its summary, JSON lines and JUnit XML.
 func TestRunAgainstSpool(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{}).Addr
 	code, out, stderr := runCLI("--bootstrap", addr, "--cases", "produce/codec-*,client/produce-consume")
 	if code != 0 {
@@ -101,6 +138,7 @@ func TestRunAgainstSpool(t *testing.T) {
 
 // A failing case makes the exit status 1 and says why in the table.
 func TestFailureExits1(t *testing.T) {
+	t.Parallel()
 	addr := brokertest.Start(t, brokertest.Options{Props: map[string]string{"auto.create.topics.enable": "false"}}).Addr
 	code, out, _ := runCLI("--bootstrap", addr, "--cases", "metadata/auto-create,metadata/cluster", "--case-timeout", "5s")
 	if code != 1 || !strings.Contains(out, "FAIL") || !strings.HasSuffix(out, "1 passed, 1 failed\n") {

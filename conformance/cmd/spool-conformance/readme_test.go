@@ -30,6 +30,7 @@ func conformanceBlocks(t *testing.T) []string {
 // The block that starts the reference Kafka brokers (a minute of JVM starts) runs with
 // CONFORMANCE_README_KAFKA=1, as make conformance-matrix sets it, from the repository root.
 func TestReadmeConformance(t *testing.T) {
+	t.Parallel()
 	brokertest.NeedTool(t, "/usr/share/java/zookeeper.jar", "zookeeper")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")

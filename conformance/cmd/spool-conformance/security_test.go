@@ -18,6 +18,7 @@ import (
 // SCRAM-SHA-512 user, its password from $SPOOL_SASL_PASSWORD): the suite's own connections
 // and every driver's client authenticate. A wrong password fails the cases with SASL_AUTHENTICATION_FAILED.
 func TestSecuredBroker(t *testing.T) {
+	t.Parallel() // the commands run as processes with the environment below, not the test's
 	brokertest.NeedTool(t, "/usr/bin/gcc", "gcc")
 	brokertest.NeedTool(t, "/usr/bin/make", "make")
 	brokertest.NeedTool(t, "/usr/bin/pkg-config", "pkg-config")
@@ -28,7 +29,7 @@ func TestSecuredBroker(t *testing.T) {
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("installing libspool: %v\n%s", err, out)
 	}
-	t.Setenv("PKG_CONFIG_PATH", filepath.Join(dir, "prefix", "lib", "pkgconfig"))
+	env := []string{"PKG_CONFIG_PATH=" + filepath.Join(dir, "prefix", "lib", "pkgconfig")}
 
 	ca := testca.New(t)
 	props := brokertest.SASLSSLProps(t, ca)
@@ -51,8 +52,8 @@ func TestSecuredBroker(t *testing.T) {
 	}
 
 	secure := []string{"--bootstrap", addr, "--tls-ca", ca.File, "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", "carol"}
-	t.Setenv("SPOOL_SASL_PASSWORD", "carol-secret")
-	code, out, stderr := runCLI(append(secure, "--driver", "go,c,franz-go",
+	env = append(env, "SPOOL_SASL_PASSWORD=carol-secret")
+	code, out, stderr := runCLIProcess(t, env, append(secure, "--driver", "go,c,franz-go",
 		"--cases", "produce/acksall,client/produce-consume,client/null-and-empty,client/group-commit-resume")...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
@@ -70,12 +71,10 @@ func TestSecuredBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PYTHONPATH", binding)
-	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
-	t.Setenv("SPOOL_LIBRARY", filepath.Join(dir, "prefix", "lib", "libspool.so.0"))
+	env = append(env, "PYTHONPATH="+binding, "PYTHONDONTWRITEBYTECODE=1", "SPOOL_LIBRARY="+filepath.Join(dir, "prefix", "lib", "libspool.so.0"))
 	brokertest.NeedTool(t, "/usr/bin/python3", "python3")
 	brokertest.NeedTool(t, "/usr/bin/javac", "openjdk-17-jdk-headless")
-	code, out, stderr = runCLI(append(secure, "--driver", "python,java", "--java-classpath", brokertest.KafkaJars(t),
+	code, out, stderr = runCLIProcess(t, env, append(secure, "--driver", "python,java", "--java-classpath", brokertest.KafkaJars(t),
 		"--cases", "client/produce-consume,client/group-commit-resume")...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
@@ -87,7 +86,7 @@ func TestSecuredBroker(t *testing.T) {
 	}
 
 	// Refused: the flag's password wins over the environment's.
-	code, out, _ = runCLI(append(secure, "--sasl-password", "guess", "--driver", "go", "--cases", "produce/acksall,client/produce-consume", "--case-timeout", "20s")...)
+	code, out, _ = runCLIProcess(t, env, append(secure, "--sasl-password", "guess", "--driver", "go", "--cases", "produce/acksall,client/produce-consume", "--case-timeout", "20s")...)
 	if code != 1 || strings.Count(out, "SASL_AUTHENTICATION_FAILED") < 2 || !strings.HasSuffix(out, "0 passed, 2 failed\n") {
 		t.Errorf("wrong password: exit %d:\n%s", code, out)
 	}

@@ -104,3 +104,24 @@ func TestCLISIGTERMLeavesGroup(t *testing.T) {
 		t.Fatalf("committed %+v, want offsets adding up to the 6 records printed", got)
 	}
 }
+
+// TestCLIMisspeltFlag: a misspelt flag gets one line naming the flag meant and where the
+// flags are listed, exit 2, as spoold's "did you mean" for properties; before, Go's message
+// came with 30 lines of usage.
+func TestCLIMisspeltFlag(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"consume", "--topc", "orders"}, "spool: consume: flag provided but not defined: -topc (did you mean --topic?); 'spool consume --help' lists the flags\n"},
+		{[]string{"topic", "list", "--jsn"}, "spool: topic list: flag provided but not defined: -jsn (did you mean --json?); 'spool topic list --help' lists the flags\n"},
+		{[]string{"--brokrs", "x:1", "topic", "list"}, "spool: flag provided but not defined: -brokrs (did you mean --brokers?); 'spool --help' lists the commands and global flags\n"},
+		{[]string{"consume", "--zzzzzzzz"}, "spool: consume: flag provided but not defined: -zzzzzzzz; 'spool consume --help' lists the flags\n"},
+	}
+	for _, c := range cases {
+		r := runCLI(t, "127.0.0.1:1", "", c.args...)
+		if r.code != 2 || r.stdout != "" || r.stderr != c.want {
+			t.Errorf("%v: exit %d stdout %q stderr %q; want exit 2 and %q", c.args, r.code, r.stdout, r.stderr, c.want)
+		}
+	}
+}

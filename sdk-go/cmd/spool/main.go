@@ -55,6 +55,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var ue usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "spool: %s\n", ue.msg)
+		if ue.short {
+			return 2
+		}
 		if ue.usage == "" {
 			ue.usage = overview()
 		}
@@ -95,6 +98,13 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := g.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return helpRequest{overview()}
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			msg := err.Error()
+			if s := closestFlag(g, name); s != "" {
+				msg += fmt.Sprintf(" (did you mean --%s?)", s)
+			}
+			return usageError{msg: msg + "; 'spool --help' lists the commands and global flags", short: true}
 		}
 		return usageError{msg: err.Error()}
 	}

@@ -125,3 +125,25 @@ func TestCLIMisspeltFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestCLITopicListHidesInternal: topic list shows the user's topics; __consumer_offsets (and
+// any __ topic, and _schemas) only with --internal, as rpk does.
+func TestCLITopicListHidesInternal(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "topic", "create", "orders", "_schemas", "--partitions", "1"))
+	ok(t, runCLI(t, addr, "a\n", "produce", "--topic", "orders"))
+	ok(t, runCLI(t, addr, "", "consume", "--topic", "orders", "--group", "g", "--offset", "beginning", "--count", "1"))
+	want := "NAME    PARTITIONS  REPLICAS\norders  1           1\n"
+	if r := ok(t, runCLI(t, addr, "", "topic", "list")); r.stdout != want {
+		t.Fatalf("topic list:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if r := ok(t, runCLI(t, addr, "", "topic", "list", "--json")); strings.Contains(r.stdout, "__consumer_offsets") || !strings.Contains(r.stdout, `"orders"`) {
+		t.Fatalf("topic list --json: %s", r.stdout)
+	}
+	r := ok(t, runCLI(t, addr, "", "topic", "list", "--internal"))
+	for _, name := range []string{"__consumer_offsets", "_schemas", "orders"} {
+		if !strings.Contains(r.stdout, name) {
+			t.Errorf("topic list --internal lacks %s:\n%s", name, r.stdout)
+		}
+	}
+}

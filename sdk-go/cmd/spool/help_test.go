@@ -16,7 +16,7 @@ import (
 // so a flag that loses its help line, or a help that lists another command's flags, fails.
 var subcommandFlags = map[string][]string{
 	"topic create":          {"partitions", "replication-factor", "config"},
-	"topic list":            {"json"},
+	"topic list":            {"json", "internal"},
 	"topic describe":        {"json"},
 	"topic alter-config":    {"set", "delete"},
 	"topic add-partitions":  {"num"},

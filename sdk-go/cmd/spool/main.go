@@ -360,7 +360,10 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	case "add-partitions":
 		add = fs.Int("num", 0, "how many partitions to add (required)")
 	}
-	asJSON := new(bool)
+	asJSON, internal := new(bool), new(bool)
+	if sub == "list" {
+		internal = fs.Bool("internal", false, "list internal topics too (names starting with __, and _schemas), as rpk's --internal")
+	}
 	if sub == "list" || sub == "describe" {
 		asJSON = fs.Bool("json", false, "print one JSON document (fields in the README) instead of a table")
 	}
@@ -405,6 +408,9 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 		}
 		rows := []topicJSON{}
 		for _, d := range ds {
+			if !*internal && isInternalTopic(d.Name) {
+				continue
+			}
 			rows = append(rows, topicSummary(d))
 		}
 		if *asJSON {
@@ -639,4 +645,11 @@ func lookupTopic(ctx context.Context, cl *spool.Client, topic string) (int, erro
 		return len(t.Partitions), nil
 	}
 	return 0, fmt.Errorf("topic %q: not in the metadata response: %w", topic, wire.ErrUnknownTopicOrPartition)
+}
+
+// isInternalTopic tells the topics Kafka and its tools keep for themselves
+// (__consumer_offsets, __transaction_state, ...) and the schema registry's _schemas, which
+// topic list hides unless --internal.
+func isInternalTopic(name string) bool {
+	return strings.HasPrefix(name, "__") || name == "_schemas"
 }

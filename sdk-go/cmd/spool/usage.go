@@ -20,7 +20,9 @@ type doc struct {
 
 var docs = []doc{
 	{name: "topic create", args: "NAME...", summary: "create topics"},
-	{name: "topic list", summary: "list the topics with their partition counts and replication factors"},
+	{name: "topic list", summary: "list the topics with their partition counts and replication factors",
+		about: "Internal topics (names starting with __, such as __consumer_offsets, and _schemas) are\n" +
+			"listed only with --internal, as rpk does."},
 	{name: "topic describe", args: "NAME...", summary: "show partitions (leader, replicas, log start, high watermark, size in bytes) and the topic's config overrides"},
 	{name: "topic alter-config", args: "NAME...", summary: "set (--set k=v) or remove (--delete NAME) topic config overrides"},
 	{name: "topic add-partitions", args: "NAME... --num N", summary: "add N partitions to topics"},

@@ -147,3 +147,17 @@ func TestCLITopicListHidesInternal(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIElectLeadersCounts: elect-leaders of every partition counts each one, elected or
+// already led by its preferred replica. Before, the controller's answer for "all partitions"
+// lists only those it elected, and 6 partitions in place printed "0 leaders elected, 0
+// already in place".
+func TestCLIElectLeadersCounts(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	ok(t, runCLI(t, addr, "", "topic", "create", "a", "--partitions", "4"))
+	ok(t, runCLI(t, addr, "", "topic", "create", "b", "--partitions", "2"))
+	r := ok(t, runCLI(t, addr, "", "cluster", "elect-leaders"))
+	if r.stdout != "0 leaders elected, 6 already in place\n" {
+		t.Fatalf("elect-leaders: %q, want 6 partitions already in place", r.stdout)
+	}
+}

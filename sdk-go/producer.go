@@ -222,7 +222,7 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	if tm == nil || p.waitingTopics.Load() > 0 {
 		// A topic not known yet: the record waits for it (producer_wait.go), without
 		// blocking, behind any record of the topic already waiting.
-		if tm = p.park(r, cb, tracked, token, size); tm == nil {
+		if tm = p.park(ctx, r, cb, tracked, token, size); tm == nil {
 			return
 		}
 	}

@@ -38,10 +38,12 @@ func TestCLIConsumeFormatVerbs(t *testing.T) {
 	if r.stdout != want {
 		t.Fatalf("formatted\n%q\nwant\n%q", r.stdout, want)
 	}
-	// Without --from-beginning the consumer starts at the end: a record produced after it
-	// started is the only one it sees.
+	// With --offset end the consumer starts at the end: a record produced after it started is
+	// the only one it sees.
 	done := make(chan result, 1)
-	go func() { done <- runCLI(t, addr, "", "consume", "--topic", "fmt", "--count", "1", "--format", `%v`) }()
+	go func() {
+		done <- runCLI(t, addr, "", "consume", "--topic", "fmt", "--offset", "end", "--count", "1", "--format", `%v`)
+	}()
 	// The end is only known once the consumer is running, so keep producing until it sees one.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()

@@ -28,6 +28,7 @@ type waitingRec struct {
 	token    uint64
 	size     int
 	deadline time.Time
+	err      error // why it could not join a batch, once its topic was known
 }
 
 // knownTopic returns the metadata of topic if the client has it with partitions, else nil.
@@ -116,15 +117,18 @@ func (p *producer) lookUp(topic string) {
 		}
 		p.waitMu.Lock()
 		ws := p.waiting[topic]
-		var failed []waitingRec
+		var failed, refused []waitingRec
 		switch {
 		case tm != nil:
 			// In produce order, under waitMu: a Produce of this topic waits in park until
 			// they have joined their batches, so that it comes after them.
 			for _, w := range ws {
-				p.appendRecord(w.ctx, w.r, w.cb, w.tracked, w.token, w.size, tm)
+				if cb, err := p.appendRecord(w.ctx, w.r, w.cb, w.tracked, w.token, w.size, tm); err != nil {
+					w.cb, w.err = cb, err
+					refused = append(refused, w) // told after waitMu, which a callback's Produce takes
+				}
 			}
-			p.buffered.Add(-int64(len(ws)))
+			p.buffered.Add(-int64(len(ws) - len(refused))) // in batches now, counted there
 			ws = nil
 		case fatal:
 			failed, ws = ws, nil
@@ -144,17 +148,17 @@ func (p *producer) lookUp(topic string) {
 			p.waiting[topic] = ws
 		}
 		p.waitMu.Unlock()
+		for _, w := range refused { // appendRecord gave back their room in the buffer
+			p.failRecord(w.r, w.cb, w.tracked, w.token, w.err)
+			p.buffered.Add(-1)
+		}
 		for _, w := range failed {
-			if w.tracked {
-				p.failTracked(w.r, w.token, err)
-			} else if w.cb != nil {
-				w.cb(w.r, err)
-			}
+			p.failRecord(w.r, w.cb, w.tracked, w.token, err)
 			p.slots.release(1, int64(w.size))
 			p.buffered.Add(-1)
 		}
-		if len(failed) > 0 {
-			p.batchDone()
+		if len(failed)+len(refused) > 0 {
+			p.batchDone() // wakes Flush
 		}
 		if len(ws) == 0 {
 			return

@@ -222,31 +222,36 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	if tm == nil || p.waitingTopics.Load() > 0 {
 		// A topic not known yet: the record waits for it (producer_wait.go), without
 		// blocking, behind any record of the topic already waiting.
-		if tm = p.park(r, cb, tracked, token, size); tm == nil {
+		if tm = p.park(ctx, r, cb, tracked, token, size); tm == nil {
 			return
 		}
 	}
-	p.appendRecord(ctx, r, cb, tracked, token, size, tm)
+	if cb, err := p.appendRecord(ctx, r, cb, tracked, token, size, tm); err != nil {
+		p.failRecord(r, cb, tracked, token, err)
+	}
+}
+
+// failRecord gives r, which never joined a batch, its outcome err.
+func (p *producer) failRecord(r *Record, cb func(*Record, error), tracked bool, token uint64, err error) {
+	if tracked {
+		p.failTracked(r, token, err)
+	} else if cb != nil {
+		cb(r, err)
+	}
 }
 
 // appendRecord puts r, which holds size bytes of the buffer, into its partition's open batch,
-// tm being its topic's metadata.
-func (p *producer) appendRecord(ctx context.Context, r *Record, cb func(*Record, error), tracked bool, token uint64, size int, tm *topicMeta) {
+// tm being its topic's metadata. If r cannot join a batch, it gives back r's room in the buffer
+// and returns why, with the callback (cb, or the one ending r's producer span) that the caller
+// then calls with the error, outside its locks.
+func (p *producer) appendRecord(ctx context.Context, r *Record, cb func(*Record, error), tracked bool, token uint64, size int, tm *topicMeta) (func(*Record, error), error) {
 	cl := p.cl
-	fail := func(err error) {
-		if tracked {
-			p.failTracked(r, token, err)
-		} else if cb != nil {
-			cb(r, err)
-		}
-	}
 	n := len(tm.partitions)
 	part := cl.cfg.partitioner.Partition(r, n)
 	if part < 0 || part >= n {
 		p.slots.release(1, int64(size))
 		// The Kafka code for a partition the topic does not have, as a broker would answer.
-		fail(fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q: %w", part, n, r.Topic, wire.ErrUnknownTopicOrPartition))
-		return
+		return cb, fmt.Errorf("spool: partitioner chose partition %d of %d for topic %q: %w", part, n, r.Topic, wire.ErrUnknownTopicOrPartition)
 	}
 	r.Partition = int32(part)
 	if r.Timestamp.IsZero() {
@@ -266,8 +271,7 @@ func (p *producer) appendRecord(ctx context.Context, r *Record, cb func(*Record,
 	}
 	if size+batch.HeaderSize > cl.cfg.maxBatchBytes {
 		p.slots.release(1, int64(size))
-		fail(ErrRecordTooLarge)
-		return
+		return cb, ErrRecordTooLarge
 	}
 	p.start.Do(func() {
 		p.wg.Add(1)
@@ -315,6 +319,7 @@ func (p *producer) appendRecord(ctx context.Context, r *Record, cb func(*Record,
 	if wake {
 		p.wake()
 	}
+	return nil, nil
 }
 
 // recordSize is what a record counts against MaxBatchBytes and MaxBufferedBytes: its bytes

@@ -172,3 +172,35 @@ func TestProduceTopicDeletedWhileProducing(t *testing.T) {
 	}
 	t.Logf("%d acknowledged, %d failed", ok.Load(), failed.Load())
 }
+
+// TestProduceWaitingRecordRefused: records that waited for their topic and then cannot join a
+// batch (a partition the topic does not have) get their error, Flush returns, and a callback
+// that produces again to the same topic does not deadlock.
+func TestProduceWaitingRecordRefused(t *testing.T) {
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	cl := newClient(t, addr, spool.WithPartitioner(spool.ManualPartitioner()))
+	ctx := testCtx(t)
+	topic := fmt.Sprintf("refused-%d", time.Now().UnixNano())
+	if err := cl.Admin().CreateTopic(ctx, topic, 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	fresh := newClient(t, addr, spool.WithPartitioner(spool.ManualPartitioner())) // knows no topic yet
+	again := make(chan error, 1)
+	var got error
+	fresh.Produce(ctx, &spool.Record{Topic: topic, Partition: 9, Value: []byte("far")}, func(_ *spool.Record, err error) {
+		got = err
+		fresh.Produce(ctx, &spool.Record{Topic: topic, Partition: 0, Value: []byte("near")}, func(_ *spool.Record, err error) { again <- err })
+	})
+	if err := fresh.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(got, wire.ErrUnknownTopicOrPartition) {
+		t.Fatalf("partition 9 of 1: %v, want UNKNOWN_TOPIC_OR_PARTITION", got)
+	}
+	if err := fresh.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-again; err != nil {
+		t.Fatalf("produced from the callback: %v", err)
+	}
+}

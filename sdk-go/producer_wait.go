@@ -19,12 +19,16 @@ import (
 // waitingRec is a record waiting for its topic: the caller's (Produce) or a copy
 // (ProduceTracked, whose record is the caller's only during the call).
 type waitingRec struct {
+	// ctx is the Produce call's, for the trace context only (the parent of the record's
+	// producer span, and what is propagated in its headers).
+	ctx      context.Context
 	r        *Record
 	cb       func(*Record, error)
 	tracked  bool
 	token    uint64
 	size     int
 	deadline time.Time
+	err      error // why it could not join a batch, once its topic was known
 }
 
 // knownTopic returns the metadata of topic if the client has it with partitions, else nil.
@@ -40,7 +44,7 @@ func (cl *Client) knownTopic(topic string) *topicMeta {
 // park queues r behind the records waiting for its topic and returns nil, or returns the
 // topic's metadata when the topic is known and none of its records waits: then the caller
 // appends r itself.
-func (p *producer) park(r *Record, cb func(*Record, error), tracked bool, token uint64, size int) *topicMeta {
+func (p *producer) park(ctx context.Context, r *Record, cb func(*Record, error), tracked bool, token uint64, size int) *topicMeta {
 	p.waitMu.Lock()
 	defer p.waitMu.Unlock()
 	ws, waiting := p.waiting[r.Topic]
@@ -61,7 +65,7 @@ func (p *producer) park(r *Record, cb func(*Record, error), tracked bool, token 
 	if r.Timestamp.IsZero() {
 		r.Timestamp = p.clock.now() // when produced, not when its topic turns up
 	}
-	p.waiting[r.Topic] = append(ws, waitingRec{r: r, cb: cb, tracked: tracked, token: token, size: size,
+	p.waiting[r.Topic] = append(ws, waitingRec{ctx: ctx, r: r, cb: cb, tracked: tracked, token: token, size: size,
 		deadline: time.Now().Add(p.cl.cfg.deliveryTimeout)})
 	p.buffered.Add(1)
 	return nil
@@ -99,25 +103,32 @@ func (p *producer) lookUp(topic string) {
 	cl := p.cl
 	cl.addTopics(topic)
 	for attempt := 0; ; attempt++ {
-		tm, err := p.lookUpOnce(topic)
+		tm, reqErr, err := p.lookUpOnce(topic)
 		if err == nil && tm == nil {
 			err = wire.ErrUnknownTopicOrPartition
 		}
-		fatal := err != nil && !errors.Is(err, wire.ErrUnknownTopicOrPartition) && !retriable(err)
+		// The metadata request itself failing (no broker reachable, authentication refused;
+		// it retried within the request timeout) fails the records at once, as the lookup
+		// did when Produce made it; a topic that does not exist (yet), or has no leader yet,
+		// is waited for.
+		fatal := reqErr || (err != nil && !errors.Is(err, wire.ErrUnknownTopicOrPartition) && !wire.IsRetriable(err))
 		if cl.closed() {
 			tm, err, fatal = nil, ErrClosed, true
 		}
 		p.waitMu.Lock()
 		ws := p.waiting[topic]
-		var failed []waitingRec
+		var failed, refused []waitingRec
 		switch {
 		case tm != nil:
 			// In produce order, under waitMu: a Produce of this topic waits in park until
 			// they have joined their batches, so that it comes after them.
 			for _, w := range ws {
-				p.appendRecord(cl.ctx, w.r, w.cb, w.tracked, w.token, w.size, tm)
+				if cb, err := p.appendRecord(w.ctx, w.r, w.cb, w.tracked, w.token, w.size, tm); err != nil {
+					w.cb, w.err = cb, err
+					refused = append(refused, w) // told after waitMu, which a callback's Produce takes
+				}
 			}
-			p.buffered.Add(-int64(len(ws)))
+			p.buffered.Add(-int64(len(ws) - len(refused))) // in batches now, counted there
 			ws = nil
 		case fatal:
 			failed, ws = ws, nil
@@ -137,17 +148,17 @@ func (p *producer) lookUp(topic string) {
 			p.waiting[topic] = ws
 		}
 		p.waitMu.Unlock()
+		for _, w := range refused { // appendRecord gave back their room in the buffer
+			p.failRecord(w.r, w.cb, w.tracked, w.token, w.err)
+			p.buffered.Add(-1)
+		}
 		for _, w := range failed {
-			if w.tracked {
-				p.failTracked(w.r, w.token, err)
-			} else if w.cb != nil {
-				w.cb(w.r, err)
-			}
+			p.failRecord(w.r, w.cb, w.tracked, w.token, err)
 			p.slots.release(1, int64(w.size))
 			p.buffered.Add(-1)
 		}
-		if len(failed) > 0 {
-			p.batchDone()
+		if len(failed)+len(refused) > 0 {
+			p.batchDone() // wakes Flush
 		}
 		if len(ws) == 0 {
 			return
@@ -163,27 +174,28 @@ func (p *producer) lookUp(topic string) {
 
 // lookUpOnce asks for topic's metadata, asking the broker to create it with
 // AllowAutoTopicCreation, and installs the client's metadata once the topic has partitions.
-func (p *producer) lookUpOnce(topic string) (*topicMeta, error) {
+// reqErr tells an error of the request from the topic's own.
+func (p *producer) lookUpOnce(topic string) (tm *topicMeta, reqErr bool, err error) {
 	cl := p.cl
 	ctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.requestTimeout)
 	defer cancel()
 	m, err := cl.fetchMetadataCreate(ctx, []string{topic}, false, cl.cfg.autoCreate)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	tm, ok := m.topics[topic]
 	switch {
 	case !ok:
-		return nil, wire.ErrUnknownTopicOrPartition
+		return nil, false, wire.ErrUnknownTopicOrPartition
 	case tm.err != nil:
-		return nil, tm.err
+		return nil, false, tm.err
 	case len(tm.partitions) == 0:
-		return nil, wire.ErrLeaderNotAvailable
+		return nil, false, wire.ErrLeaderNotAvailable
 	}
 	if _, err := cl.refreshMetadata(ctx); err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	return cl.knownTopic(topic), nil
+	return cl.knownTopic(topic), false, nil
 }
 
 // partitionErr is why a partition has no leader in the client's metadata: the topic is

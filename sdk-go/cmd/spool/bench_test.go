@@ -136,7 +136,7 @@ func TestBenchBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := runCLI(t, addr, "", c.args...)
-		if r.code != c.code || !strings.Contains(r.stderr, c.stderr) || (c.code == 2 && !strings.Contains(r.stderr, "usage: spool")) {
+		if r.code != c.code || !strings.Contains(r.stderr, c.stderr) || (c.code == 2 && !strings.Contains(r.stderr, "usage: spool") && !strings.Contains(r.stderr, "--help' lists the flags")) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, r.code, r.stderr, c.code, c.stderr)
 		}
 		if r.stdout != "" {

@@ -349,10 +349,15 @@ func waitMoves(ctx context.Context, ad *spool.Admin, moves []spool.Move, w io.Wr
 		now := time.Now()
 		if done != lastDone || now.Sub(lastPrint) >= time.Second || done == len(moves) {
 			bar := progressBar(int64(done), int64(len(moves)))
-			if total > 0 {
+			rate := copyRate(copied, total, now.Sub(start))
+			if total > 0 && copied < total {
 				bar = progressBar(copied, total)
+			} else if done < len(moves) {
+				// Every byte is copied, and the moves finish as the new replicas join their
+				// ISRs and the old ones go: a full bar beside "0/4 moved" would contradict.
+				rate += fmt.Sprintf(", waiting for %d new replica(s) to join the ISR", len(moves)-done)
 			}
-			fmt.Fprintf(w, "%s %d/%d partitions moved, %s\n", bar, done, len(moves), copyRate(copied, total, now.Sub(start)))
+			fmt.Fprintf(w, "%s %d/%d partitions moved, %s\n", bar, done, len(moves), rate)
 			lastDone, lastPrint = done, now
 		}
 		if done == len(moves) {
@@ -477,7 +482,19 @@ func clusterElectLeaders(ctx context.Context, clientFor clientFunc, args []strin
 	defer cl.Close()
 	ad := cl.Admin()
 	var parts map[string][]int32
-	if *topic != "" {
+	total := 0 // partitions asked about
+	if *topic == "" {
+		// Every partition: the controller answers only for those it elected or tried to, as
+		// Kafka's does, so the others are counted here as already led by their preferred
+		// replica (or, unclean, by an in-sync one).
+		tds, err := ad.DescribeTopics(ctx)
+		if err != nil {
+			return err
+		}
+		for _, td := range tds {
+			total += len(td.Partitions)
+		}
+	} else {
 		td, err := ad.DescribeTopics(ctx, *topic)
 		if err != nil {
 			return err
@@ -489,6 +506,7 @@ func clusterElectLeaders(ctx context.Context, clientFor clientFunc, args []strin
 		for _, p := range td[0].Partitions {
 			parts[*topic] = append(parts[*topic], p.Partition)
 		}
+		total = len(parts[*topic])
 	}
 	res, err := ad.ElectLeaders(ctx, *unclean, parts)
 	if err != nil {
@@ -509,6 +527,9 @@ func clusterElectLeaders(ctx context.Context, clientFor clientFunc, args []strin
 		}
 	}
 	slices.Sort(failed)
+	if parts == nil {
+		notNeeded = max(notNeeded, total-elected-len(failed))
+	}
 	fmt.Fprintf(stdout, "%d leaders elected, %d already in place\n", elected, notNeeded)
 	for _, f := range failed {
 		fmt.Fprintln(stdout, "failed:", f)

@@ -74,7 +74,7 @@ func TestCLIJSONOutput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"topic", "list"}, "" +
+		{[]string{"topic", "list", "--internal"}, "" +
 			"NAME                PARTITIONS  REPLICAS\n" +
 			"__consumer_offsets  50          1\n" +
 			"j                   2           1\n"},

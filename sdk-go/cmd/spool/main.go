@@ -55,6 +55,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var ue usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "spool: %s\n", ue.msg)
+		if ue.short {
+			return 2
+		}
 		if ue.usage == "" {
 			ue.usage = overview()
 		}
@@ -95,6 +98,13 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := g.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return helpRequest{overview()}
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			msg := err.Error()
+			if s := closestFlag(g, name); s != "" {
+				msg += fmt.Sprintf(" (did you mean --%s?)", s)
+			}
+			return usageError{msg: msg + "; 'spool --help' lists the commands and global flags", short: true}
 		}
 		return usageError{msg: err.Error()}
 	}
@@ -350,7 +360,10 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 	case "add-partitions":
 		add = fs.Int("num", 0, "how many partitions to add (required)")
 	}
-	asJSON := new(bool)
+	asJSON, internal := new(bool), new(bool)
+	if sub == "list" {
+		internal = fs.Bool("internal", false, "list internal topics too (names starting with __, and _schemas), as rpk's --internal")
+	}
 	if sub == "list" || sub == "describe" {
 		asJSON = fs.Bool("json", false, "print one JSON document (fields in the README) instead of a table")
 	}
@@ -395,6 +408,9 @@ func topicCmd(ctx context.Context, clientFor clientFunc, sub string, args []stri
 		}
 		rows := []topicJSON{}
 		for _, d := range ds {
+			if !*internal && isInternalTopic(d.Name) {
+				continue
+			}
 			rows = append(rows, topicSummary(d))
 		}
 		if *asJSON {
@@ -629,4 +645,11 @@ func lookupTopic(ctx context.Context, cl *spool.Client, topic string) (int, erro
 		return len(t.Partitions), nil
 	}
 	return 0, fmt.Errorf("topic %q: not in the metadata response: %w", topic, wire.ErrUnknownTopicOrPartition)
+}
+
+// isInternalTopic tells the topics Kafka and its tools keep for themselves
+// (__consumer_offsets, __transaction_state, ...) and the schema registry's _schemas, which
+// topic list hides unless --internal.
+func isInternalTopic(name string) bool {
+	return strings.HasPrefix(name, "__") || name == "_schemas"
 }

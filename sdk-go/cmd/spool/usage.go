@@ -20,7 +20,9 @@ type doc struct {
 
 var docs = []doc{
 	{name: "topic create", args: "NAME...", summary: "create topics"},
-	{name: "topic list", summary: "list the topics with their partition counts and replication factors"},
+	{name: "topic list", summary: "list the topics with their partition counts and replication factors",
+		about: "Internal topics (names starting with __, such as __consumer_offsets, and _schemas) are\n" +
+			"listed only with --internal, as rpk does."},
 	{name: "topic describe", args: "NAME...", summary: "show partitions (leader, replicas, log start, high watermark, size in bytes) and the topic's config overrides"},
 	{name: "topic alter-config", args: "NAME...", summary: "set (--set k=v) or remove (--delete NAME) topic config overrides"},
 	{name: "topic add-partitions", args: "NAME... --num N", summary: "add N partitions to topics"},
@@ -130,6 +132,8 @@ func commandUsage(cmd string) string {
 type usageError struct {
 	msg   string
 	usage string
+	// short: msg says where the usage is (an unknown flag), which is not printed.
+	short bool
 }
 
 func (e usageError) Error() string { return e.msg }
@@ -237,6 +241,9 @@ func (fs *flagSet) parse(args []string) error {
 			if errors.Is(err, flag.ErrHelp) {
 				return helpRequest{fs.usage()}
 			}
+			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+				return fs.unknownFlag(name, err)
+			}
 			return fs.bad("%s: %v", fs.Name(), err)
 		}
 		if fs.NArg() == 0 {
@@ -246,4 +253,51 @@ func (fs *flagSet) parse(args []string) error {
 		args = fs.Args()[1:]
 	}
 	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// unknownFlag is the one-line error for a flag fs does not define: Go's message, the
+// closest flag's name when one is near (as spoold's "did you mean" for properties), and
+// where the flags are listed.
+func (fs *flagSet) unknownFlag(name string, err error) error {
+	msg := fmt.Sprintf("%s: %v", fs.Name(), err)
+	if s := closestFlag(fs.FlagSet, name); s != "" {
+		msg += fmt.Sprintf(" (did you mean --%s?)", s)
+	}
+	return usageError{msg: msg + fmt.Sprintf("; 'spool %s --help' lists the flags", fs.Name()), short: true}
+}
+
+// closestFlag is the long flag of fs nearest to name, if near enough to be a typo (an edit
+// distance up to a third of its length), else "".
+func closestFlag(fs *flag.FlagSet, name string) string {
+	name, _, _ = strings.Cut(name, "=")
+	best, bestDist := "", len(name)/3+1
+	fs.VisitAll(func(f *flag.Flag) {
+		if len(f.Name) < 2 {
+			return
+		}
+		if d := editDistance(name, f.Name); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

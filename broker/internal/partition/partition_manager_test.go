@@ -131,16 +131,20 @@ func TestWakeFollowerReadIsWokenByAppend(t *testing.T) {
 	p := open(t, "t", []int32{1, 2, 3}, 2)
 	follower := p.Changed(Follower)
 	done := make(chan bool)
-	var tries atomic.Int32
+	var tries, empty atomic.Int32
 	go func() {
 		done <- Delay(context.Background(), time.Minute, []*Partition{p}, Follower, func() bool {
 			tries.Add(1)
 			res, _, err := p.Read(0, 1<<20, ReadUncommitted, Follower)
 			defer res.Release()
-			return err != nil || res.Size > 0
+			if err == nil && res.Size == 0 {
+				empty.Add(1)
+				return false
+			}
+			return true
 		})
 	}()
-	waitFor(t, func() bool { return tries.Load() >= 1 }) // parked, with nothing to read
+	waitFor(t, func() bool { return empty.Load() >= 1 }) // parked, having found nothing
 	_, _, err := p.AppendAsLeader(records(t, 1), false, time.Now())
 	if err != nil {
 		t.Fatal(err)

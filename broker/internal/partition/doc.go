@@ -36,7 +36,8 @@
 //   - The replica's change hook raises the consumer signal on every high watermark advance
 //     (a follower's fetch proved the data replicated, on that fetch's goroutine; an ISR
 //     change) and both signals on a role, epoch or ISR change.
-//   - Drop (the partition leaves this broker) raises both, so parked fetches answer at once.
+//   - Drop (the partition leaves this broker) raises both, so parked fetches find it gone and
+//     answer at once.
 //
 // A log start move made by storage on its own (retention deleting whole old segments, never
 // the active one) raises nothing: a parked fetch waits at the log end, which retention never

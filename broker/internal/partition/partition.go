@@ -283,23 +283,13 @@ func CommitAsync(ctx context.Context, a Appended, done func(error)) {
 
 // signal is a channel closed at the next raise.
 type signal struct {
-	mu     sync.Mutex
-	ch     chan struct{}
-	closed bool
+	mu sync.Mutex
+	ch chan struct{}
 }
-
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
 
 func (s *signal) wait() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return closedChan
-	}
 	if s.ch == nil {
 		s.ch = make(chan struct{})
 	}
@@ -309,17 +299,6 @@ func (s *signal) wait() <-chan struct{} {
 // raise wakes the waiters; it costs a mutex when nobody waits.
 func (s *signal) raise() {
 	s.mu.Lock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
-	}
-	s.mu.Unlock()
-}
-
-// close wakes the waiters for good.
-func (s *signal) close() {
-	s.mu.Lock()
-	s.closed = true
 	if s.ch != nil {
 		close(s.ch)
 		s.ch = nil
@@ -366,14 +345,14 @@ func (m *Manager) All() []*Partition {
 	return out
 }
 
-// Drop removes a partition (if still the one registered) and wakes its parked fetches for
-// good, so they answer at once.
+// Drop removes a partition (if still the one registered) and wakes its parked fetches, which
+// then find it gone and answer at once.
 func (m *Manager) Drop(p *Partition) {
 	m.mu.Lock()
 	if m.m[key{p.Topic, p.Index}] == p {
 		delete(m.m, key{p.Topic, p.Index})
 	}
 	m.mu.Unlock()
-	p.consumers.close()
-	p.followers.close()
+	p.consumers.raise()
+	p.followers.raise()
 }

@@ -10,6 +10,8 @@
 // across I/O: the ISR write to the metadata store runs on its own goroutine with no lock held,
 // one at a time per replica (isrWriting), and its result is applied only if the replica is
 // still leader at the same epoch. The high watermark is an atomic read on the fetch path.
+// The change hook (SetOnChange: the partition manager's wake-up of parked fetches) hears every
+// high watermark advance and state change; it runs with mu held and takes only leaf locks.
 //
 // The log is the storage package's, shared: appends come from the produce path (leader) or
 // the fetcher (follower), never both, because a role change happens under mu and each path

@@ -45,6 +45,28 @@ def proc_stats(pid):
     return rss, len(os.listdir(f"/proc/{pid}/fd"))
 
 
+PPROF_PORT = free_port()
+
+
+def pprof_args(a, node):
+    return ["--set", f"spool.pprof.listener=127.0.0.1:{PPROF_PORT}"] if a.profile and node == 1 else []
+
+
+def start_profile(a):
+    """Fetches a 20 s CPU profile and, 5 s and 15 s in, goroutine dumps of broker 1 (pprof)."""
+    import threading, urllib.request
+    os.makedirs(a.profile, exist_ok=True)
+
+    def get(path, out, delay=0):
+        time.sleep(delay)
+        with urllib.request.urlopen(f"http://127.0.0.1:{PPROF_PORT}{path}", timeout=60) as r, open(out, "wb") as f:
+            f.write(r.read())
+
+    threading.Thread(target=get, args=("/debug/pprof/profile?seconds=20", f"{a.profile}/cpu.pprof")).start()
+    for d in (5, 15):
+        threading.Thread(target=get, args=("/debug/pprof/goroutine?debug=1", f"{a.profile}/goroutines-{d}s.txt", d)).start()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--spoold", required=True)
@@ -53,6 +75,7 @@ def main():
     ap.add_argument("--rf", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true", help="keep the data directories")
+    ap.add_argument("--profile", help="directory for broker 1's CPU profile and goroutine dumps while the second CreateTopics call runs")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="spool-scale-")
     procs = []
@@ -73,7 +96,7 @@ def main():
             log = open(f"{work}/spoold-{node}.log", "w")
             p = subprocess.Popen([a.spoold, "--data-dir", f"{work}/data-{node}", "--node-id", str(node),
                                   "--listen", f"127.0.0.1:{port}", "--zookeeper", f"127.0.0.1:{zport}/spool",
-                                  "--log-level", "info"], stdout=subprocess.DEVNULL, stderr=log)
+                                  "--log-level", "info"] + pprof_args(a, node), stdout=subprocess.DEVNULL, stderr=log)
             procs.append(p)
             brokers[node] = (p, port)
             wait_port(port, proc=p)  # one at a time: three at once on two cores can miss their ZooKeeper deadline
@@ -91,6 +114,8 @@ def main():
         failed = 0
         for i in range(0, len(names), 10):
             t0 = time.time()
+            if a.profile and i == 10:
+                start_profile(a)
             futs = admin.create_topics([NewTopic(n, a.partitions, a.rf) for n in names[i:i + 10]], request_timeout=120)
             for n, fut in futs.items():
                 try:

@@ -35,6 +35,24 @@ type stateWrite struct {
 	next      partitionState
 }
 
+// partitionKey names a partition.
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+// pendingWrite is the image state a written state replaced: while the image still shows it,
+// the write is in flight to the image.
+type pendingWrite struct {
+	has       bool
+	zkVersion int32
+}
+
+// replaces reports whether the image state (st, has) is the one the write replaced.
+func (pw pendingWrite) replaces(st partitionState, has bool) bool {
+	return pw.has == has && (!has || pw.zkVersion == st.ZkVersion)
+}
+
 // parentZnodes knows, per topic, which partition znodes exist (read once per topic and pass).
 type parentZnodes struct {
 	c     *controller
@@ -136,6 +154,14 @@ func (c *controller) written(batch []stateWrite, began time.Time) {
 	elected, isr := 0, 0
 	log := c.s.log
 	debug := log.Enabled(context.Background(), slog.LevelDebug)
+	c.pendingMu.Lock()
+	if c.pending == nil {
+		c.pending = map[partitionKey]pendingWrite{}
+	}
+	for _, w := range batch {
+		c.pending[partitionKey{w.topic, w.partition}] = pendingWrite{has: w.has, zkVersion: w.old.ZkVersion}
+	}
+	c.pendingMu.Unlock()
 	for _, w := range batch {
 		if !w.has || w.next.Leader != w.old.Leader {
 			elected++

@@ -43,6 +43,10 @@ type controller struct {
 	// lastRebalance is when the automatic leader rebalance last ran (or the controller
 	// started: the first check waits one interval, as in Kafka).
 	lastRebalance time.Time
+	// pending are the states this controller wrote that its image does not show yet (batch.go),
+	// so that the passes the image's catching up triggers do not write them again.
+	pendingMu sync.Mutex
+	pending   map[partitionKey]pendingWrite
 }
 
 // startElection tries to become the controller if there is none.
@@ -226,6 +230,11 @@ func (c *controller) reconcile() error {
 		errs = append(errs, c.deleteTopic(name))
 	}
 	var writes []stateWrite
+	c.pendingMu.Lock()
+	pending := c.pending
+	c.pending = map[partitionKey]pendingWrite{}
+	c.pendingMu.Unlock()
+	kept := map[partitionKey]pendingWrite{}
 	for _, t := range s.Topics() {
 		if slices.Contains(deleting, t.Name) {
 			continue
@@ -233,6 +242,10 @@ func (c *controller) reconcile() error {
 		unclean := s.cfg.Unclean != nil && s.cfg.Unclean(t.Configs)
 		for _, p := range t.Partitions {
 			st, has := s.state(t.Name, p.Index)
+			if pw, ok := pending[partitionKey{t.Name, p.Index}]; ok && pw.replaces(st, has) {
+				kept[partitionKey{t.Name, p.Index}] = pw // written, not in the image yet
+				continue
+			}
 			next, ok := decide(p.Replicas, st, has, alive, unclean)
 			if !ok {
 				continue
@@ -241,6 +254,13 @@ func (c *controller) reconcile() error {
 			writes = append(writes, stateWrite{topic: t.Name, partition: p.Index, old: st, has: has, next: next})
 		}
 	}
+	c.pendingMu.Lock()
+	for k, pw := range kept {
+		if _, ok := c.pending[k]; !ok {
+			c.pending[k] = pw
+		}
+	}
+	c.pendingMu.Unlock()
 	if err := c.writeStates(writes); errors.Is(err, errFenced) {
 		return err
 	} else if err != nil {

@@ -380,13 +380,16 @@ func (c *controller) runElections(alive func(int32) bool) error {
 		return nil
 	}
 	var errs []error
+	var writes []stateWrite
 	for _, r := range reqs {
-		if err := c.elect(r.Topic, r.Partition, r.Type, alive); err != nil {
-			if errors.Is(err, errFenced) {
-				return err
-			}
-			errs = append(errs, err)
+		if w, ok := c.election(r.Topic, r.Partition, r.Type, alive); ok {
+			writes = append(writes, w)
 		}
+	}
+	if err := c.writeStates(writes); errors.Is(err, errFenced) {
+		return err
+	} else if err != nil {
+		errs = append(errs, err)
 	}
 	err := c.write(&zk.DeleteRequest{Path: s.p(electionPath), Version: version})
 	if err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
@@ -398,18 +401,18 @@ func (c *controller) runElections(alive func(int32) bool) error {
 	return errors.Join(errs...)
 }
 
-// elect runs one election if it is still needed.
-func (c *controller) elect(topic string, p int32, typ cluster.ElectionType, alive func(int32) bool) error {
+// election decides one requested election: the state to write, or false when it is not
+// needed (any more).
+func (c *controller) election(topic string, p int32, typ cluster.ElectionType, alive func(int32) bool) (stateWrite, bool) {
 	s := c.s
-	began := time.Now()
 	t, ok := s.Topic(topic)
 	st, has := s.state(topic, p)
 	if !ok || !has || int(p) >= len(t.Partitions) {
-		return nil
+		return stateWrite{}, false
 	}
 	part := t.Partitions[p]
 	if cluster.ElectionNeed(part, typ, alive) != nil {
-		return nil
+		return stateWrite{}, false
 	}
 	next := st
 	next.ControllerEpoch, next.LeaderEpoch = c.epoch, st.LeaderEpoch+1
@@ -424,16 +427,7 @@ func (c *controller) elect(topic string, p int32, typ cluster.ElectionType, aliv
 			}
 		}
 	}
-	err := c.writeState(topic, p, st, true, next)
-	if errors.Is(err, errSuperseded) {
-		return nil
-	}
-	if err == nil {
-		metrics.LeaderElected(time.Since(began))
-		s.log.Info("partition leader elected on request", "topic", topic, "partition", p, "leader", next.Leader,
-			"leader_epoch", next.LeaderEpoch, "election_type", typ)
-	}
-	return err
+	return stateWrite{topic: topic, partition: p, old: st, has: true, next: next}, true
 }
 
 // rebalanceLeaders is Kafka's automatic preferred-leader rebalance: for each broker, the
@@ -459,21 +453,18 @@ func (c *controller) rebalanceLeaders(alive func(int32) bool) error {
 			}
 		}
 	}
-	var errs []error
+	var writes []stateWrite
 	for id, all := range preferred {
 		if !alive(id) || len(misled[id])*100 <= len(all)*s.cfg.LeaderImbalancePercent {
 			continue
 		}
 		for _, x := range misled[id] {
-			if err := c.elect(x.topic, x.p, cluster.ElectPreferred, alive); err != nil {
-				if errors.Is(err, errFenced) {
-					return err
-				}
-				errs = append(errs, err)
+			if w, ok := c.election(x.topic, x.p, cluster.ElectPreferred, alive); ok {
+				writes = append(writes, w)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return c.writeStates(writes)
 }
 
 // rebalanceDue reports whether the automatic leader rebalance should run now, and notes it.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
 )
@@ -59,8 +60,14 @@ func heavy(t *testing.T) {
 	take(t, heavySem)
 }
 
-// take holds a place of sem until t ends.
+// take holds a place of sem until t ends. go test's elapsed time of a parallel test counts
+// the wait for the place too, so t logs both.
 func take(t *testing.T, sem chan struct{}) {
+	asked := time.Now()
 	sem <- struct{}{}
-	t.Cleanup(func() { <-sem })
+	got := time.Now()
+	t.Cleanup(func() {
+		t.Logf("ran %v after waiting %v for its place", time.Since(got).Round(time.Millisecond), got.Sub(asked).Round(time.Millisecond))
+		<-sem
+	})
 }

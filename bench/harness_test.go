@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,5 +207,109 @@ func TestSpliceSection(t *testing.T) {
 	second := spliceSection(first, clusterHeading, clusterHeading+": y\n\nnew\n\n")
 	if want := strings.Replace(want, ": x\n\nold", ": y\n\nnew", 1); second != want {
 		t.Fatalf("replace:\n%s\nwant:\n%s", second, want)
+	}
+}
+
+// sharingLoadgen records the broker address and topic of every produce, and crashes the broker
+// of its first W1 run.
+type sharingLoadgen struct {
+	mu      *sync.Mutex
+	seen    map[string][]string // broker address → topics produced there, in order
+	crashed *atomic.Bool
+}
+
+func (sharingLoadgen) Name() string                                           { return "sharing" }
+func (sharingLoadgen) Short() string                                          { return "SH" }
+func (sharingLoadgen) Can(string) bool                                        { return true }
+func (sharingLoadgen) CreateTopic(context.Context, string, string, int) error { return nil }
+
+func (s sharingLoadgen) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return result{}, fmt.Errorf("sharing: broker at %s does not answer: %w", addr, err)
+	}
+	defer c.Close()
+	if p.Topic == "w1-sh" && s.crashed.CompareAndSwap(false, true) {
+		io.WriteString(c, "crash\n")
+		io.Copy(io.Discard, c)
+		return result{}, errors.New("sharing: connection closed by the broker")
+	}
+	s.mu.Lock()
+	s.seen[addr] = append(s.seen[addr], p.Topic)
+	s.mu.Unlock()
+	return result{Records: p.Records, RecPerSec: 1000, MBPerSec: 0.1}, nil
+}
+
+func (sharingLoadgen) Consume(context.Context, string, string, int64) (result, error) {
+	return result{}, errors.New("sharing: not used")
+}
+
+func (sharingLoadgen) EndToEnd(context.Context, string, string, int64, int, string, int) (result, error) {
+	return result{}, errors.New("sharing: not used")
+}
+
+// TestSharedBrokers runs W1–W3 as the quick smoke run does (harness.shareBrokers) against two
+// systems of stand-in brokers: each system's runs go to one broker in topics of their own
+// (the load generator's tag appended), the systems to different ones; a broker that crashes
+// fails its run, and the next run of that system starts a new one.
+func TestSharedBrokers(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(fakeBrokerEnv, "1")
+	benchDir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{benchDir: benchDir, spoold: exe, workDir: t.TempDir(), shareBrokers: true}
+	ws := slices.DeleteFunc(workloads(quickSizes), func(w workload) bool { return !slices.Contains([]string{"W1", "W2", "W3"}, w.ID) })
+	lg := sharingLoadgen{mu: new(sync.Mutex), seen: map[string][]string{}, crashed: new(atomic.Bool)}
+	var chosen []system
+	for _, name := range []string{"spool", "spool-nofsync"} {
+		chosen = append(chosen, systems[slices.IndexFunc(systems, func(s system) bool { return s.Name == name })])
+	}
+	r := &report{h: h, systems: chosen, lgs: []loadgen{lg}, res: map[string]map[string]map[string][]result{},
+		reps: 1, mode: "quick", outDir: t.TempDir()}
+	if err := h.runAll(context.Background(), ws, r); err != nil {
+		t.Fatalf("runAll stopped: %v", err)
+	}
+	if err := h.stopShared(); err != nil {
+		t.Fatal(err)
+	}
+	// One W1 run crashed its broker: that system's W2 and W3 went to a second broker.
+	if len(r.failures) != 1 || r.failures[0].Workload != "W1" || !strings.Contains(r.failures[0].Reason, "exited unexpectedly") {
+		t.Fatalf("failures %+v, want the crashed W1 run", r.failures)
+	}
+	crashed := r.failures[0].System
+	starts, err := filepath.Glob(filepath.Join(h.workDir, "shared-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(starts) != 3 {
+		t.Errorf("broker starts %v, want one per system and one after the crash", starts)
+	}
+	// The crashed broker recorded nothing: its one run crashed it.
+	if len(lg.seen) != 2 {
+		t.Fatalf("produces recorded on %d brokers, want 2: %v", len(lg.seen), lg.seen)
+	}
+	var topics []string
+	for addr, ts := range lg.seen {
+		if !slices.Equal(ts, []string{"w1-sh", "w2-sh", "w3-sh"}) && !slices.Equal(ts, []string{"w2-sh", "w3-sh"}) {
+			t.Errorf("broker %s got %v: every run of its system, from the start or after the crash", addr, ts)
+		}
+		topics = append(topics, ts...)
+	}
+	slices.Sort(topics)
+	if want := []string{"w1-sh", "w2-sh", "w2-sh", "w3-sh", "w3-sh"}; !slices.Equal(topics, want) {
+		t.Errorf("topics %v, want %v", topics, want)
+	}
+	for _, w := range []string{"W2", "W3"} {
+		for _, sys := range chosen {
+			if got := r.res[w]["sharing"][sys.Name]; len(got) != 1 {
+				t.Errorf("%s on %s (crashed in W1: %s): %+v", w, sys.Name, crashed, got)
+			}
+		}
 	}
 }

@@ -83,6 +83,7 @@ func workloads(s sizes) []workload {
 			if err := lg.CreateTopic(ctx, addr, topic, parts); err != nil {
 				return result{}, err
 			}
+			spec := spec // a copy per run: the quick run's systems run side by side
 			spec.Topic = topic
 			return measure(func() (result, error) { return lg.Produce(ctx, addr, spec) })
 		}

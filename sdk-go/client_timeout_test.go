@@ -237,7 +237,9 @@ func TestRequestTimeoutClosesStalledConn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			eachTarget(t, func(t *testing.T, addr string) {
 				px := startStallProxy(t, addr)
-				cl := newClient(t, addr, spool.Dialer(px.dial), spool.RequestTimeout(300*time.Millisecond),
+				// RequestTimeout short enough that each stall costs little, long enough that a
+				// request before the stall meets it on a loaded machine (300 ms did not).
+				cl := newClient(t, addr, spool.Dialer(px.dial), spool.RequestTimeout(time.Second),
 					spool.FetchMaxWait(100*time.Millisecond))
 				ctx := boundCtx(t)
 				req, resp := meta()

@@ -9,23 +9,25 @@
 # -short: a developer's inner loop (go test -short, no race detector): the tests that start
 # processes, clusters or JVMs skip themselves, the rest run.
 #
-# TEST_P sets how many test binaries run at once (default 4: more than the cores, since most of
-# the long ones wait); TEST_RUN passes -run to go test.
+# TEST_P sets how many test binaries run at once (default 3: more than the cores, since most of
+# the long ones wait; each package bounds its own parallel tests); TEST_RUN passes -run to go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 modules=(protocol-spec broker sdk-go sdk-cgo conformance examples)
 mkdir -p bin
 
-# The broker's server packages go first: they are the longest, and go test starts the test
-# binaries in the order of the package list as their builds finish.
+# The longest packages go first, longest first: go test starts the test binaries in the order
+# of the package list as their builds finish, and the run ends when the last long one does.
 patterns=()
 for m in "${modules[@]}"; do patterns+=("./$m/..."); done
 mapfile -t pkgs < <($GO list "${patterns[@]}")
+long=(broker/internal/server sdk-cgo sdk-go/cmd/spool conformance/cmd/spool-conformance conformance broker/cmd/spoold sdk-go)
 first=() rest=()
-for p in "${pkgs[@]}"; do
-  case $p in */broker/internal/server* | */broker/internal/clustertest* | */broker/internal/interop*) first+=("$p") ;; *) rest+=("$p") ;; esac
+for l in "${long[@]}"; do
+  for p in "${pkgs[@]}"; do [ "$p" = "github.com/spoolmq/spool/$l" ] && first+=("$p"); done
 done
+for p in "${pkgs[@]}"; do [[ " ${first[*]} " == *" $p "* ]] || rest+=("$p"); done
 
 report() { $GO run scripts/testreport.go -raw "$1"; }
 
@@ -33,12 +35,12 @@ run=()
 [ -n "${TEST_RUN:-}" ] && run=(-run "$TEST_RUN")
 if [ "${1:-}" = -short ]; then
   echo "[test] go test -short (no race detector)"
-  $GO test -short -count=1 -timeout 10m -json -p "${TEST_P:-4}" "${run[@]}" "${first[@]}" "${rest[@]}" 2>&1 | report bin/test-short.json
+  $GO test -short -count=1 -timeout 10m -json -p "${TEST_P:-3}" "${run[@]}" "${first[@]}" "${rest[@]}" 2>&1 | report bin/test-short.json
   exit
 fi
 
 echo "[test] go test -race, every module"
-$GO test -race -count=1 -timeout 30m -json -p "${TEST_P:-4}" "${run[@]}" "${first[@]}" "${rest[@]}" 2>&1 | report bin/test-unit.json
+$GO test -race -count=1 -timeout 30m -json -p "${TEST_P:-3}" "${run[@]}" "${first[@]}" "${rest[@]}" 2>&1 | report bin/test-unit.json
 
 # Allocation counts are only meaningful without the race detector (it makes sync.Pool drop
 # items), so the allocation tests, skipped above, run again here without it: only in the

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,29 @@ type key struct{ pkg, test string }
 type timing struct {
 	name    string
 	elapsed float64
+	waited  float64 // of elapsed, the time a parallel test waited for its place
+}
+
+// waitLine is what a test that waits for a place among the parallel tests of its package logs
+// when it ends (broker/internal/server's main_test.go): go test's elapsed time includes the
+// wait, so the report takes the test's time from this line where there is one.
+var waitLine = regexp.MustCompile(`ran (\S+) after waiting (\S+) for its place`)
+
+// ranFor is the time a test took itself, and how long it waited before, from its output.
+func ranFor(out *strings.Builder, elapsed float64) (ran, waited float64) {
+	if out == nil {
+		return elapsed, 0
+	}
+	m := waitLine.FindStringSubmatch(out.String())
+	if m == nil {
+		return elapsed, 0
+	}
+	r, err1 := time.ParseDuration(m[1])
+	w, err2 := time.ParseDuration(m[2])
+	if err1 != nil || err2 != nil {
+		return elapsed, 0
+	}
+	return r.Seconds(), w.Seconds()
 }
 
 type report struct {
@@ -111,7 +135,7 @@ func (r *report) finish(e event) {
 			fmt.Fprintf(r.out, "ok    %-60s %7.1fs\n", e.Package, e.Elapsed)
 		}
 		if e.Action != "skip" { // "skip" is a package without test files
-			r.pkgs = append(r.pkgs, timing{e.Package, e.Elapsed})
+			r.pkgs = append(r.pkgs, timing{name: e.Package, elapsed: e.Elapsed})
 		}
 		return
 	}
@@ -136,7 +160,8 @@ func (r *report) finish(e event) {
 		}
 	}
 	if top {
-		r.tests = append(r.tests, timing{e.Package + " " + e.Test, e.Elapsed})
+		ran, waited := ranFor(out, e.Elapsed)
+		r.tests = append(r.tests, timing{e.Package + " " + e.Test, ran, waited})
 	}
 }
 
@@ -160,7 +185,11 @@ func (r *report) close(slowest int) {
 		if i == slowest {
 			break
 		}
-		fmt.Fprintf(r.out, "  %7.1fs  %s\n", t.elapsed, t.name)
+		wait := ""
+		if t.waited >= 0.1 {
+			wait = fmt.Sprintf(" (after %.1fs waiting for its place)", t.waited)
+		}
+		fmt.Fprintf(r.out, "  %7.1fs  %s%s\n", t.elapsed, t.name, wait)
 	}
 	fmt.Fprintf(r.out, "packages by time:\n")
 	for _, p := range r.pkgs {

@@ -41,7 +41,6 @@ import (
 	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/security"
-	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
@@ -102,7 +101,7 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 		s.commitInBackground(waits)
 		return nil
 	}
-	if len(waits) == 0 || (s.cfg.fsync != storage.FsyncAlways && r.Acks != -1) {
+	if len(waits) == 0 || (!s.syncBeforeAck() && r.Acks != -1) {
 		return ready(reply{msg: resp})
 	}
 	p := waitingFor(&s.waitingProduce)
@@ -131,7 +130,7 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 // commitInBackground makes appends durable (and so visible to consumers) without anyone
 // waiting for them (acks=0).
 func (s *Server) commitInBackground(waits []partition.Appended) {
-	if len(waits) == 0 || s.cfg.fsync != storage.FsyncAlways {
+	if len(waits) == 0 || !s.syncBeforeAck() {
 		return
 	}
 	go partition.Commit(s.ctx, waits, func(int, error) {})

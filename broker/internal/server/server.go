@@ -238,6 +238,10 @@ func (s *Server) brokerAddress(id int32) (string, bool) {
 	return "", false
 }
 
+// syncBeforeAck: spool.fsync=always, an ack waits for fsync (and a sole replica's high
+// watermark is its durable end).
+func (s *Server) syncBeforeAck() bool { return s.cfg.fsync == storage.FsyncAlways }
+
 func fsyncMode(v string) storage.FsyncMode {
 	switch v {
 	case "interval":

@@ -32,8 +32,9 @@ run: build
 	@if [ ! -x bin/spoold ]; then echo "make run: the broker (broker/cmd/spoold) is not built yet" >&2; exit 1; fi
 	./bin/spoold --listen 127.0.0.1:9092 --data-dir ./data
 
-## test: install what the tests need, then run every check and test
-test: deps gen-check lint unit gowork-off fuzz-smoke bench-smoke
+## test: install what the tests need, then run every check and test (build comes before the
+## tests: the ones that run make install or the binaries then find them in the build cache)
+test: deps gen-check lint build unit gowork-off fuzz-smoke bench-smoke
 
 deps:
 	@scripts/install-deps.sh

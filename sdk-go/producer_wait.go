@@ -177,7 +177,9 @@ func (p *producer) lookUp(topic string) {
 // reqErr tells an error of the request from the topic's own.
 func (p *producer) lookUpOnce(topic string) (tm *topicMeta, reqErr bool, err error) {
 	cl := p.cl
-	ctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.requestTimeout)
+	// Bounded as the records' wait is: fetchMetadata gives up by itself when no broker is
+	// reachable, and a shorter bound would report a slow dial as a timeout instead.
+	ctx, cancel := context.WithTimeout(cl.ctx, cl.cfg.deliveryTimeout)
 	defer cancel()
 	m, err := cl.fetchMetadataCreate(ctx, []string{topic}, false, cl.cfg.autoCreate)
 	if err != nil {

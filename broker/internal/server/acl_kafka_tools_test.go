@@ -18,7 +18,7 @@ import (
 // Kafka's own kafka-acls.sh (kafka.admin.AclCommand, from Kafka's jars) adds, lists and
 // removes ACLs on Spool, authenticated as a super user over SASL PLAIN.
 func TestKafkaAclsTool(t *testing.T) {
-	heavy(t)
+	longest(t)
 	b := aclBroker(t, "")
 	acls := kafkaAdminTool(t, b.Listener(t, "SASL_PLAINTEXT"), "kafka.admin.AclCommand")
 	acls("--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Write", "--topic", "tool-topic")

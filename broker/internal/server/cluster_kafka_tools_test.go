@@ -45,7 +45,7 @@ func kafkaTool(t *testing.T, class string, args ...string) string {
 }
 
 func TestClusterKafkaTools(t *testing.T) {
-	heavy(t)
+	longest(t)
 	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), clusterProps)
 	const (

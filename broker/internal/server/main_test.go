@@ -15,7 +15,10 @@ import (
 //
 //   - parallel(t): a test with brokers in this process and Go clients;
 //   - heavy(t): a test that starts other processes (spoold clusters, ZooKeeper, JVMs, Python,
-//     kcat, a browser), which take memory and a burst of CPU each to start.
+//     kcat, a browser), which take memory and a burst of CPU each to start;
+//   - longest(t): the few heavy tests that take minutes (a JVM per Kafka tool run, one after
+//     another), with places of their own, so that they start at once instead of waiting behind
+//     the other heavy tests and ending the package's run last.
 //
 // A test that calls neither runs alone, before the parallel ones: it computes, or it measures
 // something process-wide (the heap), and says so.
@@ -25,13 +28,15 @@ import (
 // TestMain lifts it unless the command line set it, so that the classes' bounds below are the
 // ones that apply.
 const (
-	lightSlots = 4
-	heavySlots = 3
+	lightSlots   = 4
+	heavySlots   = 3
+	longestSlots = 2
 )
 
 var (
-	lightSem = make(chan struct{}, lightSlots)
-	heavySem = make(chan struct{}, heavySlots)
+	lightSem   = make(chan struct{}, lightSlots)
+	heavySem   = make(chan struct{}, heavySlots)
+	longestSem = make(chan struct{}, longestSlots)
 )
 
 func TestMain(m *testing.M) {
@@ -58,6 +63,13 @@ func heavy(t *testing.T) {
 	t.Helper()
 	t.Parallel()
 	take(t, heavySem)
+}
+
+// longest runs t in parallel with the other waiting tests, within the longest class's bound.
+func longest(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	take(t, longestSem)
 }
 
 // take holds a place of sem until t ends. go test's elapsed time of a parallel test counts

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/protocol-spec/wire"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 func TestWakeParkedFetchOnHighWatermarkAdvance(t *testing.T) {
@@ -19,12 +20,25 @@ func TestWakeParkedFetchOnHighWatermarkAdvance(t *testing.T) {
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), map[string]string{"num.partitions": "1"})
 	adm := admin(t, c.Addrs())
 	td := createReplicated(t, adm, "wake", 1)
-	leader := td.Partitions[0].Leader
-	conn := dial(t, c.Proxies[leader].Addr)
-
-	first := produce(t, conn, "wake", 0, buildBatch(t, 1, nil))
-	if first.ErrorCode != 0 {
-		t.Fatalf("first produce: %v", wire.ErrorForCode(first.ErrorCode))
+	// The first record, through the partition's leader. On a loaded machine the failure
+	// detector may move the leadership just after creation (a broker slow to answer is taken
+	// for dead): then the produce is refused, and it goes again to the leader metadata names
+	// once the ISR is full again.
+	var conn *rawClient
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		conn = dial(t, c.Proxies[td.Partitions[0].Leader].Addr)
+		first := produce(t, conn, "wake", 0, buildBatch(t, 1, nil))
+		if first.ErrorCode == 0 {
+			break
+		}
+		err := wire.ErrorForCode(first.ErrorCode)
+		if first.ErrorCode != wire.ErrNotLeaderOrFollower.Code || time.Now().After(deadline) {
+			t.Fatalf("first produce: %v", err)
+		}
+		t.Logf("first produce: %v; the leadership moved, trying the new leader", err)
+		td = waitMetadata(t, adm, "wake", "a leader with a full ISR", func(td kadm.TopicDetail) bool {
+			return len(td.Partitions) == 1 && td.Partitions[0].Leader >= 0 && len(td.Partitions[0].ISR) == 3
+		})
 	}
 	// On one connection requests are handled in order: the fetch (at the high watermark,
 	// so it parks) is taken before the produce is read, whose acks=all reply comes after

@@ -9,8 +9,11 @@
 # -short: a developer's inner loop (go test -short, no race detector): the tests that start
 # processes, clusters or JVMs skip themselves, the rest run.
 #
-# TEST_P sets how many test binaries run at once (default 3: more than the cores, since most of
-# the long ones wait; each package bounds its own parallel tests); TEST_RUN passes -run to go test.
+# TEST_P sets how many test binaries run at once (default 2) and TEST_PARALLEL how many
+# parallel tests each runs at once (default 3; the packages' own bounds apply within it): about
+# six tests at a time, most of them waiting on brokers and JVMs. More than that starves the
+# brokers of CPU on two cores (failure detectors take them for dead, ZooKeeper sessions time
+# out), and the cluster tests fail for it.; TEST_RUN passes -run to go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -35,12 +38,12 @@ run=()
 [ -n "${TEST_RUN:-}" ] && run=(-run "$TEST_RUN")
 if [ "${1:-}" = -short ]; then
   echo "[test] go test -short (no race detector)"
-  $GO test -short -count=1 -timeout 10m -json -p "${TEST_P:-3}" "${run[@]}" "${first[@]}" "${rest[@]}" 2>&1 | report bin/test-short.json
+  $GO test -short -count=1 -timeout 10m -json -p "${TEST_P:-2}" -parallel "${TEST_PARALLEL:-3}" "${run[@]}" "${first[@]}" "${rest[@]}" 2>&1 | report bin/test-short.json
   exit
 fi
 
 echo "[test] go test -race, every module"
-$GO test -race -count=1 -timeout 30m -json -p "${TEST_P:-3}" "${run[@]}" "${first[@]}" "${rest[@]}" 2>&1 | report bin/test-unit.json
+$GO test -race -count=1 -timeout 30m -json -p "${TEST_P:-2}" -parallel "${TEST_PARALLEL:-3}" "${run[@]}" "${first[@]}" "${rest[@]}" 2>&1 | report bin/test-unit.json
 
 # Allocation counts are only meaningful without the race detector (it makes sync.Pool drop
 # items), so the allocation tests, skipped above, run again here without it: only in the

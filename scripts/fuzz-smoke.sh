@@ -46,8 +46,11 @@ one() {
 }
 lane() {
   while read -r pkg target; do
-    [ -n "$pkg" ] && { one "$pkg" "$target" || return 1; }
+    if [ -n "$pkg" ]; then
+      one "$pkg" "$target" || return 1
+    fi
   done <<<"$1"
+  return 0
 }
 lane "${lanes[0]}" & first=$!
 rc=0

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -74,11 +73,7 @@ const parallelTests = 3
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(parallelTests))
-	}
+	brokertest.DefaultParallel(parallelTests)
 	code := m.Run()
 	if installTmp != "" {
 		os.RemoveAll(installTmp)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,11 +23,7 @@ const parallelTests = 6
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(parallelTests))
-	}
+	brokertest.DefaultParallel(parallelTests)
 	os.Exit(m.Run())
 }
 

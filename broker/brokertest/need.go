@@ -1,8 +1,10 @@
 package brokertest
 
 import (
+	"flag"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 )
 
@@ -44,5 +46,16 @@ func SkipShort(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: this test starts processes")
+	}
+}
+
+// DefaultParallel sets how many parallel tests a test binary runs at once (go test -parallel)
+// to n unless the command line set it: a TestMain calls it before m.Run, after flag.Parse.
+// Tests that wait on brokers and processes want more than go test's default of GOMAXPROCS.
+func DefaultParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(n))
 	}
 }

@@ -3,7 +3,6 @@ package server_test
 import (
 	"flag"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -41,11 +40,7 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(1000))
-	}
+	brokertest.DefaultParallel(1000)
 	code := m.Run()
 	brokertest.StopSharedZooKeeper()
 	os.Exit(code)

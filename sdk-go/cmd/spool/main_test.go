@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +25,7 @@ const parallelTests = 6
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(parallelTests))
-	}
+	brokertest.DefaultParallel(parallelTests)
 	dir, err := os.MkdirTemp("", "spoolcli")
 	if err != nil {
 		panic(err)

@@ -3,7 +3,6 @@ package conformance_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/conformance"
+	"github.com/spoolmq/spool/protocol-spec/loopport"
 )
 
 // TestSuiteCluster runs the cluster cases and the client-level cases against a 3-broker
@@ -239,12 +239,11 @@ func (k *kafkaZK) Restart(id int32) error {
 }
 
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := loopport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return a
 }
 
 func tail(s string, n int) string {

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spoolmq/spool/protocol-spec/loopport"
 )
 
 // KafkaVersion is the Apache Kafka release StartKafka runs: the one bench/pom.xml fetches for
@@ -175,15 +176,8 @@ func freePort(t testing.TB) int {
 	return p
 }
 
-// pickPort is a loopback port that was free a moment ago.
-func pickPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// pickPort is a loopback port for a process that binds it later (loopport says why not :0).
+func pickPort() (int, error) { return loopport.Pick() }
 
 // clusterID is a random KRaft cluster id: 16 bytes, URL-safe base64 without padding, not
 // starting with "-" (the storage tool would take it for a flag).

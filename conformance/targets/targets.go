@@ -29,6 +29,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/conformance"
+	"github.com/spoolmq/spool/protocol-spec/loopport"
 )
 
 // KafkaVersion is the Apache Kafka release the kafka targets run (bench/pom.xml's).
@@ -403,19 +404,11 @@ func LoadState(dir string) ([]*Target, error) {
 	return ts, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort and freeAddr are loopback ports for brokers that bind them later (loopport says
+// why not :0).
+func freePort() (int, error) { return loopport.Pick() }
 
-func freeAddr() (string, error) {
-	p, err := freePort()
-	return fmt.Sprintf("127.0.0.1:%d", p), err
-}
+func freeAddr() (string, error) { return loopport.Addr() }
 
 func fourLetter(addr, cmd string) string {
 	c, err := net.DialTimeout("tcp", addr, time.Second)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
+	"github.com/spoolmq/spool/protocol-spec/loopport"
 )
 
 // TestReadmeClusterQuickStart runs the README's cluster quick start as a user pastes it (start
@@ -163,10 +164,9 @@ var runs struct {
 
 func freePortT(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := loopport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }

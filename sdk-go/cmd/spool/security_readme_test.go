@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
+	"github.com/spoolmq/spool/protocol-spec/loopport"
 )
 
 // TestReadmeClientSecurity runs the README's "Client settings" block as a user pastes it: a CA
@@ -32,12 +32,10 @@ func TestReadmeClientSecurity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	script := strings.NewReplacer("127.0.0.1:9097", fmt.Sprintf("127.0.0.1:%d", port), "/tmp/spool-cli-sec", filepath.Join(dir, "sec")).Replace(block)
 	path := filepath.Join(dir, "readme.sh")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/protocol-spec/loopport"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -28,10 +29,23 @@ type Proxy struct {
 	conns     map[net.Conn]struct{}
 }
 
-// StartProxy listens on a free loopback port; SetTarget says where to forward.
+// StartProxy listens on a free loopback port; SetTarget says where to forward. The port comes
+// from loopport, not the kernel's ephemeral range: Down frees it for seconds, and an ephemeral
+// port may meanwhile become the source port of any outgoing connection, so that Up could not
+// listen on it again.
 func StartProxy(t testing.TB) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var ln net.Listener
+	var err error
+	for range 10 { // a port claimed by no test process may still be in use outside the tests
+		var addr string
+		if addr, err = loopport.Addr(); err != nil {
+			break
+		}
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

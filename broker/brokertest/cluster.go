@@ -174,6 +174,20 @@ func (h *History) Acked(partition int32, offset int64, value string) {
 	h.times[partition] = append(h.times[partition], time.Now())
 }
 
+// Ends is, per partition, one past the highest acknowledged offset: where a reader must read
+// to before it may call anything below missing.
+func (h *History) Ends() map[int32]int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[int32]int64{}
+	for p, m := range h.acked {
+		for off := range m {
+			out[p] = max(out[p], off+1)
+		}
+	}
+	return out
+}
+
 // Count is how many writes were acknowledged.
 func (h *History) Count() int {
 	h.mu.Lock()

@@ -117,7 +117,7 @@ func TestClusterGrowAndShrink(t *testing.T) {
 	if e := load.errs.Load(); e > 0 {
 		t.Logf("%d produce attempts failed and were not acknowledged (last: %v)", e, load.lastErr.Load())
 	}
-	reads := readAll(t, []string{c.Proxies[1].Addr, c.Proxies[3].Addr, c.Proxies[4].Addr}, topic, adm)
+	reads := readAll(t, []string{c.Proxies[1].Addr, c.Proxies[3].Addr, c.Proxies[4].Addr}, topic, adm, hist)
 	t.Log(hist.Check(t, reads))
 }
 
@@ -184,7 +184,7 @@ func TestClusterReassignmentSurvivesFailures(t *testing.T) {
 	from := hist.Count()
 	waitAcks(t, hist, from, 500, "writes after the move")
 	load.Stop()
-	reads := readAll(t, c.Addrs(), topic, adm)
+	reads := readAll(t, c.Addrs(), topic, adm, hist)
 	t.Log(hist.Check(t, reads))
 }
 
@@ -248,7 +248,7 @@ func TestClusterPreferredLeadersReturn(t *testing.T) {
 	})
 	waitAcks(t, hist, hist.Count(), 500, "writes after the leaders returned")
 	load.Stop()
-	t.Log(hist.Check(t, readAll(t, c.Addrs(), topic, adm)))
+	t.Log(hist.Check(t, readAll(t, c.Addrs(), topic, adm, hist)))
 }
 
 // TestClusterThrottledMove copies a partition of 8 MiB onto another broker twice, without

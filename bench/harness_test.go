@@ -59,12 +59,27 @@ func fakeBroker(args []string) {
 // fakeLoadgen fails W1 as Kafka's producer did with OUT_OF_ORDER_SEQUENCE_NUMBER, crashes the
 // broker during W2, fails the first run of W3, and measures the rest after checking that its
 // broker answers.
-type fakeLoadgen struct{ w3Runs *atomic.Int32 }
+type fakeLoadgen struct {
+	stubLoadgen
+	w3Runs *atomic.Int32
+}
 
-func (fakeLoadgen) Name() string                                           { return "fake" }
-func (fakeLoadgen) Short() string                                          { return "FK" }
-func (fakeLoadgen) Can(string) bool                                        { return true }
-func (fakeLoadgen) CreateTopic(context.Context, string, string, int) error { return nil }
+// stubLoadgen is the part of a stand-in load generator that its tests do not use: it can run
+// anything, creates topics by doing nothing, and fails consume and end-to-end runs.
+type stubLoadgen struct{ name, short string }
+
+func (s stubLoadgen) Name() string                                         { return s.name }
+func (s stubLoadgen) Short() string                                        { return s.short }
+func (stubLoadgen) Can(string) bool                                        { return true }
+func (stubLoadgen) CreateTopic(context.Context, string, string, int) error { return nil }
+
+func (s stubLoadgen) Consume(context.Context, string, string, int64) (result, error) {
+	return result{}, errors.New(s.name + ": not used")
+}
+
+func (s stubLoadgen) EndToEnd(context.Context, string, string, int64, int, string, int) (result, error) {
+	return result{}, errors.New(s.name + ": not used")
+}
 
 func (f fakeLoadgen) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
 	var d net.Dialer
@@ -89,14 +104,6 @@ func (f fakeLoadgen) Produce(ctx context.Context, addr string, p produceSpec) (r
 	return result{Records: p.Records, RecPerSec: 1000, MBPerSec: 0.1, HasLatency: true, P50: 1, P99: 2, P999: 3}, nil
 }
 
-func (fakeLoadgen) Consume(context.Context, string, string, int64) (result, error) {
-	return result{}, errors.New("fake: not used")
-}
-
-func (fakeLoadgen) EndToEnd(context.Context, string, string, int64, int, string, int) (result, error) {
-	return result{}, errors.New("fake: not used")
-}
-
 // TestFailedRunsAreRecorded runs W1–W3 twice against a stand-in broker with a load generator
 // that fails W1 and crashes the broker in W2: both become failed rows with their logs kept
 // and named; W3 still runs on a fresh broker, and its row, one run of two failed, shows the
@@ -113,7 +120,7 @@ func TestFailedRunsAreRecorded(t *testing.T) {
 	}
 	h := &harness{benchDir: benchDir, spoold: exe, workDir: t.TempDir()}
 	ws := slices.DeleteFunc(workloads(quickSizes), func(w workload) bool { return !slices.Contains([]string{"W1", "W2", "W3"}, w.ID) })
-	lg := fakeLoadgen{w3Runs: new(atomic.Int32)}
+	lg := fakeLoadgen{stubLoadgen: stubLoadgen{"fake", "FK"}, w3Runs: new(atomic.Int32)}
 	spool := systems[slices.IndexFunc(systems, func(s system) bool { return s.Name == "spool" })]
 	r := &report{h: h, systems: []system{spool}, lgs: []loadgen{lg}, res: map[string]map[string]map[string][]result{},
 		reps: 2, mode: "quick", outDir: t.TempDir()}
@@ -213,15 +220,11 @@ func TestSpliceSection(t *testing.T) {
 // sharingLoadgen records the broker address and topic of every produce, and crashes the broker
 // of its first W1 run.
 type sharingLoadgen struct {
+	stubLoadgen
 	mu      *sync.Mutex
 	seen    map[string][]string // broker address → topics produced there, in order
 	crashed *atomic.Bool
 }
-
-func (sharingLoadgen) Name() string                                           { return "sharing" }
-func (sharingLoadgen) Short() string                                          { return "SH" }
-func (sharingLoadgen) Can(string) bool                                        { return true }
-func (sharingLoadgen) CreateTopic(context.Context, string, string, int) error { return nil }
 
 func (s sharingLoadgen) Produce(ctx context.Context, addr string, p produceSpec) (result, error) {
 	var d net.Dialer
@@ -241,14 +244,6 @@ func (s sharingLoadgen) Produce(ctx context.Context, addr string, p produceSpec)
 	return result{Records: p.Records, RecPerSec: 1000, MBPerSec: 0.1}, nil
 }
 
-func (sharingLoadgen) Consume(context.Context, string, string, int64) (result, error) {
-	return result{}, errors.New("sharing: not used")
-}
-
-func (sharingLoadgen) EndToEnd(context.Context, string, string, int64, int, string, int) (result, error) {
-	return result{}, errors.New("sharing: not used")
-}
-
 // TestSharedBrokers runs W1–W3 as the quick smoke run does (harness.shareBrokers) against two
 // systems of stand-in brokers: each system's runs go to one broker in topics of their own
 // (the load generator's tag appended), the systems to different ones; a broker that crashes
@@ -265,7 +260,7 @@ func TestSharedBrokers(t *testing.T) {
 	}
 	h := &harness{benchDir: benchDir, spoold: exe, workDir: t.TempDir(), shareBrokers: true}
 	ws := slices.DeleteFunc(workloads(quickSizes), func(w workload) bool { return !slices.Contains([]string{"W1", "W2", "W3"}, w.ID) })
-	lg := sharingLoadgen{mu: new(sync.Mutex), seen: map[string][]string{}, crashed: new(atomic.Bool)}
+	lg := sharingLoadgen{stubLoadgen: stubLoadgen{"sharing", "SH"}, mu: new(sync.Mutex), seen: map[string][]string{}, crashed: new(atomic.Bool)}
 	var chosen []system
 	for _, name := range []string{"spool", "spool-nofsync"} {
 		chosen = append(chosen, systems[slices.IndexFunc(systems, func(s system) bool { return s.Name == name })])

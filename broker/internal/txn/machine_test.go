@@ -10,7 +10,12 @@ import (
 func TestStep(t *testing.T) {
 	tp := func(t string, p int32) TopicPartition { return TopicPartition{t, p} }
 	base := Meta{ID: "t", ProducerID: 7, Epoch: 3, LastProducerID: 7, LastEpoch: 2, TimeoutMs: 1000, StartMs: 100}
-	in := func(s State, parts ...TopicPartition) Meta { m := base.Clone(); m.State = s; m.Partitions = parts; return m }
+	in := func(s State, parts ...TopicPartition) Meta {
+		m := base.Clone()
+		m.State = s
+		m.Partitions = parts
+		return m
+	}
 	cases := []struct {
 		rule    string
 		from    Meta

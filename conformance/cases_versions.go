@@ -44,6 +44,9 @@ func init() {
 			}
 		}})
 	for _, api := range wire.APIs {
+		if api.Key == wire.KeyWriteTxnMarkers {
+			continue // inter-broker: Spool never advertises it to clients (Kafka's ZooKeeper mode does)
+		}
 		register(&Case{ID: "versions/window-" + kebab(api.Name), Spec: "§1",
 			Desc: fmt.Sprintf("ApiVersions advertises %s (key %d) covering the window v%d-%d", api.Name, api.Key, api.MinVersion, api.MaxVersion),
 			Run: func(t *T) {

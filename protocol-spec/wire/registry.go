@@ -22,6 +22,11 @@ const (
 	KeyCreateTopics                 int16 = 19
 	KeyDeleteTopics                 int16 = 20
 	KeyInitProducerId               int16 = 22
+	KeyAddPartitionsToTxn           int16 = 24
+	KeyAddOffsetsToTxn              int16 = 25
+	KeyEndTxn                       int16 = 26
+	KeyWriteTxnMarkers              int16 = 27
+	KeyTxnOffsetCommit              int16 = 28
 	KeyDescribeAcls                 int16 = 29
 	KeyCreateAcls                   int16 = 30
 	KeyDeleteAcls                   int16 = 31
@@ -97,6 +102,21 @@ var APIs = []API{
 	{Key: 22, Name: "InitProducerId", MinVersion: 0, MaxVersion: 4, FlexibleFrom: 2, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(InitProducerIdRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(InitProducerIdResponse); m.Default(); return m }},
+	{Key: 24, Name: "AddPartitionsToTxn", MinVersion: 0, MaxVersion: 5, FlexibleFrom: 3, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(AddPartitionsToTxnRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(AddPartitionsToTxnResponse); m.Default(); return m }},
+	{Key: 25, Name: "AddOffsetsToTxn", MinVersion: 0, MaxVersion: 4, FlexibleFrom: 3, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(AddOffsetsToTxnRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(AddOffsetsToTxnResponse); m.Default(); return m }},
+	{Key: 26, Name: "EndTxn", MinVersion: 0, MaxVersion: 4, FlexibleFrom: 3, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(EndTxnRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(EndTxnResponse); m.Default(); return m }},
+	{Key: 27, Name: "WriteTxnMarkers", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 1, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(WriteTxnMarkersRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(WriteTxnMarkersResponse); m.Default(); return m }},
+	{Key: 28, Name: "TxnOffsetCommit", MinVersion: 0, MaxVersion: 4, FlexibleFrom: 3, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(TxnOffsetCommitRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(TxnOffsetCommitResponse); m.Default(); return m }},
 	{Key: 29, Name: "DescribeAcls", MinVersion: 0, MaxVersion: 3, FlexibleFrom: 2, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DescribeAclsRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DescribeAclsResponse); m.Default(); return m }},

@@ -407,6 +407,8 @@ var designWindow = []struct {
 	{13, "LeaveGroup", 0, 4, 4}, {14, "SyncGroup", 0, 5, 4}, {15, "DescribeGroups", 0, 5, 5},
 	{16, "ListGroups", 0, 4, 3}, {17, "SaslHandshake", 0, 1, -1}, {18, "ApiVersions", 0, 4, 3}, {19, "CreateTopics", 2, 7, 5},
 	{20, "DeleteTopics", 1, 6, 4}, {22, "InitProducerId", 0, 4, 2},
+	{24, "AddPartitionsToTxn", 0, 5, 3}, {25, "AddOffsetsToTxn", 0, 4, 3}, {26, "EndTxn", 0, 4, 3},
+	{27, "WriteTxnMarkers", 0, 1, 1}, {28, "TxnOffsetCommit", 0, 4, 3},
 	{29, "DescribeAcls", 0, 3, 2}, {30, "CreateAcls", 0, 3, 2}, {31, "DeleteAcls", 0, 3, 2}, {32, "DescribeConfigs", 1, 4, 4},
 	{33, "AlterConfigs", 0, 2, 2}, {35, "DescribeLogDirs", 0, 4, 2},
 	{36, "SaslAuthenticate", 0, 2, 2}, {37, "CreatePartitions", 0, 3, 2}, {42, "DeleteGroups", 0, 2, 2},

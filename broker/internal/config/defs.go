@@ -232,6 +232,9 @@ const (
 	FetchSendfile                = "spool.fetch.sendfile"
 	FetchSessionCacheSlots       = "max.incremental.fetch.session.cache.slots"
 	OffsetsTopicNumPartitions    = "offsets.topic.num.partitions"
+	TxnStateLogNumPartitions     = "transaction.state.log.num.partitions"
+	TxnMaxTimeoutMs              = "transaction.max.timeout.ms"
+	TxnAbortIntervalMs           = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
 	GroupInitialRebalanceDelay   = "group.initial.rebalance.delay.ms"
 	OffsetsRetentionMinutes      = "offsets.retention.minutes"
 	PprofListener                = "spool.pprof.listener"
@@ -325,6 +328,9 @@ var BrokerDefs = []Def{
 	{Name: MemoryLimitBytes, Type: Long, Default: "67108864", Check: atLeast(0),
 		Doc: "Soft limit for the Go heap (GOMEMLIMIT); the collector works harder near it, which keeps RSS bounded under load. 0: no limit. The GOMEMLIMIT environment variable wins."},
 	{Name: OffsetsTopicNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},
+	{Name: TxnStateLogNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __transaction_state (compacted), created on the first transactional request."},
+	{Name: TxnMaxTimeoutMs, Type: Int, Default: "900000", Check: atLeast(1), Doc: "The longest transaction.timeout.ms a producer may ask for (else INVALID_TRANSACTION_TIMEOUT)."},
+	{Name: TxnAbortIntervalMs, Type: Int, Default: "10000", Check: atLeast(1), Doc: "How often the transaction coordinator aborts transactions past their timeout (fencing their producers)."},
 	{Name: GroupInitialRebalanceDelay, Type: Int, Default: "3000", Check: atLeast(0), Doc: "Delay before the first rebalance of a new group."},
 	{Name: OffsetsRetentionMinutes, Type: Int, Default: "10080", Check: atLeast(1), Doc: "How long committed offsets of an empty group are kept."},
 

@@ -381,7 +381,7 @@ var noEffectReasons = []struct {
 		[]string{"sasl.", "security.", "principal.builder.class", "connections.max.reauth.ms", "connection.failed.authentication.delay.ms", "delegation.token.", "password.encoder."}},
 	{"Spool has no tiered storage",
 		[]string{"remote.", "log.local.retention."}},
-	{"Spool has no transactions yet",
+	{"Spool's transaction coordinator does not read it yet",
 		[]string{"transaction"}},
 	{"Spool does not expire idempotent producer ids by these settings",
 		[]string{"producer.id."}},

@@ -187,6 +187,7 @@ type Coordinator struct {
 	wg        sync.WaitGroup
 	closed    bool
 	expiry    *time.Timer
+	txn       txnOffsets // offsets of open transactions (txn_offsets.go)
 }
 
 // New creates a coordinator that owns no partition yet (see OnElection).

@@ -7,8 +7,8 @@
 //     produce and the coordinators' internal topics. Commit blocks; Committed runs it on its
 //     own goroutine and calls back (a completion).
 //   - Read (Partition.Read): from an offset, up to max bytes, for a consumer (up to the high
-//     watermark, or with read_committed the last stable offset, which equals the high
-//     watermark until transactions exist) or a follower (up to the log end), with the
+//     watermark, or with read_committed the last stable offset: the high watermark or, if
+//     lower, the first offset of the oldest open transaction) or a follower (up to the log end), with the
 //     partition's offsets (high watermark, last stable offset, log start, log end).
 //   - One per-partition signal, "what a reader may see changed" (Partition.Changed): a
 //     consumer's channel closes when the high watermark, the last stable offset or the log
@@ -24,6 +24,12 @@
 // the replica its mu (see package replication). A Partition's two signals are guarded each by
 // its own leaf mutex, taken for a channel swap only, so they may be raised from anywhere,
 // including from the replica's change hook, which runs with the replica's mu held.
+//
+// Transactions: the log tracks open transactions and aborted ones (storage/txn.go);
+// AppendMarker appends the commit or abort markers the transaction coordinator decides, and
+// AbortedTransactions lists the aborted ones a read_committed read spans. A marker raises the
+// consumer signal as any append does once the high watermark covers it, which is when the last
+// stable offset can move past the transaction.
 //
 // Who raises what:
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/storage"
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 )
 
 // Types the handlers use, so that they need not import storage.
@@ -20,6 +21,9 @@ type (
 	// Chunk is one file range of a ReadResult.
 	Chunk = storage.Chunk
 )
+
+// AbortedTxn is an aborted transaction of the partition (producer id, first offset, marker).
+type AbortedTxn = storage.AbortedTxn
 
 // Errors of the log, for the handlers' mapping to protocol errors.
 var (
@@ -61,7 +65,8 @@ const (
 // Offsets are a partition's positions as one read saw them.
 type Offsets struct {
 	HighWatermark int64
-	// LastStable is the last stable offset: the high watermark until transactions exist.
+	// LastStable is the last stable offset: the high watermark, or the first offset of the
+	// oldest open transaction if lower (read_committed consumers read up to it).
 	LastStable int64
 	LogStart   int64
 	LogEnd     int64
@@ -171,7 +176,8 @@ func (p *Partition) Changed(reader Reader) <-chan struct{} {
 // Offsets returns the partition's positions now.
 func (p *Partition) Offsets() Offsets {
 	hw := p.replica.HighWatermark()
-	return Offsets{HighWatermark: hw, LastStable: hw, LogStart: p.log.LogStartOffset(), LogEnd: p.log.LogEndOffset()}
+	lso := min(hw, p.log.FirstUnstableOffset())
+	return Offsets{HighWatermark: hw, LastStable: lso, LogStart: p.log.LogStartOffset(), LogEnd: p.log.LogEndOffset()}
 }
 
 // OffsetForTimestamp finds the first offset whose batch's timestamp is at least ts, below the
@@ -270,6 +276,44 @@ func Commit(ctx context.Context, appends []Appended, failed func(i int, err erro
 		}
 	}
 }
+
+// AppendMarker appends a transaction marker (a control batch: commit or abort) for a
+// producer's transaction if this replica leads, on the transaction coordinator's behalf
+// (WriteTxnMarkers; on a single node the coordinator calls it directly). The marker must not
+// be of an epoch older than the producer's newest here (ErrInvalidProducerEpoch). Like
+// AppendAsLeader it does one write; Commit waits for it.
+func (p *Partition) AppendMarker(producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32, acksAll bool, now time.Time) (AppendResult, Appended, error) {
+	b := batch.NewBuilder()
+	b.SetProducer(producerID, producerEpoch, -1)
+	ct := batch.ControlAbort
+	if commit {
+		ct = batch.ControlCommit
+	}
+	if err := b.AppendControl(ct, coordinatorEpoch, now.UnixMilli()); err != nil {
+		return AppendResult{}, Appended{}, err
+	}
+	records, err := b.Finish()
+	if err != nil {
+		return AppendResult{}, Appended{}, fmt.Errorf("building a %v marker: %w", ct, err)
+	}
+	res, epoch, err := p.replica.AppendMarkersAsLeader(records, acksAll, now)
+	if err != nil {
+		return res, Appended{}, err
+	}
+	p.followers.raise()
+	p.announce()
+	return res, Appended{Part: p, End: res.LastOffset + 1, Epoch: epoch, AcksAll: acksAll}, nil
+}
+
+// AbortedTransactions lists the aborted transactions whose records overlap [from, to), for a
+// read_committed fetch (Kafka's collectAbortedTransactions); nil when there are none.
+func (p *Partition) AbortedTransactions(from, to int64) []AbortedTxn {
+	return p.log.AbortedTransactions(from, to)
+}
+
+// OngoingTransactions returns the producers with an open transaction here and the first
+// offset of each (a copy).
+func (p *Partition) OngoingTransactions() map[int64]int64 { return p.log.OngoingTransactions() }
 
 // CommitAsync is Commit of one append on a goroutine of its own: done gets nil once it
 // committed, or the error.

@@ -321,6 +321,16 @@ var (
 // the ISR against min.insync.replicas.
 // It returns the leader epoch the append was made at.
 func (r *Replica) AppendAsLeader(records []byte, acksAll bool, now time.Time) (storage.AppendResult, int32, error) {
+	return r.appendAsLeader(records, acksAll, now, false)
+}
+
+// AppendMarkersAsLeader is AppendAsLeader of transaction markers (control batches), which
+// only the transaction coordinator's path may append.
+func (r *Replica) AppendMarkersAsLeader(records []byte, acksAll bool, now time.Time) (storage.AppendResult, int32, error) {
+	return r.appendAsLeader(records, acksAll, now, true)
+}
+
+func (r *Replica) appendAsLeader(records []byte, acksAll bool, now time.Time, markers bool) (storage.AppendResult, int32, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.role != RoleLeader {
@@ -329,7 +339,7 @@ func (r *Replica) AppendAsLeader(records []byte, acksAll bool, now time.Time) (s
 	if minISR := r.minISRLocked(); acksAll && len(r.state.ISR) < minISR {
 		return storage.AppendResult{}, -1, fmt.Errorf("%w: %s-%d has ISR %v, min.insync.replicas=%d", ErrNotEnoughReplicas, r.Topic, r.Index, r.state.ISR, minISR)
 	}
-	res, err := r.Log.Append(records, storage.AppendOptions{LeaderEpoch: r.state.LeaderEpoch, AssignOffsets: true, Now: now})
+	res, err := r.Log.Append(records, storage.AppendOptions{LeaderEpoch: r.state.LeaderEpoch, AssignOffsets: true, Now: now, Markers: markers})
 	return res, r.state.LeaderEpoch, err
 }
 

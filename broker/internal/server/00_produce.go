@@ -8,8 +8,13 @@ package server
 // (older magic: UNSUPPORTED_FOR_MESSAGE_FORMAT); the log validates it (CRC: CORRUPT_MESSAGE,
 // layout: INVALID_RECORD, size: MESSAGE_TOO_LARGE, more than segment.bytes: RECORD_LIST_TOO_LARGE), assigns offsets in place and checks
 // idempotent sequences (a retried duplicate is acknowledged with its original offset; a gap is
-// OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch INVALID_PRODUCER_EPOCH). Transactional batches get
-// INVALID_RECORD until transactions exist; zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). A
+// OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch INVALID_PRODUCER_EPOCH). A transactional batch
+// needs the request's TransactionalId (else INVALID_RECORD) and Write on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and is verified with the transaction coordinator
+// when it runs here (KIP-890 part 1): the producer must be the id's current one
+// (INVALID_PRODUCER_EPOCH otherwise) with an open transaction holding the partition
+// (INVALID_TXN_STATE otherwise), so a stray or late write cannot open a transaction that holds
+// the last stable offset forever; zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). A
 // topic whose compression.type names another codec than the batch's gets the batch rebuilt in
 // that codec before the append (recompress.go); "producer" keeps it as sent. An
 // unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION: Produce never creates topics
@@ -41,6 +46,7 @@ import (
 	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/broker/internal/txn"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
@@ -74,7 +80,7 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 				err = zstdNeedsV7(req.version, rp.Records)
 			}
 			if err == nil {
-				res, appended, err = s.produceOne(ctx, r, rt.Name, rp)
+				res, appended, err = s.produceOne(ctx, req, r, rt.Name, rp)
 			}
 			if err != nil {
 				failed = true
@@ -137,14 +143,14 @@ func (s *Server) commitInBackground(waits []partition.Appended) {
 }
 
 // produceOne appends one partition's records.
-func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic string, rp wire.ProduceRequestPartitionProduceData) (partition.AppendResult, partition.Appended, error) {
+func (s *Server) produceOne(ctx context.Context, req *request, r *wire.ProduceRequest, topic string, rp wire.ProduceRequestPartitionProduceData) (partition.AppendResult, partition.Appended, error) {
 	var none partition.AppendResult
 	var noWait partition.Appended
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return none, noWait, fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", wire.ErrInvalidRequiredAcks, r.Acks)
 	}
-	if topic == group.Topic {
-		// Only the group coordinator writes its internal topic, as in Kafka.
+	if topic == group.Topic || topic == txn.Topic {
+		// Only the coordinators write their internal topics, as in Kafka.
 		return none, noWait, fmt.Errorf("%w: clients cannot produce to %s", wire.ErrInvalidTopicException, topic)
 	}
 	part, err := s.partitionForWrite(ctx, topic, rp.Index)
@@ -153,6 +159,11 @@ func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic s
 	}
 	if err := checkProduceBatch(rp.Records); err != nil {
 		return none, noWait, err
+	}
+	if raw := batch.Raw(rp.Records); raw.Attributes().Transactional() {
+		if err := s.verifyTransactional(req, r.TransactionalId, raw, topic, rp.Index); err != nil {
+			return none, noWait, err
+		}
 	}
 	records, rc, err := recompress(part.Log(), rp.Records) // compression.type: see recompress.go
 	if err != nil {
@@ -170,7 +181,7 @@ func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic s
 }
 
 // checkProduceBatch applies the request-level rules before the log validates the batch:
-// exactly one batch, magic 2, not transactional.
+// exactly one batch, magic 2.
 func checkProduceBatch(records []byte) error {
 	if len(records) < batch.HeaderSize {
 		if len(records) > 16 && int8(records[16]) < 2 {
@@ -188,10 +199,27 @@ func checkProduceBatch(records []byte) error {
 		}
 		return fmt.Errorf("%w: batch length %d does not match the %d bytes sent", wire.ErrCorruptMessage, size, len(records))
 	}
-	if raw.Attributes().Transactional() {
-		return fmt.Errorf("%w: transactions are not supported", wire.ErrInvalidRecord)
-	}
 	return nil
+}
+
+// verifyTransactional applies the rules of a transactional batch (see the header).
+func (s *Server) verifyTransactional(req *request, id *string, raw batch.Raw, topic string, index int32) error {
+	if id == nil || *id == "" {
+		return fmt.Errorf("%w: a transactional batch without a transactional id", wire.ErrInvalidRecord)
+	}
+	if !s.allowed(req, security.OpWrite, security.ResourceTransactionalID, *id) {
+		return wire.ErrTransactionalIdAuthorizationFailed
+	}
+	switch e := s.txn.coord.Verify(*id, raw.ProducerID(), raw.ProducerEpoch(), txn.TopicPartition{Topic: topic, Partition: index}); e {
+	case nil, wire.ErrNotCoordinator, wire.ErrCoordinatorLoadInProgress:
+		// Coordinated elsewhere: verification through AddPartitionsToTxn v4 is the
+		// cluster's part; the log still fences older epochs.
+		return nil
+	case wire.ErrProducerFenced, wire.ErrInvalidProducerEpoch:
+		return fmt.Errorf("%w: producer %d epoch %d is not the transactional id's current one", wire.ErrInvalidProducerEpoch, raw.ProducerID(), raw.ProducerEpoch())
+	default:
+		return fmt.Errorf("%w: %s-%d is not in an open transaction of producer %d epoch %d (%s)", wire.ErrInvalidTxnState, topic, index, raw.ProducerID(), raw.ProducerEpoch(), e.Name)
+	}
 }
 
 // partitionForWrite finds a partition this broker leads. Produce never creates topics

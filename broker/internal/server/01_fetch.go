@@ -13,8 +13,11 @@ package server
 // partitions asked for (on a replicated topic, when the followers have the data, not at the
 // append), a follower's by appends; an idle wait costs no CPU, and a fetch with no partitions
 // answers at once. The partition manager sets the read limit (partition.Partition.Read).
-// There are no transactions, so the last stable offset is the high watermark and there are
-// no aborted transactions. Records go from
+// Isolation (v4+): read_uncommitted reads up to the high watermark; read_committed up to the
+// last stable offset (the first offset of the oldest open transaction, if below the high
+// watermark), and the reply lists the aborted transactions (producer id, first offset) whose
+// records overlap what it returns, so that the consumer drops them (Kafka's
+// collectAbortedTransactions); control batches go to the client as stored. Records go from
 // segment files to the socket with sendfile (spool.fetch.sendfile) or a pooled read+write,
 // never through the heap as a whole.
 //
@@ -218,6 +221,11 @@ func (s *Server) readFetch(r *wire.FetchRequest, targets []fetchTarget, follower
 			// Only the first partition with data may exceed the limits.
 			res.Release()
 		case res.Size > 0:
+			if r.IsolationLevel == 1 {
+				for _, a := range part.AbortedTransactions(t.fetchOffset, o.LastStable) {
+					pd.AbortedTransactions = append(pd.AbortedTransactions, wire.FetchResponseAbortedTransaction{ProducerId: a.ProducerID, FirstOffset: a.FirstOffset})
+				}
+			}
 			f.parts[i] = fetchedPartition{read: res, size: res.Size}
 			size += res.Size
 			remaining -= res.Size

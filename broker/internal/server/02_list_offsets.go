@@ -2,8 +2,8 @@ package server
 
 // ListOffsets (key 2), versions 1-6; flexible from 6.
 //
-// Per partition: timestamp -2 gives the log start offset, -1 the high watermark (the end a
-// consumer can read; with no transactions it is also the last stable offset), any other
+// Per partition: timestamp -2 gives the log start offset, -1 the end a consumer can read: the
+// high watermark, or with IsolationLevel 1 (read_committed, v2+) the last stable offset; any other
 // timestamp the first offset whose batch's max timestamp is at or after it, found through the
 // time index, or offset -1 when no such record exists. Leader epoch (v4+) is this partition's
 // epoch. Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION; other negative timestamps (-3 max
@@ -74,7 +74,11 @@ func handleListOffsets(s *Server, _ context.Context, req *request) *pending {
 			pr.LeaderEpoch = part.LeaderEpoch()
 			switch rp.Timestamp {
 			case latestTimestamp:
-				pr.Offset = s.highWatermark(part)
+				o := part.Offsets()
+				pr.Offset = o.HighWatermark
+				if r.IsolationLevel == 1 {
+					pr.Offset = o.LastStable
+				}
 			case earliestTimestamp:
 				pr.Offset = part.Offsets().LogStart
 			default:

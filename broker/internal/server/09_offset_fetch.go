@@ -4,8 +4,9 @@ package server
 //
 // Returns the group's committed offsets (-1 and no error for a partition without one, and for
 // an unknown group), with the leader epoch from v5 and the committed metadata string. Topics
-// null (v2+) asks for every committed partition. RequireStable (v7) would wait out pending
-// transactional commits; there are no transactions, so committed offsets are always stable.
+// null (v2+) asks for every committed partition. With RequireStable (v7) a partition whose
+// offset an open transaction holds pending (TxnOffsetCommit) gets UNSTABLE_OFFSET_COMMIT
+// (retriable) and offset -1, as Kafka answers; without it the last committed offset.
 //
 // Authorization (with authorizer.class.name set): Describe on the group, else
 // GROUP_AUTHORIZATION_FAILED; Describe on each topic, else its partitions get
@@ -69,8 +70,11 @@ func handleOffsetFetch(s *Server, ctx context.Context, req *request) *pending {
 		}
 		md := f.Metadata
 		p := wire.OffsetFetchResponsePartition{PartitionIndex: f.Partition, CommittedOffset: f.Offset, CommittedLeaderEpoch: f.LeaderEpoch, Metadata: &md}
-		if !describe[f.Topic] {
+		switch {
+		case !describe[f.Topic]:
 			p = wire.OffsetFetchResponsePartition{PartitionIndex: f.Partition, CommittedOffset: -1, CommittedLeaderEpoch: -1, ErrorCode: wire.ErrTopicAuthorizationFailed.Code}
+		case r.RequireStable && s.groups.PendingTxnOffset(r.GroupId, f.Topic, f.Partition):
+			p = wire.OffsetFetchResponsePartition{PartitionIndex: f.Partition, CommittedOffset: -1, CommittedLeaderEpoch: -1, ErrorCode: wire.ErrUnstableOffsetCommit.Code}
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, p)
 	}

@@ -8,12 +8,15 @@ package server
 // topic is created on the first lookup, as Kafka does; while it cannot be, or while the
 // partition has no leader, the answer is COORDINATOR_NOT_AVAILABLE (retriable). On a single
 // node this broker coordinates every group. v0 must be served: librdkafka enables LZ4 and its
-// group consumer only when FindCoordinator v0 is advertised. Key type 1 (transactions) gets
-// INVALID_REQUEST until transactions exist. The lookup runs on the connection's goroutine
-// (creating the topic waits for its leaders).
+// group consumer only when FindCoordinator v0 is advertised. Key type 1 (TRANSACTION, v1+):
+// the transaction coordinator is the leader of the __transaction_state partition the
+// transactional id hashes to (the same formula over transaction.state.log.num.partitions),
+// the topic created on first lookup in the same way. Other key types are INVALID_REQUEST.
+// The lookup runs on the connection's goroutine (creating the topic waits for its leaders).
 //
 // Authorization (with authorizer.class.name set): Describe on the group, else
-// GROUP_AUTHORIZATION_FAILED.
+// GROUP_AUTHORIZATION_FAILED; Describe on the transactional id, else
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -37,8 +40,19 @@ func handleFindCoordinator(s *Server, ctx context.Context, req *request) *pendin
 		resp.NodeId, resp.Port = -1, -1
 		return ready(reply{msg: resp})
 	}
-	if r.KeyType != 0 {
-		return fail(wire.ErrInvalidRequest, errors.New("transactions are not supported"))
+	switch {
+	case r.KeyType == 1 && req.version >= 1:
+		if !s.allowed(req, security.OpDescribe, security.ResourceTransactionalID, r.Key) {
+			return fail(wire.ErrTransactionalIdAuthorizationFailed, errors.New("FindCoordinator needs Describe on the transactional id"))
+		}
+		node, host, port, err := s.txnCoordinatorFor(ctx, r.Key, req.listener)
+		if err != nil {
+			return fail(wire.ErrCoordinatorNotAvailable, err)
+		}
+		resp.NodeId, resp.Host, resp.Port = node, host, port
+		return ready(reply{msg: resp})
+	case r.KeyType != 0:
+		return fail(wire.ErrInvalidRequest, fmt.Errorf("unknown coordinator key type %d", r.KeyType))
 	}
 	if !s.allowed(req, security.OpDescribe, security.ResourceGroup, r.Key) {
 		return fail(wire.ErrGroupAuthorizationFailed, errors.New("FindCoordinator needs Describe on the group"))

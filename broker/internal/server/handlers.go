@@ -11,8 +11,8 @@ import (
 // completed later by another goroutine (fsync waits, long polls). It returns nil to send nothing.
 type handlerFunc func(s *Server, ctx context.Context, req *request) *pending
 
-// handlers is the one table of served APIs; ApiVersions advertises exactly these, at the
-// version ranges of the protocol spec (wire.APIs).
+// handlers is the one table of served APIs; ApiVersions advertises these, at the version
+// ranges of the protocol spec (wire.APIs), except the inter-broker ones (interBrokerOnly).
 var handlers map[int16]handlerFunc
 
 // The table is filled in init because ApiVersions' handler reads it.
@@ -29,6 +29,11 @@ func init() {
 		wire.KeyCreateTopics:                 handleCreateTopics,
 		wire.KeyDeleteTopics:                 handleDeleteTopics,
 		wire.KeyInitProducerId:               handleInitProducerID,
+		wire.KeyAddPartitionsToTxn:           handleAddPartitionsToTxn,
+		wire.KeyAddOffsetsToTxn:              handleAddOffsetsToTxn,
+		wire.KeyEndTxn:                       handleEndTxn,
+		wire.KeyWriteTxnMarkers:              handleWriteTxnMarkers,
+		wire.KeyTxnOffsetCommit:              handleTxnOffsetCommit,
 		wire.KeyDescribeConfigs:              handleDescribeConfigs,
 		wire.KeyAlterConfigs:                 handleAlterConfigs,
 		wire.KeyDescribeLogDirs:              handleDescribeLogDirs,
@@ -57,6 +62,10 @@ func init() {
 }
 
 func (s *Server) handler(key int16) handlerFunc { return handlers[key] }
+
+// interBrokerOnly are served APIs whose audience is other brokers: never advertised to
+// clients (DESIGN.md §3).
+var interBrokerOnly = map[int16]bool{wire.KeyWriteTxnMarkers: true}
 
 // errCode is the wire code of err (0 for nil).
 func errCode(err error) int16 { return wire.CodeOf(err) }

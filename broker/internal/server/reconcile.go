@@ -18,6 +18,7 @@ import (
 	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/replication"
+	"github.com/spoolmq/spool/broker/internal/txn"
 )
 
 // reconcile applies the current image. It is serialised by reconcileMu.
@@ -76,6 +77,9 @@ func (s *Server) reconcile() error {
 						s.log.Error("loading consumer groups", "partition", p.Index, "err", err)
 					}
 				}
+				if t.Name == txn.Topic {
+					s.txnElected(p.Index, int32(len(t.Partitions)), part, p.LeaderEpoch)
+				}
 				roles.add(s.log, &roles.leading, "leading partition", t.Name, p.Index, p.Leader, p.LeaderEpoch)
 			case p.Leader >= 0:
 				s.resign(part)
@@ -109,6 +113,9 @@ func (s *Server) reconcile() error {
 func (s *Server) resign(part *partition.Partition) {
 	if part.Topic == group.Topic {
 		s.groups.OnResignation(part.Index)
+	}
+	if part.Topic == txn.Topic {
+		s.txn.coord.OnResignation(part.Index)
 	}
 }
 

@@ -72,6 +72,7 @@ type Server struct {
 	offsetsMu    sync.Mutex  // serialises the creation of __consumer_offsets
 	offsetsReady atomic.Bool // __consumer_offsets exists
 	groups       *group.Coordinator
+	txn          txnSide    // the transaction coordinator (txn.go)
 	createMu     sync.Mutex // serialises topic creation with opening its logs
 	closeOnce    sync.Once
 	closeError   error
@@ -170,10 +171,12 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		s.md.Close()
 		return nil, fmt.Errorf("starting the group coordinator: %w", err)
 	}
+	s.startTxnCoordinator()
 	// A replica that cannot be opened is offline (logged, counted, retried by the
 	// reconciler), never the broker.
 	_ = s.reconcile()
 	if err := s.initOps(); err != nil {
+		s.txn.coord.Close()
 		s.groups.Close()
 		s.logs.Close()
 		s.md.Close()
@@ -437,6 +440,7 @@ func (s *Server) Close() error {
 		s.closeListeners()
 		s.closeOps()
 		s.wg.Wait()
+		s.txn.coord.Close()
 		s.groups.Close()
 		s.fetchers.Wait()
 		s.closeError = errors.Join(s.md.Close(), s.logs.Close())

@@ -25,6 +25,9 @@ type AppendOptions struct {
 	AssignOffsets bool
 	// Now is the append time (LogAppendTime, segment.ms); zero means time.Now().
 	Now time.Time
+	// Markers: a leader append of transaction markers (control batches) on the transaction
+	// coordinator's behalf, which clients may never produce.
+	Markers bool
 }
 
 // AppendResult describes an append.
@@ -83,7 +86,7 @@ func (l *Log) Append(records []byte, opt AppendOptions) (AppendResult, error) {
 	}
 	sc := appendScratches.Get().(*appendScratch)
 	defer appendScratches.Put(sc)
-	infos, err := validateBatches(records, cfg, opt.AssignOffsets, nowMs, sc)
+	infos, err := validateBatches(records, cfg, opt.AssignOffsets, opt.Markers, nowMs, sc)
 	sc.infos = infos[:0]
 	if err != nil {
 		return res, err
@@ -179,7 +182,7 @@ func (l *Log) Append(records []byte, opt AppendOptions) (AppendResult, error) {
 // validateBatches splits records into batches and validates each, filling infos (from the
 // scratch) with what the append needs. No lock is held: validation of concurrent appends runs
 // in parallel.
-func validateBatches(records []byte, cfg *LogConfig, client bool, nowMs int64, sc *appendScratch) ([]batchInfo, error) {
+func validateBatches(records []byte, cfg *LogConfig, client, markers bool, nowMs int64, sc *appendScratch) ([]batchInfo, error) {
 	infos := sc.infos[:0]
 	s := batch.NewScanner(records)
 	for s.Next() {
@@ -200,11 +203,16 @@ func validateBatches(records []byte, cfg *LogConfig, client bool, nowMs int64, s
 				return infos, fmt.Errorf("%w: batch %d has no records", ErrInvalidRecord, i)
 			case int64(h.RecordsCount) != int64(h.LastOffsetDelta)+1:
 				return infos, fmt.Errorf("%w: batch %d has %d records but lastOffsetDelta %d", ErrInvalidRecord, i, h.RecordsCount, h.LastOffsetDelta)
-			case h.Attributes.Control():
+			case h.Attributes.Control() && !markers:
 				return infos, fmt.Errorf("%w: batch %d: clients may not produce control batches", ErrInvalidRecord, i)
+			case markers && !h.Attributes.Control():
+				return infos, fmt.Errorf("%w: batch %d: a marker append holds control batches only", ErrInvalidRecord, i)
 			}
 			for it.Next() {
 				r := it.Record()
+				if h.Attributes.Control() {
+					continue
+				}
 				if cfg.Compact && r.Key == nil {
 					return infos, fmt.Errorf("%w: batch %d: a compacted topic does not accept a record without key", ErrInvalidRecord, i)
 				}
@@ -226,6 +234,13 @@ func validateBatches(records []byte, cfg *LogConfig, client bool, nowMs int64, s
 				return infos, fmt.Errorf("%w: batch %d spans too many offsets", ErrInvalidRecord, i)
 			}
 		}
+		var ct batch.ControlType
+		if h.Attributes.Control() {
+			var err error
+			if ct, err = controlType(b); err != nil {
+				return infos, batchError(fmt.Sprintf("batch %d", i), err)
+			}
+		}
 		infos = append(infos, batchInfo{
 			pos:         s.Position(),
 			size:        len(b),
@@ -238,6 +253,9 @@ func validateBatches(records []byte, cfg *LogConfig, client bool, nowMs int64, s
 			epoch:       h.ProducerEpoch,
 			seq:         h.BaseSequence,
 			leaderEpoch: h.PartitionLeaderEpoch,
+			txn:         h.Attributes.Transactional(),
+			control:     h.Attributes.Control(),
+			ctype:       ct,
 		})
 	}
 	if err := s.Err(); err != nil {

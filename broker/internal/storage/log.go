@@ -305,6 +305,7 @@ func (l *Log) load(opts OpenOptions) error {
 		return err
 	}
 	l.producers = newProducerStateManager(l.dir, l.logger)
+	l.producers.logStart = l.logStart.Load
 	if err := l.loadProducerState(); err != nil {
 		return err
 	}
@@ -502,7 +503,9 @@ func (l *Log) loadProducerState() error {
 	n := 0
 	err = l.forEachHeader(from, func(h *headerView) error {
 		if h.ProducerID >= 0 {
-			l.producers.replay(h)
+			if err := l.producers.replay(h, readWholeBatch); err != nil {
+				return err
+			}
 			n++
 		}
 		return nil
@@ -514,6 +517,15 @@ func (l *Log) loadProducerState() error {
 		l.logger.Debug("rebuilt producer state from the log", "from", from, "batches", n)
 	}
 	return nil
+}
+
+// readWholeBatch reads the batch a header view describes.
+func readWholeBatch(h *headerView) ([]byte, error) {
+	b := make([]byte, h.TotalSize())
+	if _, err := h.seg.file.ReadAt(b, h.pos); err != nil {
+		return nil, fmt.Errorf("reading the batch at offset %d: %w", h.BaseOffset, err)
+	}
+	return b, nil
 }
 
 // headerView is a batch header with its place in the log.

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 )
 
 // producerBatchesKept is how many recent batches per producer are remembered for duplicate
@@ -65,10 +67,12 @@ type producerStateManager struct {
 	producers map[int64]*producerEntry
 	lastSnap  int64
 	pidIndex  map[int64]int // scratch for appends with many batches
+	txn       *txnState     // open and aborted transactions (see txn.go)
+	logStart  func() int64  // the log start, to trim the aborted list in snapshots
 }
 
 func newProducerStateManager(dir string, logger *slog.Logger) *producerStateManager {
-	return &producerStateManager{dir: dir, logger: logger, producers: map[int64]*producerEntry{}, lastSnap: -1}
+	return &producerStateManager{dir: dir, logger: logger, producers: map[int64]*producerEntry{}, lastSnap: -1, txn: newTxnState(), logStart: func() int64 { return 0 }}
 }
 
 // incSeq adds delta to a sequence number, wrapping past MaxInt32 to 0 as Kafka does.
@@ -99,8 +103,15 @@ func (m *producerStateManager) check(infos []batchInfo) (producerBatch, bool, er
 		if b.pid < 0 {
 			continue
 		}
-		last := incSeq(b.seq, b.lastDelta)
 		e := m.producers[b.pid]
+		if b.control {
+			// A marker carries no sequence; it must not come from an older epoch.
+			if e != nil && b.epoch < e.epoch {
+				return producerBatch{}, false, fmt.Errorf("%w: marker for producer %d epoch %d is older than the current epoch %d", ErrInvalidProducerEpoch, b.pid, b.epoch, e.epoch)
+			}
+			continue
+		}
+		last := incSeq(b.seq, b.lastDelta)
 		if e != nil && e.epoch == b.epoch {
 			if d, ok := e.findDuplicate(b.seq, last); ok {
 				return d, true, nil
@@ -146,15 +157,28 @@ func (m *producerStateManager) check(infos []batchInfo) (producerBatch, bool, er
 
 // update records an appended batch (leader, follower or replay).
 func (m *producerStateManager) update(b *batchInfo) {
-	m.record(b.pid, b.epoch, b.seq, b.lastDelta, b.base, b.last, b.maxTs)
+	m.record(b.pid, b.epoch, b.seq, b.lastDelta, b.base, b.last, b.maxTs, b.txn, b.control, b.ctype)
 }
 
-// replay records a batch read back from the log.
-func (m *producerStateManager) replay(h *headerView) {
-	m.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
+// replay records a batch read back from the log; read fetches the whole batch (control
+// batches only, for their marker type).
+func (m *producerStateManager) replay(h *headerView, read func(*headerView) ([]byte, error)) error {
+	txn, control := h.Attributes.Transactional(), h.Attributes.Control()
+	var ct batch.ControlType
+	if control {
+		b, err := read(h)
+		if err == nil {
+			ct, err = controlType(b)
+		}
+		if err != nil {
+			return fmt.Errorf("control batch at offset %d: %w", h.BaseOffset, err)
+		}
+	}
+	m.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, h.LastOffset(), h.MaxTimestamp, txn, control, ct)
+	return nil
 }
 
-func (m *producerStateManager) record(pid int64, epoch int16, seq, lastDelta int32, base, last, ts int64) {
+func (m *producerStateManager) record(pid int64, epoch int16, seq, lastDelta int32, base, last, ts int64, txn, control bool, ct batch.ControlType) {
 	e := m.producers[pid]
 	if e == nil {
 		e = &producerEntry{epoch: epoch}
@@ -163,14 +187,22 @@ func (m *producerStateManager) record(pid int64, epoch int16, seq, lastDelta int
 	if e.epoch != epoch {
 		e.epoch, e.n = epoch, 0
 	}
-	e.add(producerBatch{firstSeq: seq, lastSeq: incSeq(seq, lastDelta), firstOffset: base, lastOffset: last, timestamp: ts})
+	if !control {
+		e.add(producerBatch{firstSeq: seq, lastSeq: incSeq(seq, lastDelta), firstOffset: base, lastOffset: last, timestamp: ts})
+	}
 	e.lastTimestamp = max(e.lastTimestamp, ts)
+	if txn {
+		m.txn.track(pid, control, ct, base, last)
+	}
 }
 
 // expire forgets producers whose newest batch is older than the expiration.
 func (m *producerStateManager) expire(nowMs, expirationMs int64) int {
 	n := 0
 	for pid, e := range m.producers {
+		if _, open := m.txn.ongoing[pid]; open {
+			continue // an open transaction holds the LSO until its marker; the coordinator ends it
+		}
 		if e.lastTimestamp < nowMs-expirationMs {
 			delete(m.producers, pid)
 			n++
@@ -199,9 +231,14 @@ func (m *producerStateManager) lastOffsets() map[int64]int64 {
 //	int64 producer id, int16 epoch, int64 last timestamp, uint8 batch count, then per batch:
 //	int32 first sequence, int32 last sequence, int64 first offset, int64 last offset,
 //	int64 max timestamp.
+//
+// Version 2 continues with the transactions: uint32 open count, then per open transaction
+// int64 producer id and int64 first offset; uint32 aborted count, then per aborted transaction
+// int64 producer id, int64 first offset, int64 marker offset. Version 1 files (no
+// transactions) are still read.
 const (
 	snapshotMagic   = "SPPS"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	snapshotsKept   = 2
 )
 
@@ -235,40 +272,66 @@ func (m *producerStateManager) encode(offset int64) []byte {
 			b = be.AppendUint64(b, uint64(pb.timestamp))
 		}
 	}
+	open := make([]int64, 0, len(m.txn.ongoing))
+	for pid := range m.txn.ongoing {
+		open = append(open, pid)
+	}
+	slices.Sort(open)
+	b = be.AppendUint32(b, uint32(len(open)))
+	for _, pid := range open {
+		b = be.AppendUint64(b, uint64(pid))
+		b = be.AppendUint64(b, uint64(m.txn.ongoing[pid]))
+	}
+	aborted := m.txn.snapshotAborted(m.logStart())
+	b = be.AppendUint32(b, uint32(len(aborted)))
+	for _, a := range aborted {
+		b = be.AppendUint64(b, uint64(a.ProducerID))
+		b = be.AppendUint64(b, uint64(a.FirstOffset))
+		b = be.AppendUint64(b, uint64(a.LastOffset))
+	}
 	be.PutUint32(b[8:], crc32.Checksum(b[12:], castagnoli))
 	return b
 }
 
+// snapshotState is a decoded snapshot.
+type snapshotState struct {
+	offset    int64
+	producers map[int64]*producerEntry
+	ongoing   map[int64]int64
+	aborted   []AbortedTxn
+}
+
 var errBadSnapshot = errors.New("invalid producer snapshot")
 
-func decodeSnapshot(b []byte) (int64, map[int64]*producerEntry, error) {
+func decodeSnapshot(b []byte) (snapshotState, error) {
 	be := binary.BigEndian
 	if len(b) < 24 || string(b[:4]) != snapshotMagic {
-		return 0, nil, fmt.Errorf("%w: bad header", errBadSnapshot)
+		return snapshotState{}, fmt.Errorf("%w: bad header", errBadSnapshot)
 	}
-	if v := be.Uint16(b[4:]); v != snapshotVersion || be.Uint16(b[6:]) != 0 {
-		return 0, nil, fmt.Errorf("%w: version %d", errBadSnapshot, v)
+	version := be.Uint16(b[4:])
+	if (version != 1 && version != snapshotVersion) || be.Uint16(b[6:]) != 0 {
+		return snapshotState{}, fmt.Errorf("%w: version %d", errBadSnapshot, version)
 	}
 	if sum := crc32.Checksum(b[12:], castagnoli); sum != be.Uint32(b[8:]) {
-		return 0, nil, fmt.Errorf("%w: CRC mismatch", errBadSnapshot)
+		return snapshotState{}, fmt.Errorf("%w: CRC mismatch", errBadSnapshot)
 	}
 	offset := int64(be.Uint64(b[12:]))
 	count := int(be.Uint32(b[20:]))
 	p := b[24:]
 	if count > len(p)/19 {
-		return 0, nil, fmt.Errorf("%w: %d producers in %d bytes", errBadSnapshot, count, len(p))
+		return snapshotState{}, fmt.Errorf("%w: %d producers in %d bytes", errBadSnapshot, count, len(p))
 	}
 	out := make(map[int64]*producerEntry, count)
 	for range count {
 		if len(p) < 19 {
-			return 0, nil, fmt.Errorf("%w: truncated", errBadSnapshot)
+			return snapshotState{}, fmt.Errorf("%w: truncated", errBadSnapshot)
 		}
 		pid := int64(be.Uint64(p))
 		e := &producerEntry{epoch: int16(be.Uint16(p[8:])), lastTimestamp: int64(be.Uint64(p[10:]))}
 		n := int(p[18])
 		p = p[19:]
 		if n > producerBatchesKept || len(p) < n*32 {
-			return 0, nil, fmt.Errorf("%w: producer %d has %d batches", errBadSnapshot, pid, n)
+			return snapshotState{}, fmt.Errorf("%w: producer %d has %d batches", errBadSnapshot, pid, n)
 		}
 		for i := range n {
 			e.batches[i] = producerBatch{
@@ -283,10 +346,38 @@ func decodeSnapshot(b []byte) (int64, map[int64]*producerEntry, error) {
 		e.n = n
 		out[pid] = e
 	}
-	if len(p) != 0 {
-		return 0, nil, fmt.Errorf("%w: %d trailing bytes", errBadSnapshot, len(p))
+	st := snapshotState{offset: offset, producers: out, ongoing: map[int64]int64{}}
+	if version >= 2 {
+		if len(p) < 4 {
+			return snapshotState{}, fmt.Errorf("%w: truncated", errBadSnapshot)
+		}
+		n := int(be.Uint32(p))
+		p = p[4:]
+		if n > len(p)/16 {
+			return snapshotState{}, fmt.Errorf("%w: %d open transactions in %d bytes", errBadSnapshot, n, len(p))
+		}
+		for range n {
+			st.ongoing[int64(be.Uint64(p))] = int64(be.Uint64(p[8:]))
+			p = p[16:]
+		}
+		if len(p) < 4 {
+			return snapshotState{}, fmt.Errorf("%w: truncated", errBadSnapshot)
+		}
+		n = int(be.Uint32(p))
+		p = p[4:]
+		if n > len(p)/24 {
+			return snapshotState{}, fmt.Errorf("%w: %d aborted transactions in %d bytes", errBadSnapshot, n, len(p))
+		}
+		st.aborted = make([]AbortedTxn, n)
+		for i := range n {
+			st.aborted[i] = AbortedTxn{ProducerID: int64(be.Uint64(p)), FirstOffset: int64(be.Uint64(p[8:])), LastOffset: int64(be.Uint64(p[16:]))}
+			p = p[24:]
+		}
 	}
-	return offset, out, nil
+	if len(p) != 0 {
+		return snapshotState{}, fmt.Errorf("%w: %d trailing bytes", errBadSnapshot, len(p))
+	}
+	return st, nil
 }
 
 // snapshotOffsets lists the offsets of the snapshot files, ascending.
@@ -332,6 +423,7 @@ func (m *producerStateManager) writeSnapshot(offset int64) error {
 // ones, and returns its offset (0, with an empty state, when there is none).
 func (m *producerStateManager) loadLatest(maxOffset int64) (int64, error) {
 	m.producers = map[int64]*producerEntry{}
+	m.txn.reset(nil, nil)
 	m.lastSnap = -1
 	offs, err := m.snapshotOffsets()
 	if err != nil {
@@ -346,13 +438,12 @@ func (m *producerStateManager) loadLatest(maxOffset int64) (int64, error) {
 			continue
 		}
 		b, err := os.ReadFile(path)
-		var off int64
-		var prods map[int64]*producerEntry
+		var st snapshotState
 		if err == nil {
-			off, prods, err = decodeSnapshot(b)
+			st, err = decodeSnapshot(b)
 		}
-		if err == nil && off != offs[i] {
-			err = fmt.Errorf("%w: holds offset %d", errBadSnapshot, off)
+		if err == nil && st.offset != offs[i] {
+			err = fmt.Errorf("%w: holds offset %d", errBadSnapshot, st.offset)
 		}
 		if err != nil {
 			m.logger.Warn("ignoring a producer snapshot", "file", filepath.Base(path), "err", err)
@@ -361,9 +452,10 @@ func (m *producerStateManager) loadLatest(maxOffset int64) (int64, error) {
 			}
 			continue
 		}
-		m.producers = prods
-		m.lastSnap = off
-		return off, nil
+		m.producers = st.producers
+		m.txn.reset(st.ongoing, st.aborted)
+		m.lastSnap = st.offset
+		return st.offset, nil
 	}
 	return 0, nil
 }

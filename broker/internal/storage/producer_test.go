@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
+
 	"errors"
 	"fmt"
 	"testing"
@@ -159,19 +161,27 @@ func TestProducerSnapshotFormat(t *testing.T) {
 		m.update(&batchInfo{pid: 3, epoch: 2, seq: int32(i * 2), lastDelta: 1, base: int64(10 * i), last: int64(10*i + 1), maxTs: 99})
 	}
 	m.update(&batchInfo{pid: 4, epoch: 0, seq: 0, base: 100, last: 100, maxTs: 5})
+	// Transactions: 5 aborted one at 101-102 (marker 103), 6 open from 104.
+	m.update(&batchInfo{pid: 5, epoch: 0, seq: 0, lastDelta: 1, base: 101, last: 102, txn: true})
+	m.update(&batchInfo{pid: 5, epoch: 0, seq: -1, base: 103, last: 103, txn: true, control: true, ctype: batch.ControlAbort})
+	m.update(&batchInfo{pid: 6, epoch: 1, seq: 0, base: 104, last: 104, txn: true})
 	b := m.encode(123)
-	off, prods, err := decodeSnapshot(b)
-	if err != nil || off != 123 || len(prods) != 2 || prods[3].n != producerBatchesKept || prods[3].epoch != 2 || prods[3].lastSeq() != 13 {
-		t.Fatalf("decoded %d %v %v", off, prods, err)
+	st, err := decodeSnapshot(b)
+	prods := st.producers
+	if err != nil || st.offset != 123 || len(prods) != 4 || prods[3].n != producerBatchesKept || prods[3].epoch != 2 || prods[3].lastSeq() != 13 {
+		t.Fatalf("decoded %d %v %v", st.offset, prods, err)
+	}
+	if len(st.ongoing) != 1 || st.ongoing[6] != 104 || len(st.aborted) != 1 || st.aborted[0] != (AbortedTxn{ProducerID: 5, FirstOffset: 101, LastOffset: 103}) {
+		t.Fatalf("transactions decoded as open %v aborted %v", st.ongoing, st.aborted)
 	}
 	for i := range b {
 		c := append([]byte(nil), b...)
 		c[i] ^= 1
-		if _, _, err := decodeSnapshot(c); err == nil {
+		if _, err := decodeSnapshot(c); err == nil {
 			t.Fatalf("flipping byte %d went unnoticed", i)
 		}
 	}
-	if _, _, err := decodeSnapshot(b[:len(b)-1]); err == nil {
+	if _, err := decodeSnapshot(b[:len(b)-1]); err == nil {
 		t.Fatal("truncation went unnoticed")
 	}
 }

@@ -247,6 +247,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		errs = append(errs, err)
 	}
 	l.producers.producers = map[int64]*producerEntry{}
+	l.producers.txn.reset(nil, nil)
 	l.cleanerCheckpoint = offset
 	l.logger.Info("restarted log", "dir", l.dir, "offset", offset)
 	l.notify()

@@ -181,6 +181,9 @@ type batchInfo struct {
 	epoch       int16
 	seq         int32
 	leaderEpoch int32
+	txn         bool // transactional
+	control     bool // a control batch (commit or abort marker)
+	ctype       batch.ControlType
 }
 
 // appendBatches writes buf (whole batches described by infos) at the end of the active

@@ -1,0 +1,92 @@
+package server
+
+// TxnOffsetCommit (key 28), versions 0-4; flexible from 3.
+//
+// Offsets a transactional producer commits for a group inside its transaction (after
+// AddOffsetsToTxn): the group coordinator keeps them pending and they become the group's
+// committed offsets only when the transaction commits (dropped when it aborts); meanwhile
+// OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for those partitions. v3+
+// (KIP-447) carries the member's generation, member id and instance id, checked as for
+// OffsetCommit (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID), so a zombie member
+// cannot commit. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is not
+// coordinated here; UNKNOWN_TOPIC_OR_PARTITION for a partition of an unknown topic;
+// OFFSET_METADATA_TOO_LARGE past 4096 bytes of metadata.
+//
+// Authorization (with authorizer.class.name set): Write on the transactional id, else
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; Read on the group, else GROUP_AUTHORIZATION_FAILED;
+// Read on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+
+import (
+	"context"
+
+	"github.com/spoolmq/spool/broker/internal/group"
+	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/broker/internal/txn"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+func handleTxnOffsetCommit(s *Server, ctx context.Context, req *request) *pending {
+	s.ensureOffsetsTopic(ctx) // on failure the coordinator answers NOT_COORDINATOR
+	r := req.msg.(*wire.TxnOffsetCommitRequest)
+	resp := &wire.TxnOffsetCommitResponse{}
+	resp.Default()
+	cr := group.TxnCommitRequest{GroupID: r.GroupId, ProducerID: r.ProducerId, Generation: -1}
+	if req.version >= 3 {
+		cr.Generation, cr.MemberID, cr.InstanceID = r.GenerationId, r.MemberId, r.GroupInstanceId
+	}
+	type slot struct{ t, p int }
+	var slots []slot
+	topLevel := int16(0)
+	switch {
+	case !s.allowed(req, security.OpWrite, security.ResourceTransactionalID, r.TransactionalId):
+		topLevel = wire.ErrTransactionalIdAuthorizationFailed.Code
+	case !s.allowed(req, security.OpRead, security.ResourceGroup, r.GroupId):
+		topLevel = wire.ErrGroupAuthorizationFailed.Code
+	}
+	for ti, t := range r.Topics {
+		rt := wire.TxnOffsetCommitResponseTopic{Name: t.Name}
+		_, known := s.md.Topic(t.Name)
+		topicOK := s.allowed(req, security.OpRead, security.ResourceTopic, t.Name)
+		for pi, p := range t.Partitions {
+			rp := wire.TxnOffsetCommitResponsePartition{PartitionIndex: p.PartitionIndex}
+			switch {
+			case topLevel != 0:
+				rp.ErrorCode = topLevel
+			case !topicOK:
+				rp.ErrorCode = wire.ErrTopicAuthorizationFailed.Code
+			case !known:
+				rp.ErrorCode = wire.ErrUnknownTopicOrPartition.Code
+			default:
+				cr.Commits = append(cr.Commits, group.Commit{Topic: t.Name, Partition: p.PartitionIndex, Offset: p.CommittedOffset, LeaderEpoch: p.CommittedLeaderEpoch, Metadata: clonePtr(p.CommittedMetadata)})
+				slots = append(slots, slot{ti, pi})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(cr.Commits) == 0 {
+		return ready(reply{msg: resp})
+	}
+	// The producer must be the id's current one with the group's offsets partition in its
+	// open transaction (AddOffsetsToTxn), when the transaction coordinator runs here.
+	if t, ok := s.md.Topic(group.Topic); ok && len(t.Partitions) > 0 {
+		tp := txn.TopicPartition{Topic: group.Topic, Partition: group.PartitionFor(r.GroupId, int32(len(t.Partitions)))}
+		switch e := s.txn.coord.Verify(r.TransactionalId, r.ProducerId, r.ProducerEpoch, tp); e {
+		case nil, wire.ErrNotCoordinator, wire.ErrCoordinatorLoadInProgress:
+		default:
+			code := txnErrorCode(e, req.version < 2)
+			for _, sl := range slots {
+				resp.Topics[sl.t].Partitions[sl.p].ErrorCode = code
+			}
+			return ready(reply{msg: resp})
+		}
+	}
+	p := later()
+	s.groups.TxnCommit(cr, func(codes []int16) {
+		for i, sl := range slots {
+			resp.Topics[sl.t].Partitions[sl.p].ErrorCode = codes[i]
+		}
+		p.complete(reply{msg: resp})
+	})
+	return p
+}

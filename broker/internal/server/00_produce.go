@@ -154,7 +154,7 @@ func (s *Server) produceOne(ctx context.Context, r *wire.ProduceRequest, topic s
 	if err := checkProduceBatch(rp.Records); err != nil {
 		return none, noWait, err
 	}
-	records, rc, err := recompress(part.Log(), rp.Records) // compression.type: see recompress.go
+	records, rc, err := recompress(part, rp.Records) // compression.type: see recompress.go
 	if err != nil {
 		return none, noWait, err
 	}

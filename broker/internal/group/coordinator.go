@@ -13,8 +13,10 @@
 // Concurrency: the coordinator's map of groups has its own lock; each group has a lock that
 // every operation on it holds. Callbacks handed to Join and Sync (and the completion of
 // commits) are called with the group lock held or from timer goroutines: they must not block
-// and must not call back into the coordinator. Timers are time.AfterFunc, checked against a
-// sequence number when they fire, so a stale timer does nothing.
+// and must not call back into the coordinator. Timers come from the Clock (Config.Clock, the
+// wall clock unless a test gives a fake one) and are checked against a sequence number when
+// they fire, so a stale timer does nothing. The transitions themselves are Step (machine.go),
+// which takes the time as an input.
 package group
 
 import (
@@ -67,6 +69,8 @@ type Config struct {
 	// MaxMetadataBytes is offset.metadata.max.bytes.
 	MaxMetadataBytes int
 	Log              *slog.Logger
+	// Clock is the coordinator's time; nil is the wall clock.
+	Clock Clock
 }
 
 // Partition is a __consumer_offsets partition this broker leads: where the coordinator
@@ -129,7 +133,7 @@ type member struct {
 	assignment                       []byte
 	joinCb                           func(JoinResult)
 	syncCb                           func(SyncResult)
-	timer                            *time.Timer
+	timer                            Timer
 	timerSeq                         uint64
 }
 
@@ -155,16 +159,16 @@ type group struct {
 	rebalanceStart time.Time
 	members        map[string]*member
 	order          []string // member ids in join order
-	pending        map[string]*time.Timer
+	pending        map[string]Timer
 	static         map[string]string // instance id -> member id
 	offsets        map[tp]offsetEntry
 
-	joinTimer       *time.Timer
+	joinTimer       Timer
 	joinSeq         uint64
 	initialDelay    bool
 	delayRemaining  time.Duration
 	newMemberAdded  bool
-	syncTimer       *time.Timer
+	syncTimer       Timer
 	syncSeq         uint64
 	pendingSync     map[string]bool
 	partitionLoaded bool
@@ -174,6 +178,7 @@ type group struct {
 type Coordinator struct {
 	cfg    Config
 	log    *slog.Logger
+	clock  Clock
 	mu     sync.Mutex
 	groups map[string]*group
 	owned  map[int32]Partition // the __consumer_offsets partitions led here and loaded
@@ -186,7 +191,7 @@ type Coordinator struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closed    bool
-	expiry    *time.Timer
+	expiry    Timer
 	txn       txnOffsets // offsets of open transactions (txn_offsets.go)
 }
 
@@ -207,7 +212,10 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.RetentionCheckInterval == 0 {
 		cfg.RetentionCheckInterval = 10 * time.Minute
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Log, groups: map[string]*group{}, owned: map[int32]Partition{}, loading: map[int32]uint64{}}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	c := &Coordinator{cfg: cfg, log: cfg.Log, clock: cfg.Clock, groups: map[string]*group{}, owned: map[int32]Partition{}, loading: map[int32]uint64{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.scheduleExpiry()
 	return c, nil
@@ -270,7 +278,7 @@ func (c *Coordinator) OnElection(p, n int32, part Partition) error {
 	c.loading[p] = token
 	c.mu.Unlock()
 
-	start := time.Now()
+	start := c.clock.Now()
 	groups, err := c.load(part.Log(), func(id string) bool { return partitionFor(id, n) == p })
 	c.mu.Lock()
 	if c.loading[p] != token || c.closed {
@@ -295,7 +303,7 @@ func (c *Coordinator) OnElection(p, n int32, part Partition) error {
 		g.mu.Unlock()
 	}
 	if len(groups) > 0 {
-		c.log.Info("loaded consumer groups", "partition", p, "groups", len(groups), "took", time.Since(start).Round(time.Millisecond))
+		c.log.Info("loaded consumer groups", "partition", p, "groups", len(groups), "took", c.clock.Now().Sub(start).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -332,7 +340,7 @@ func (c *Coordinator) OnResignation(p int32) {
 				m.syncCb = nil
 			}
 		}
-		c.step(g, Unloaded)
+		c.step(g, Unloaded, c.clock.Now())
 		g.mu.Unlock()
 	}
 	if len(gone) > 0 {
@@ -393,9 +401,9 @@ func (m *member) stopTimer() {
 	m.timerSeq++
 }
 
-func newGroup(id string) *group {
-	return &group{id: id, members: map[string]*member{}, pending: map[string]*time.Timer{},
-		static: map[string]string{}, offsets: map[tp]offsetEntry{}, stateTime: time.Now(), generation: 0}
+func newGroup(id string, now time.Time) *group {
+	return &group{id: id, members: map[string]*member{}, pending: map[string]Timer{},
+		static: map[string]string{}, offsets: map[tp]offsetEntry{}, stateTime: now, generation: 0}
 }
 
 // lookup returns the group, locked, creating it (Empty) when create is set. It returns nil
@@ -409,7 +417,7 @@ func (c *Coordinator) lookup(id string, create bool) *group {
 				c.mu.Unlock()
 				return nil
 			}
-			g = newGroup(id)
+			g = newGroup(id, c.clock.Now())
 			c.groups[id] = g
 		}
 		c.mu.Unlock()
@@ -427,11 +435,6 @@ func newMemberID(prefix string) string {
 	rand.Read(b[:])
 	h := hex.EncodeToString(b[:])
 	return fmt.Sprintf("%s-%s-%s-%s-%s-%s", prefix, h[:8], h[8:12], h[12:16], h[16:20], h[20:])
-}
-
-func (g *group) setState(s State) {
-	g.state = s
-	g.stateTime = time.Now()
 }
 
 // --- JoinGroup ---
@@ -591,8 +594,8 @@ func (c *Coordinator) joinUnknown(g *group, r JoinRequest, done func(JoinResult)
 }
 
 // memberTimer runs fn under the group lock after d unless the group moved on.
-func (c *Coordinator) memberTimer(g *group, fn func(), d time.Duration) *time.Timer {
-	return time.AfterFunc(d, func() {
+func (c *Coordinator) memberTimer(g *group, fn func(), d time.Duration) Timer {
+	return c.clock.AfterFunc(d, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.state != Dead {
@@ -758,7 +761,7 @@ func (c *Coordinator) replaceStatic(g *group, old *member, id string, r JoinRequ
 func (c *Coordinator) resetSession(g *group, m *member) {
 	m.stopTimer()
 	seq := m.timerSeq
-	m.timer = time.AfterFunc(m.sessionTimeout, func() {
+	m.timer = c.clock.AfterFunc(m.sessionTimeout, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if m.timerSeq != seq || g.members[m.id] != m || g.state == Dead {
@@ -801,15 +804,20 @@ func (c *Coordinator) prepareRebalance(g *group) {
 	}
 	g.joinSeq++
 	seq := g.joinSeq
-	delay := c.cfg.InitialRebalanceDelay
-	if g.state == Empty && delay > 0 {
-		g.initialDelay = true
+	from := g.state
+	now := c.clock.Now()
+	out, ok := c.step(g, RebalanceNeeded, now)
+	if !ok {
+		return
+	}
+	g.initialDelay = out.InitialDelay
+	if out.InitialDelay {
+		delay := c.cfg.InitialRebalanceDelay
 		g.delayRemaining = max(g.rebalanceTimeout()-delay, 0)
 		g.newMemberAdded = false
-		g.joinTimer = time.AfterFunc(delay, func() { c.initialDelayExpired(g, seq, delay) })
+		g.joinTimer = c.clock.AfterFunc(out.JoinDeadline.Sub(now), func() { c.initialDelayExpired(g, seq, delay) })
 	} else {
-		g.initialDelay = false
-		g.joinTimer = time.AfterFunc(g.rebalanceTimeout(), func() {
+		g.joinTimer = c.clock.AfterFunc(out.JoinDeadline.Sub(now), func() {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			if g.joinSeq == seq && g.state == PreparingRebalance {
@@ -817,11 +825,10 @@ func (c *Coordinator) prepareRebalance(g *group) {
 			}
 		})
 	}
-	if g.state != PreparingRebalance {
-		g.rebalanceStart = time.Now()
-		c.log.Info("group rebalancing", "group", g.id, "from_state", g.state.String(), "generation", g.generation, "members", len(g.members))
+	if from != PreparingRebalance {
+		g.rebalanceStart = now
+		c.log.Info("group rebalancing", "group", g.id, "from_state", from.String(), "generation", g.generation, "members", len(g.members))
 	}
-	c.step(g, RebalanceNeeded)
 	c.maybeCompleteJoin(g)
 }
 
@@ -833,11 +840,10 @@ func (c *Coordinator) initialDelayExpired(g *group, seq uint64, delay time.Durat
 	if g.joinSeq != seq || g.state != PreparingRebalance {
 		return
 	}
-	if g.newMemberAdded && g.delayRemaining > 0 {
+	if d, left := NextInitialDelay(g.newMemberAdded, g.delayRemaining, delay); d > 0 {
 		g.newMemberAdded = false
-		d := min(delay, g.delayRemaining)
-		g.delayRemaining -= d
-		g.joinTimer = time.AfterFunc(d, func() { c.initialDelayExpired(g, seq, delay) })
+		g.delayRemaining = left
+		g.joinTimer = c.clock.AfterFunc(d, func() { c.initialDelayExpired(g, seq, delay) })
 		return
 	}
 	g.initialDelay = false
@@ -872,7 +878,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		c.log.Info("group empty after rebalance", "group", g.id, "generation", g.generation)
 		g.protocol, g.leader = "", ""
-		c.step(g, JoinCompletedEmpty)
+		c.step(g, JoinCompletedEmpty, c.clock.Now())
 		c.storeGroup(g, func(err error) {
 			if err != nil {
 				c.log.Warn("storing group", "group", g.id, "err", err)
@@ -891,7 +897,11 @@ func (c *Coordinator) completeJoin(g *group) {
 	g.protocol = g.selectProtocol()
 	c.log.Info("group joined, waiting for the leader's assignment", "group", g.id, "generation", g.generation,
 		"members", len(g.members), "protocol", g.protocol, "leader", g.leader)
-	c.step(g, JoinCompleted)
+	now := c.clock.Now()
+	out, ok := c.step(g, JoinCompleted, now)
+	if !ok {
+		return
+	}
 	g.pendingSync = map[string]bool{}
 	for _, id := range g.order {
 		m := g.members[id]
@@ -907,7 +917,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	seq := g.syncSeq + 1
 	g.syncSeq = seq
 	gen := g.generation
-	g.syncTimer = time.AfterFunc(g.rebalanceTimeout(), func() {
+	g.syncTimer = c.clock.AfterFunc(out.SyncDeadline.Sub(now), func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.syncSeq != seq || g.generation != gen || (g.state != CompletingRebalance && g.state != Stable) {
@@ -1063,9 +1073,10 @@ func (c *Coordinator) Sync(r SyncRequest, done func(SyncResult)) {
 				c.prepareRebalance(g)
 				return
 			}
+			now := c.clock.Now()
 			c.log.Info("group rebalance completed", "group", g.id, "generation", g.generation, "members", len(g.members),
-				"protocol", g.protocol, "took", time.Since(g.rebalanceStart).Round(time.Millisecond))
-			c.step(g, AssignmentStored)
+				"protocol", g.protocol, "took", now.Sub(g.rebalanceStart).Round(time.Millisecond))
+			c.step(g, AssignmentStored, now)
 			for _, o := range g.members {
 				if o.syncCb != nil {
 					cb := o.syncCb
@@ -1263,7 +1274,7 @@ func (c *Coordinator) Commit(r CommitRequest, done func([]int16)) {
 		}
 		c.resetSession(g, g.members[r.MemberID])
 	}
-	now := time.Now().UnixMilli()
+	now := c.clock.Now().UnixMilli()
 	var kvs []kv
 	var idx []int
 	var entries []offsetEntry
@@ -1475,7 +1486,7 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) int16 {
 		return wire.ErrCoordinatorNotAvailable.Code
 	}
 	g.stopTimers()
-	c.step(g, Deleted)
+	c.step(g, Deleted, c.clock.Now())
 	g.offsets = map[tp]offsetEntry{}
 	g.mu.Unlock()
 	c.mu.Lock()
@@ -1522,7 +1533,7 @@ func (c *Coordinator) append(groupID string, kvs []kv) (written, error) {
 		return written{}, fmt.Errorf("%w: %s", errNotOwned, groupID)
 	}
 	b := batch.NewBuilder()
-	now := time.Now().UnixMilli()
+	now := c.clock.Now().UnixMilli()
 	for _, r := range kvs {
 		b.Append(now, r.key, r.value, nil)
 	}
@@ -1603,7 +1614,7 @@ func (c *Coordinator) load(l *storage.Log, mine func(string) bool) (map[string]*
 			off = it.Header().NextOffset()
 		}
 	}
-	now := time.Now()
+	now := c.clock.Now()
 	for _, g := range groups {
 		if len(g.members) > 0 {
 			g.state = Stable
@@ -1638,7 +1649,7 @@ func (c *Coordinator) replay(groups map[string]*group, r batch.Record, mine func
 			return k.group
 		}
 		if g == nil {
-			g = newGroup(k.group)
+			g = newGroup(k.group, c.clock.Now())
 			groups[k.group] = g
 		}
 		o.seq = r.Offset
@@ -1655,7 +1666,7 @@ func (c *Coordinator) replay(groups map[string]*group, r batch.Record, mine func
 		return k.group
 	}
 	if g == nil {
-		g = newGroup(k.group)
+		g = newGroup(k.group, c.clock.Now())
 		groups[k.group] = g
 	}
 	g.protocolType, g.generation = s.protocolType, s.generation
@@ -1688,8 +1699,8 @@ func (c *Coordinator) scheduleExpiry() {
 	if c.closed || c.cfg.OffsetsRetention <= 0 {
 		return
 	}
-	c.expiry = time.AfterFunc(c.cfg.RetentionCheckInterval, func() {
-		c.ExpireOffsets(time.Now())
+	c.expiry = c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
+		c.ExpireOffsets(c.clock.Now())
 		c.scheduleExpiry()
 	})
 }
@@ -1748,7 +1759,7 @@ func (c *Coordinator) ExpireOffsets(now time.Time) {
 		}
 		if removeGroup {
 			g.stopTimers()
-			c.step(g, Deleted)
+			c.step(g, Deleted, now)
 			c.mu.Lock()
 			if c.groups[g.id] == g {
 				delete(c.groups, g.id)

@@ -1,6 +1,9 @@
 package group
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestStep(t *testing.T) {
 	cases := []struct {
@@ -28,8 +31,10 @@ func TestStep(t *testing.T) {
 		{"unloading kills a group in any state", CompletingRebalance, Unloaded, Dead, StopTimers, false},
 		{"unloading a dead group is harmless", Dead, Unloaded, Dead, StopTimers, false},
 	}
+	now := time.Unix(1000, 0)
 	for _, c := range cases {
-		to, eff, err := Step(c.from, c.event)
+		out, err := Step(c.from, c.event, Input{Now: now, RebalanceTimeout: time.Minute})
+		to, eff := out.State, out.Effects
 		if (err != nil) != c.illegal {
 			t.Errorf("%s: %s on %s: error %v, want illegal=%v", c.rule, c.event, c.from, err, c.illegal)
 			continue
@@ -37,8 +42,11 @@ func TestStep(t *testing.T) {
 		if to != c.to || eff != c.effects {
 			t.Errorf("%s: %s on %s = %s %b, want %s %b", c.rule, c.event, c.from, to, eff, c.to, c.effects)
 		}
+		if !c.illegal && !out.Since.Equal(now) {
+			t.Errorf("%s: the state time is %v, want the event's %v", c.rule, out.Since, now)
+		}
 	}
-	if _, _, err := Step(Stable, Event(99)); err == nil {
+	if _, err := Step(Stable, Event(99), Input{}); err == nil {
 		t.Error("an unknown event is not refused")
 	}
 }
@@ -50,9 +58,9 @@ func TestStepReachesEveryState(t *testing.T) {
 	for e := RebalanceNeeded; e <= Deleted; e++ {
 		legal := false
 		for s := Empty; s <= Dead; s++ {
-			if to, _, err := Step(s, e); err == nil {
+			if out, err := Step(s, e, Input{}); err == nil {
 				legal = true
-				reached[to] = true
+				reached[out.State] = true
 			}
 		}
 		if !legal {
@@ -62,6 +70,67 @@ func TestStepReachesEveryState(t *testing.T) {
 	for s := Empty; s <= Dead; s++ {
 		if !reached[s] {
 			t.Errorf("state %s is never reached", s)
+		}
+	}
+}
+
+// TestStepDeadlines: the timers a transition arms are deadlines computed from the event's
+// time, named after Kafka's rules.
+func TestStepDeadlines(t *testing.T) {
+	now := time.Unix(5000, 0)
+	const rebalance, delay = 40 * time.Second, 3 * time.Second
+	cases := []struct {
+		rule         string
+		from         State
+		event        Event
+		initialDelay time.Duration
+		join, sync   time.Duration // from now; 0: no deadline
+		delayed      bool
+	}{
+		{"an empty group's first rebalance waits the initial delay for more members", Empty, RebalanceNeeded, delay, delay, 0, true},
+		{"without an initial delay an empty group waits the rebalance timeout", Empty, RebalanceNeeded, 0, rebalance, 0, false},
+		{"a stable group's rebalance waits the rebalance timeout for rejoins, never the initial delay", Stable, RebalanceNeeded, delay, rebalance, 0, false},
+		{"a restarted rebalance waits the rebalance timeout again from now", PreparingRebalance, RebalanceNeeded, delay, rebalance, 0, false},
+		{"a rebalance while awaiting the assignment waits the rebalance timeout", CompletingRebalance, RebalanceNeeded, delay, rebalance, 0, false},
+		{"answered joins leave the members the rebalance timeout to sync", PreparingRebalance, JoinCompleted, delay, 0, rebalance, false},
+		{"a stored assignment arms no timer", CompletingRebalance, AssignmentStored, delay, 0, 0, false},
+		{"an empty join phase arms no timer", PreparingRebalance, JoinCompletedEmpty, delay, 0, 0, false},
+	}
+	for _, c := range cases {
+		out, err := Step(c.from, c.event, Input{Now: now, RebalanceTimeout: rebalance, InitialDelay: c.initialDelay})
+		if err != nil {
+			t.Errorf("%s: %v", c.rule, err)
+			continue
+		}
+		want := func(d time.Duration) time.Time {
+			if d == 0 {
+				return time.Time{}
+			}
+			return now.Add(d)
+		}
+		if !out.JoinDeadline.Equal(want(c.join)) || !out.SyncDeadline.Equal(want(c.sync)) || out.InitialDelay != c.delayed {
+			t.Errorf("%s: join deadline %v, sync deadline %v, initial delay %v; want %v, %v, %v",
+				c.rule, out.JoinDeadline, out.SyncDeadline, out.InitialDelay, want(c.join), want(c.sync), c.delayed)
+		}
+	}
+}
+
+func TestNextInitialDelay(t *testing.T) {
+	const delay = 3 * time.Second
+	cases := []struct {
+		rule           string
+		joined         bool
+		remaining      time.Duration
+		extend, remain time.Duration
+	}{
+		{"a member joined during the delay: wait another delay", true, 10 * time.Second, delay, 7 * time.Second},
+		{"the extension never passes the rebalance timeout", true, time.Second, time.Second, 0},
+		{"nobody joined during the delay: the join phase ends", false, 10 * time.Second, 0, 10 * time.Second},
+		{"the rebalance timeout is used up: the join phase ends", true, 0, 0, 0},
+	}
+	for _, c := range cases {
+		if d, left := NextInitialDelay(c.joined, c.remaining, delay); d != c.extend || left != c.remain {
+			t.Errorf("%s: extend %v, remaining %v; want %v, %v", c.rule, d, left, c.extend, c.remain)
 		}
 	}
 }

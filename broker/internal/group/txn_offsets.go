@@ -15,7 +15,6 @@ package group
 
 import (
 	"sync"
-	"time"
 
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
@@ -81,7 +80,7 @@ func (c *Coordinator) TxnCommit(r TxnCommitRequest, done func([]int16)) {
 		}
 	}
 	g.mu.Unlock()
-	now := time.Now().UnixMilli()
+	now := c.clock.Now().UnixMilli()
 	var add []pendingOffset
 	for i, cm := range r.Commits {
 		if cm.Err != 0 {

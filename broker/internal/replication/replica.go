@@ -6,10 +6,16 @@
 // # Ownership and concurrency
 //
 // A Replica's role, epoch, ISR, state version and follower records are guarded by its mu;
-// every exported method is safe for concurrent use and holds mu only for arithmetic, never
-// across I/O: the ISR write to the metadata store runs on its own goroutine with no lock held,
-// one at a time per replica (isrWriting), and its result is applied only if the replica is
-// still leader at the same epoch. The high watermark is an atomic read on the fetch path.
+// every exported method is safe for concurrent use. mu is held for arithmetic and for two
+// local disk operations, on purpose: AppendAsLeader appends to the log under mu (one write(2),
+// no fsync; a segment roll also creates files), so that no append lands after the role or
+// epoch changed; and Apply, on becoming leader, records the new leader epoch in the log's
+// leader-epoch checkpoint under mu (a small file written and fsynced, once per election), so
+// the replica never leads without it. mu is never held across network I/O, a wait for
+// durability (fsync rounds happen in storage's syncer, waited on without mu) or a wait for
+// replication: the ISR write to the metadata store runs on its own goroutine with no lock
+// held, one at a time per replica (isrWriting), and its result is applied only if the replica
+// is still leader at the same epoch. The high watermark is an atomic read on the fetch path.
 // The change hook (SetOnChange: the partition manager's wake-up of parked fetches) hears every
 // high watermark advance and state change; it runs with mu held and takes only leaf locks.
 //

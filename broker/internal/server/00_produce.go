@@ -165,7 +165,7 @@ func (s *Server) produceOne(ctx context.Context, req *request, r *wire.ProduceRe
 			return none, noWait, err
 		}
 	}
-	records, rc, err := recompress(part.Log(), rp.Records) // compression.type: see recompress.go
+	records, rc, err := recompress(part, rp.Records) // compression.type: see recompress.go
 	if err != nil {
 		return none, noWait, err
 	}

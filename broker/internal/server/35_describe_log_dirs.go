@@ -83,8 +83,8 @@ func (s *Server) logDirTopics(wanted func(topic string, index int32) bool) []wir
 		t := &out[len(out)-1]
 		t.Partitions = append(t.Partitions, wire.DescribeLogDirsResponsePartition{
 			PartitionIndex: p.Index,
-			PartitionSize:  p.Log().Size(),
-			OffsetLag:      max(s.highWatermark(p)-p.Log().LogEndOffset(), 0),
+			PartitionSize:  p.Size(),
+			OffsetLag:      max(s.highWatermark(p)-p.Offsets().LogEnd, 0),
 		})
 	}
 	return out

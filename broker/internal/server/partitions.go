@@ -9,7 +9,6 @@ import (
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/partition"
-	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
 )
@@ -33,13 +32,13 @@ func (s *Server) topicValue(t cluster.Topic, name string) (string, config.Source
 }
 
 // logConfig resolves a topic's storage settings.
-func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
+func (s *Server) logConfig(t cluster.Topic) partition.LogConfig {
 	num := func(name string) int64 {
 		v, _ := s.topicValue(t, name)
 		n, _ := strconv.ParseInt(v, 10, 64)
 		return n
 	}
-	cfg := storage.DefaultLogConfig()
+	cfg := partition.DefaultLogConfig()
 	cfg.SegmentBytes = num("segment.bytes")
 	cfg.SegmentMs = num("segment.ms")
 	cfg.SegmentJitterMs = num("segment.jitter.ms")
@@ -70,9 +69,9 @@ func (s *Server) logConfig(t cluster.Topic) storage.LogConfig {
 	cfg.Delete = strings.Contains(policy, "delete")
 	cfg.Compact = strings.Contains(policy, "compact")
 	if ts, _ := s.topicValue(t, "message.timestamp.type"); ts == "LogAppendTime" {
-		cfg.TimestampType = storage.LogAppendTime
+		cfg.TimestampType = partition.LogAppendTime
 	} else {
-		cfg.TimestampType = storage.CreateTime
+		cfg.TimestampType = partition.CreateTime
 	}
 	cfg.CompressionType, _ = s.topicValue(t, "compression.type")
 	if codec, err := compress.ParseCodec(cfg.CompressionType); err == nil {
@@ -89,7 +88,7 @@ func (s *Server) reconfigureTopic(t cluster.Topic) {
 	cfg := s.logConfig(t)
 	for _, p := range t.Partitions {
 		if part := s.parts.Get(t.Name, p.Index); part != nil {
-			part.Log().SetConfig(cfg)
+			part.SetConfig(cfg)
 			part.Replica().SetMinISR(s.minISR(t))
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/spoolmq/spool/broker/internal/storage"
+	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
@@ -50,11 +50,11 @@ func (rc *recompressor) release() {
 	recompressors.Put(rc)
 }
 
-// recompress returns the batch to append to log: records itself, or records rebuilt in the
-// log's compression.type, valid until rc.release. records is one batch that passed
+// recompress returns the batch to append to part: records itself, or records rebuilt in the
+// topic's compression.type, valid until rc.release. records is one batch that passed
 // checkProduceBatch.
-func recompress(log *storage.Log, records []byte) (out []byte, rc *recompressor, err error) {
-	ct := log.CompressionType()
+func recompress(part *partition.Partition, records []byte) (out []byte, rc *recompressor, err error) {
+	ct := part.CompressionType()
 	if ct == "" || ct == "producer" {
 		return records, nil, nil
 	}
@@ -67,14 +67,14 @@ func recompress(log *storage.Log, records []byte) (out []byte, rc *recompressor,
 		return records, nil, nil
 	}
 	rc = recompressors.Get().(*recompressor)
-	if err := rc.it.Reset(records, int(log.Config().MaxUncompressedBatchBytes)); err != nil {
+	if err := rc.it.Reset(records, int(part.MaxUncompressedBatchBytes())); err != nil {
 		rc.release()
 		return records, nil, nil // the log refuses it with its error
 	}
 	h := rc.it.Header()
 	b := rc.b
 	b.Reset()
-	b.SetCodecLevel(target, log.CompressionLevel())
+	b.SetCodecLevel(target, part.CompressionLevel())
 	b.SetProducer(h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 	b.SetTransactional(h.Attributes.Transactional())
 	b.SetPartitionLeaderEpoch(h.PartitionLeaderEpoch)

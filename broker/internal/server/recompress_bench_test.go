@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/broker/internal/partition"
+	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
@@ -52,13 +54,14 @@ func BenchmarkRecompressAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
+			part := partition.New("bench", 0, l, &replication.Settings{Self: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			buf := make([]byte, len(produced))
 			b.SetBytes(int64(raw))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				copy(buf, produced) // what a request would carry
-				out, rc, err := recompress(l, buf)
+				out, rc, err := recompress(part, buf)
 				if err != nil {
 					b.Fatal(err)
 				}

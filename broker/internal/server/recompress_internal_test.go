@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/spoolmq/spool/broker/internal/partition"
+	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 	"github.com/spoolmq/spool/protocol-spec/wire/compress"
@@ -46,7 +48,7 @@ func FuzzRecompress(f *testing.F) {
 		}
 		f.Add(bytes.Clone(b), uint8(c))
 	}
-	logs := map[compress.Codec]*storage.Log{}
+	logs := map[compress.Codec]*partition.Partition{}
 	for _, c := range []compress.Codec{compress.None, compress.Gzip, compress.Snappy, compress.LZ4, compress.Zstd} {
 		cfg := storage.DefaultLogConfig()
 		cfg.Fsync = storage.FsyncNever
@@ -56,7 +58,7 @@ func FuzzRecompress(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Cleanup(func() { l.Close() })
-		logs[c] = l
+		logs[c] = partition.New("fuzz", 0, l, &replication.Settings{Self: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	}
 	f.Fuzz(func(t *testing.T, data []byte, target uint8) {
 		if checkProduceBatch(data) != nil {

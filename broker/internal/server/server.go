@@ -25,7 +25,6 @@ import (
 	"github.com/spoolmq/spool/broker/internal/peer"
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/security"
-	"github.com/spoolmq/spool/broker/internal/storage"
 )
 
 // settings are the config values the hot paths read, parsed once.
@@ -36,7 +35,7 @@ type settings struct {
 	autoCreate      bool
 	numPartitions   int32
 	replication     int16
-	fsync           storage.FsyncMode
+	fsync           partition.FsyncMode
 	sendfile        bool
 }
 
@@ -46,7 +45,7 @@ type Server struct {
 	cfg  settings
 	log  *slog.Logger
 	md   cluster.Metadata
-	logs *storage.Manager
+	logs *partition.Logs // the data directory: opened logs, retention, checkpoints
 	self cluster.Broker
 
 	listeners []*listener // bound by Listen, in the order of the listeners property
@@ -126,7 +125,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	dataDir := conf.Get(config.LogDirs)
-	if s.logs, err = storage.OpenManager(dataDir, log); err != nil {
+	if s.logs, err = partition.OpenLogs(dataDir, log); err != nil {
 		return nil, fmt.Errorf("opening logs: %w", err)
 	}
 	if err := s.openMetadata(dataDir, peerSec); err != nil {
@@ -147,7 +146,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 	s.repl = &replication.Settings{
 		Self:        s.self.NodeID,
 		LagMax:      time.Duration(conf.Int64(config.ReplicaLagTimeMaxMs)) * time.Millisecond,
-		DurableOnly: s.cfg.fsync == storage.FsyncAlways,
+		DurableOnly: s.cfg.fsync == partition.FsyncAlways,
 		WriteISR:    s.md.AlterISR,
 		Log:         log.With("component", "replication"),
 	}
@@ -156,7 +155,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		MaxBytes:       int32(conf.Int(config.ReplicaFetchResponseMaxBytes)),
 		PartitionMax:   int32(conf.Int(config.ReplicaFetchMaxBytes)),
 		Backoff:        time.Duration(conf.Int(config.ReplicaFetchBackoffMs)) * time.Millisecond,
-		DurableOnly:    s.cfg.fsync == storage.FsyncAlways,
+		DurableOnly:    s.cfg.fsync == partition.FsyncAlways,
 		Self:           s.self.NodeID,
 		Address:        s.brokerAddress,
 		Log:            log.With("component", "fetcher"),
@@ -243,16 +242,16 @@ func (s *Server) brokerAddress(id int32) (string, bool) {
 
 // syncBeforeAck: spool.fsync=always, an ack waits for fsync (and a sole replica's high
 // watermark is its durable end).
-func (s *Server) syncBeforeAck() bool { return s.cfg.fsync == storage.FsyncAlways }
+func (s *Server) syncBeforeAck() bool { return s.cfg.fsync == partition.FsyncAlways }
 
-func fsyncMode(v string) storage.FsyncMode {
+func fsyncMode(v string) partition.FsyncMode {
 	switch v {
 	case "interval":
-		return storage.FsyncInterval
+		return partition.FsyncInterval
 	case "never":
-		return storage.FsyncNever
+		return partition.FsyncNever
 	}
-	return storage.FsyncAlways
+	return partition.FsyncAlways
 }
 
 func splitHostPort(addr string) (string, int32, error) {

@@ -1,7 +1,11 @@
 package zk
 
-// The registry: every znode path Spool reads or writes in ZooKeeper, and its JSON encoding,
-// in one place. The layout and encodings are Apache Kafka's (ZkData.scala, ZooKeeper mode), so
+// The registry: the znode paths of the cluster's state (cluster id, brokers, topics and
+// partition states, controller and its epoch, topic and broker configs, admin requests,
+// producer id blocks, Spool's own broker sessions) and their JSON encodings. Not all paths are
+// here: the ACL trees and their change notifications are in acls.go, the SCRAM credentials
+// (/config/users) and the config change notifications (/config/changes) in scram.go, the
+// sequential notification nodes' naming in notifications.go. The layout and encodings are Apache Kafka's (ZkData.scala, ZooKeeper mode), so
 // a Kafka operator's tools and habits (zookeeper-shell, `get /brokers/ids/1`) work unchanged.
 // Fields Kafka writes that Spool does not use are written with Kafka's values and ignored on
 // read; unknown fields are ignored, so a newer writer does not break an older reader.

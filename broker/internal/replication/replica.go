@@ -206,6 +206,14 @@ func (r *Replica) Apply(st State) (Role, bool, error) {
 	return role, changed, nil
 }
 
+// Holds reports whether the replica holds st already, so that Apply(st) would change nothing
+// (a reconcile pass skips it without building its work).
+func (r *Replica) Holds(st State) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return st.Leader == r.state.Leader && st.LeaderEpoch == r.state.LeaderEpoch && r.sameStateLocked(st)
+}
+
 // sameStateLocked reports whether st is the state the replica holds (leader and epoch
 // compared by the caller). r.mu is held.
 func (r *Replica) sameStateLocked(st State) bool {

@@ -44,7 +44,6 @@ const reconcileWorkers = 16
 func (s *Server) reconcile() error {
 	s.reconcileMu.Lock()
 	defer s.reconcileMu.Unlock()
-	want := map[topicPartition]bool{}
 	var failed map[topicPartition]error // replicas offline after this pass (scale.go)
 	fail := func(tp topicPartition, err error) {
 		if failed == nil {
@@ -54,6 +53,7 @@ func (s *Server) reconcile() error {
 	}
 	topics := s.md.Topics()
 	cfgs := make([]storage.LogConfig, len(topics))
+	byName := make(map[string]*cluster.Topic, len(topics))
 
 	// Step 1: open the logs of new replicas.
 	type openJob struct {
@@ -64,11 +64,11 @@ func (s *Server) reconcile() error {
 	var opens []openJob
 	for ti, t := range topics {
 		cfgs[ti] = s.logConfig(t)
+		byName[t.Name] = &topics[ti]
 		for pi, p := range t.Partitions {
 			if !cluster.Has(p.Replicas, s.self.NodeID) {
 				continue
 			}
-			want[topicPartition{t.Name, p.Index}] = true
 			if s.parts.Get(t.Name, p.Index) == nil {
 				opens = append(opens, openJob{topic: ti, partition: pi})
 			}
@@ -121,13 +121,17 @@ func (s *Server) reconcile() error {
 			if p.LeaderEpoch < 0 {
 				continue // no state yet: the controller has not elected a leader
 			}
+			st := replication.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR,
+				Version: p.Version, MinISR: minISR}
+			if part.Replica().Holds(st) {
+				continue // most replicas on most passes: nothing to do, nothing allocated
+			}
 			if p.Leader == s.self.NodeID {
 				if leader, epoch := part.Replica().Leader(); p.LeaderEpoch >= epoch && (leader != p.Leader || epoch != p.LeaderEpoch) {
 					s.fetchers.Stop(part.Replica()) // about to lead: no follower append after
 				}
 			}
-			applies = append(applies, applyJob{part: part, topic: ti, p: p, state: replication.State{Leader: p.Leader,
-				LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR, Version: p.Version, MinISR: minISR}})
+			applies = append(applies, applyJob{part: part, topic: ti, p: p, state: st})
 		}
 	}
 	forEachParallel(len(applies), reconcileWorkers, func(i int) {
@@ -166,7 +170,7 @@ func (s *Server) reconcile() error {
 		}
 	}
 	for _, part := range s.parts.All() {
-		if want[topicPartition{part.Topic, part.Index}] {
+		if assignedHere(byName[part.Topic], part.Index, s.self.NodeID) {
 			continue
 		}
 		s.resign(part)
@@ -180,6 +184,23 @@ func (s *Server) reconcile() error {
 	// A replica that stays offline is reported once, not on every pass: the error returned is
 	// that of a replica newly offline.
 	return s.noteOffline(failed)
+}
+
+// assignedHere reports whether partition index of t (nil: no such topic) has a replica on
+// broker self.
+func assignedHere(t *cluster.Topic, index, self int32) bool {
+	if t == nil {
+		return false
+	}
+	if int(index) < len(t.Partitions) && t.Partitions[index].Index == index { // partitions in order
+		return cluster.Has(t.Partitions[index].Replicas, self)
+	}
+	for _, p := range t.Partitions {
+		if p.Index == index {
+			return cluster.Has(p.Replicas, self)
+		}
+	}
+	return false
 }
 
 // forEachParallel calls fn(0..n-1) on at most workers goroutines, the caller's included, and

@@ -804,7 +804,9 @@ func (l *Log) close(flush bool) error {
 	l.bgMu.Unlock()
 	l.bgWG.Wait()
 	l.flushSem <- struct{}{} // no flush may run past this point
-	if flush && l.failed.Load() == nil && len(errs) == 0 {
+	// A log never written to has no producer state to keep (and thousands of new replicas
+	// would pay two fsyncs each at shutdown for an empty snapshot).
+	if flush && l.failed.Load() == nil && len(errs) == 0 && l.leo.Load() > 0 {
 		if err := l.producers.writeSnapshot(l.leo.Load()); err != nil {
 			errs = append(errs, err)
 		}

@@ -21,6 +21,7 @@ const (
 	cleanerOffsetFile  = "cleaner-offset-checkpoint"
 	cleanShutdownFile  = ".kafka_cleanshutdown"
 	checkpointInterval = 60 * time.Second // log.flush.offset.checkpoint.interval.ms
+	closeWorkers       = 16               // logs a Manager's Close closes at once
 )
 
 // Manager owns the partition logs of one data directory: it opens them with the recovery
@@ -446,12 +447,20 @@ func (m *Manager) Close() error {
 		logs[tp] = l
 	}
 	m.mu.Unlock()
-	var errs []error
+	// Logs close in parallel: each flushes, snapshots and trims its indexes, mostly waiting
+	// for the disk, and a broker with thousands of them must stop within its grace period.
+	open := make([]*Log, 0, len(logs))
+	names := make([]TopicPartition, 0, len(logs))
 	for tp, l := range logs {
-		if err := l.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing %s: %w", tp, err))
-		}
+		open, names = append(open, l), append(names, tp)
 	}
+	closeErrs := make([]error, len(open))
+	parallel(len(open), closeWorkers, func(i int) {
+		if err := open[i].Close(); err != nil {
+			closeErrs[i] = fmt.Errorf("closing %s: %w", names[i], err)
+		}
+	})
+	errs := slices.DeleteFunc(closeErrs, func(err error) bool { return err == nil })
 	if err := m.Checkpoint(); err != nil {
 		errs = append(errs, err)
 	}

@@ -75,7 +75,8 @@ def main():
     ap.add_argument("--rf", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true", help="keep the data directories")
-    ap.add_argument("--profile", help="directory for broker 1's CPU profile and goroutine dumps while the second CreateTopics call runs")
+    ap.add_argument("--profile", help="directory for broker 1's CPU profile and goroutine dumps while a CreateTopics call runs")
+    ap.add_argument("--profile-at", type=int, default=10, help="the topic count at which the profiled CreateTopics call starts (default 10: the second call)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="spool-scale-")
     procs = []
@@ -99,7 +100,13 @@ def main():
                                   "--log-level", "info"] + pprof_args(a, node), stdout=subprocess.DEVNULL, stderr=log)
             procs.append(p)
             brokers[node] = (p, port)
-            wait_port(port, proc=p)  # one at a time: three at once on two cores can miss their ZooKeeper deadline
+            try:
+                wait_port(port, proc=p)
+            except SystemExit:
+                log.flush()
+                with open(f"{work}/spoold-{node}.log") as f:
+                    print("".join(f.readlines()[-20:]), file=sys.stderr)
+                raise  # one at a time: three at once on two cores can miss their ZooKeeper deadline
         bootstrap = ",".join(f"127.0.0.1:{port}" for _, port in brokers.values())
         admin = AdminClient({"bootstrap.servers": bootstrap})
         deadline = time.time() + 60
@@ -114,7 +121,7 @@ def main():
         failed = 0
         for i in range(0, len(names), 10):
             t0 = time.time()
-            if a.profile and i == 10:
+            if a.profile and i == a.profile_at:
                 start_profile(a)
             futs = admin.create_topics([NewTopic(n, a.partitions, a.rf) for n in names[i:i + 10]], request_timeout=120)
             for n, fut in futs.items():

@@ -219,6 +219,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, log *slog.Logg
 	throttleWait := f.f.quota.Wait(now)
 	f.mu.Lock()
 	byTopic := map[string]int{}
+	var byTopicTargets [][]fetchTarget
 	for r := range f.parts {
 		leader, epoch := r.Leader()
 		if leader != f.leader {
@@ -244,11 +245,15 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, log *slog.Logg
 			i = len(req.Topics)
 			byTopic[r.Topic] = i
 			req.Topics = append(req.Topics, wire.FetchRequestTopic{Topic: r.Topic})
+			byTopicTargets = append(byTopicTargets, nil)
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
-		targets = append(targets, fetchTarget{r: r, epoch: epoch, off: fp.FetchOffset})
+		byTopicTargets[i] = append(byTopicTargets[i], fetchTarget{r: r, epoch: epoch, off: fp.FetchOffset})
 	}
 	f.mu.Unlock()
+	for _, ts := range byTopicTargets { // in the request's order
+		targets = append(targets, ts...)
+	}
 	if len(targets) == 0 {
 		sleepCtx(ctx, max(set.Backoff, min(throttleWait, set.MaxWait)))
 		return nil
@@ -270,10 +275,11 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, log *slog.Logg
 	var waits []storage.DurableTarget
 	backoff := false
 	f.mu.Lock()
+	next := 0 // a leader answers in the request's order: targets are found in one pass
 	for _, rt := range resp.Responses {
 		for i := range rt.Partitions {
 			pd := &rt.Partitions[i]
-			t, ok := findTarget(targets, rt.Topic, pd.PartitionIndex)
+			t, ok := findTarget(targets, &next, rt.Topic, pd.PartitionIndex)
 			if !ok {
 				continue
 			}
@@ -307,9 +313,16 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, log *slog.Logg
 	return nil
 }
 
-func findTarget(ts []fetchTarget, topic string, index int32) (fetchTarget, bool) {
-	for _, t := range ts {
+// findTarget finds the target of a response's partition: at *next first (the request's
+// order, which the leader keeps), else by a scan; *next moves past the one found.
+func findTarget(ts []fetchTarget, next *int, topic string, index int32) (fetchTarget, bool) {
+	if i := *next; i < len(ts) && ts[i].r.Index == index && ts[i].r.Topic == topic {
+		*next = i + 1
+		return ts[i], true
+	}
+	for i, t := range ts {
 		if t.r.Topic == topic && t.r.Index == index {
+			*next = i + 1
 			return t, true
 		}
 	}

@@ -169,6 +169,11 @@ func (r *Replica) Apply(st State) (Role, bool, error) {
 	if st.LeaderEpoch < r.state.LeaderEpoch {
 		return r.role, false, nil // an older state arriving late
 	}
+	if !changed && r.sameStateLocked(st) {
+		// Nothing to take (the reconciler hands every replica its state on each metadata
+		// change): no wake-up of the partition's parked fetches either.
+		return r.role, false, nil
+	}
 	if changed && role == RoleLeader {
 		// Before any state is taken: a replica that cannot record its leader epoch stays as it
 		// was (never a leader without its follower records), and the next Apply retries.
@@ -205,6 +210,21 @@ func (r *Replica) Apply(st State) (Role, bool, error) {
 	r.advanceLocked()
 	r.notifyLocked()
 	return role, changed, nil
+}
+
+// Holds reports whether the replica holds st already, so that Apply(st) would change nothing
+// (a reconcile pass skips it without building its work).
+func (r *Replica) Holds(st State) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return st.Leader == r.state.Leader && st.LeaderEpoch == r.state.LeaderEpoch && r.sameStateLocked(st)
+}
+
+// sameStateLocked reports whether st is the state the replica holds (leader and epoch
+// compared by the caller). r.mu is held.
+func (r *Replica) sameStateLocked(st State) bool {
+	return st.Version == r.state.Version && max(st.MinISR, 1) == r.state.MinISR &&
+		slices.Equal(st.ISR, r.state.ISR) && slices.Equal(st.Replicas, r.state.Replicas)
 }
 
 // SetThrottled marks the replica throttled or not (throttle.go).

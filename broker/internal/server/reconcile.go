@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
@@ -19,13 +21,30 @@ import (
 	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/replication"
 	"github.com/spoolmq/spool/broker/internal/txn"
+	"github.com/spoolmq/spool/broker/internal/storage"
 )
 
-// reconcile applies the current image. It is serialised by reconcileMu.
+// reconcileWorkers bounds the replicas a reconcile pass opens or hands a new state at once.
+// Both are mostly waiting for the disk (creating files; a new leader's epoch checkpoint is
+// fsynced), which overlaps concurrent work; each blocked call holds an OS thread.
+const reconcileWorkers = 16
+
+// reconcile applies the current image. It is serialised by reconcileMu, which only
+// reconcile takes (it is held across the pass's I/O, never by a request's path).
+//
+// A pass has three steps so that thousands of new replicas (a topic created, a broker
+// started) cost the slowest disk call of a few batches, not the sum of every replica's:
+//  1. the logs of replicas new here are opened, reconcileWorkers at a time (storage.Manager
+//     opens different partitions in parallel, and a new log costs no fsync);
+//  2. every replica whose state changed takes it, reconcileWorkers at a time (a new leader
+//     records its epoch, an fsync; Replica.Apply holds only that replica's lock); a replica
+//     about to lead stops fetching first, as Kafka's makeLeaders does, so that no follower
+//     append lands after it leads;
+//  3. one after the other, in the image's order: fetchers follow or stop, consumer groups
+//     load or unload, the summary is logged.
 func (s *Server) reconcile() error {
 	s.reconcileMu.Lock()
 	defer s.reconcileMu.Unlock()
-	want := map[topicPartition]bool{}
 	var failed map[topicPartition]error // replicas offline after this pass (scale.go)
 	fail := func(tp topicPartition, err error) {
 		if failed == nil {
@@ -33,67 +52,129 @@ func (s *Server) reconcile() error {
 		}
 		failed[tp] = err
 	}
-	var roles roleChanges
-	for _, t := range s.md.Topics() {
-		var cfg = s.logConfig(t)
+	topics := s.md.Topics()
+	cfgs := make([]storage.LogConfig, len(topics))
+	byName := make(map[string]*cluster.Topic, len(topics))
+
+	// Step 1: open the logs of new replicas.
+	type openJob struct {
+		topic, partition int // indexes in topics and its Partitions
+		log              *storage.Log
+		err              error
+	}
+	var opens []openJob
+	for ti, t := range topics {
+		cfgs[ti] = s.logConfig(t)
+		byName[t.Name] = &topics[ti]
+		for pi, p := range t.Partitions {
+			if !cluster.Has(p.Replicas, s.self.NodeID) {
+				continue
+			}
+			if s.parts.Get(t.Name, p.Index) == nil {
+				opens = append(opens, openJob{topic: ti, partition: pi})
+			}
+		}
+	}
+	forEachParallel(len(opens), reconcileWorkers, func(i int) {
+		j := &opens[i]
+		t := &topics[j.topic]
+		j.log, j.err = s.logs.Open(t.Name, t.Partitions[j.partition].Index, cfgs[j.topic])
+	})
+	justOpened := make(map[topicPartition]bool, len(opens))
+	for _, j := range opens {
+		t := &topics[j.topic]
+		index := t.Partitions[j.partition].Index
+		tp := topicPartition{t.Name, index}
+		if j.err != nil {
+			fail(tp, fmt.Errorf("opening the log of %s-%d: %w", t.Name, index, j.err))
+			continue
+		}
+		s.parts.Put(partition.New(t.Name, index, j.log, s.repl))
+		justOpened[tp] = true
+	}
+
+	// Step 2: hand the replicas their states.
+	type applyJob struct {
+		part    *partition.Partition
+		topic   int
+		p       cluster.Partition
+		state   replication.State
+		role    replication.Role
+		changed bool
+		err     error
+	}
+	var applies []applyJob
+	for ti, t := range topics {
 		minISR := s.minISR(t)
 		for _, p := range t.Partitions {
 			if !cluster.Has(p.Replicas, s.self.NodeID) {
 				continue
 			}
-			tp := topicPartition{t.Name, p.Index}
-			want[tp] = true
 			part := s.parts.Get(t.Name, p.Index)
 			if part == nil {
-				l, err := s.logs.Open(t.Name, p.Index, cfg)
-				if err != nil {
-					fail(tp, fmt.Errorf("opening the log of %s-%d: %w", t.Name, p.Index, err))
-					continue
-				}
-				part = partition.New(t.Name, p.Index, l, s.repl)
-				s.parts.Put(part)
-			} else {
-				part.Log().SetConfigIfChanged(cfg) // configs altered through another broker
+				continue // its log failed to open: offline, retried next pass
+			}
+			if !justOpened[topicPartition{t.Name, p.Index}] {
+				part.Log().SetConfigIfChanged(cfgs[ti]) // configs altered through another broker
 			}
 			part.SetThrottled(throttledReplica(t.Configs["leader.replication.throttled.replicas"], p.Index, s.self.NodeID),
 				throttledReplica(t.Configs["follower.replication.throttled.replicas"], p.Index, s.self.NodeID))
 			if p.LeaderEpoch < 0 {
 				continue // no state yet: the controller has not elected a leader
 			}
-			role, changed, err := part.Replica().Apply(replication.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				Replicas: p.Replicas, ISR: p.ISR, Version: p.Version, MinISR: minISR})
-			if err != nil {
-				fail(tp, fmt.Errorf("applying the state of %s-%d: %w", t.Name, p.Index, err))
-				continue
+			st := replication.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR,
+				Version: p.Version, MinISR: minISR}
+			if part.Replica().Holds(st) {
+				continue // most replicas on most passes: nothing to do, nothing allocated
 			}
-			if !changed {
-				continue
-			}
-			switch {
-			case role == replication.RoleLeader:
-				s.fetchers.Stop(part.Replica())
-				if t.Name == group.Topic {
-					if err := s.groups.OnElection(p.Index, int32(len(t.Partitions)), offsetsPartition{part: part, epoch: p.LeaderEpoch}); err != nil {
-						s.log.Error("loading consumer groups", "partition", p.Index, "err", err)
-					}
+			if p.Leader == s.self.NodeID {
+				if leader, epoch := part.Replica().Leader(); p.LeaderEpoch >= epoch && (leader != p.Leader || epoch != p.LeaderEpoch) {
+					s.fetchers.Stop(part.Replica()) // about to lead: no follower append after
 				}
-				if t.Name == txn.Topic {
-					s.txnElected(p.Index, int32(len(t.Partitions)), part, p.LeaderEpoch)
-				}
-				roles.add(s.log, &roles.leading, "leading partition", t.Name, p.Index, p.Leader, p.LeaderEpoch)
-			case p.Leader >= 0:
-				s.resign(part)
-				s.fetchers.Follow(part.Replica(), p.Leader)
-				roles.add(s.log, &roles.following, "following partition", t.Name, p.Index, p.Leader, p.LeaderEpoch)
-			default:
-				s.resign(part)
-				s.fetchers.Stop(part.Replica())
-				roles.add(s.log, &roles.stopped, "partition without a leader", t.Name, p.Index, p.Leader, p.LeaderEpoch)
 			}
+			applies = append(applies, applyJob{part: part, topic: ti, p: p, state: st})
+		}
+	}
+	forEachParallel(len(applies), reconcileWorkers, func(i int) {
+		j := &applies[i]
+		j.role, j.changed, j.err = j.part.Replica().Apply(j.state)
+	})
+
+	// Step 3: fetchers, groups and the summary, in order.
+	var roles roleChanges
+	for _, j := range applies {
+		t, p, part := &topics[j.topic], j.p, j.part
+		if j.err != nil {
+			fail(topicPartition{t.Name, p.Index}, fmt.Errorf("applying the state of %s-%d: %w", t.Name, p.Index, j.err))
+			continue
+		}
+		if !j.changed {
+			continue
+		}
+		switch {
+		case j.role == replication.RoleLeader:
+			s.fetchers.Stop(part.Replica())
+			if t.Name == group.Topic {
+				if err := s.groups.OnElection(p.Index, int32(len(t.Partitions)), offsetsPartition{part: part, epoch: p.LeaderEpoch}); err != nil {
+					s.log.Error("loading consumer groups", "partition", p.Index, "err", err)
+				}
+			}
+			if t.Name == txn.Topic {
+				s.txnElected(p.Index, int32(len(t.Partitions)), part, p.LeaderEpoch)
+			}
+			roles.add(s.log, &roles.leading, "leading partition", t.Name, p.Index, p.Leader, p.LeaderEpoch)
+		case p.Leader >= 0:
+			s.resign(part)
+			s.fetchers.Follow(part.Replica(), p.Leader)
+			roles.add(s.log, &roles.following, "following partition", t.Name, p.Index, p.Leader, p.LeaderEpoch)
+		default:
+			s.resign(part)
+			s.fetchers.Stop(part.Replica())
+			roles.add(s.log, &roles.stopped, "partition without a leader", t.Name, p.Index, p.Leader, p.LeaderEpoch)
 		}
 	}
 	for _, part := range s.parts.All() {
-		if want[topicPartition{part.Topic, part.Index}] {
+		if assignedHere(byName[part.Topic], part.Index, s.self.NodeID) {
 			continue
 		}
 		s.resign(part)
@@ -107,6 +188,44 @@ func (s *Server) reconcile() error {
 	// A replica that stays offline is reported once, not on every pass: the error returned is
 	// that of a replica newly offline.
 	return s.noteOffline(failed)
+}
+
+// assignedHere reports whether partition index of t (nil: no such topic) has a replica on
+// broker self.
+func assignedHere(t *cluster.Topic, index, self int32) bool {
+	if t == nil {
+		return false
+	}
+	if int(index) < len(t.Partitions) && t.Partitions[index].Index == index { // partitions in order
+		return cluster.Has(t.Partitions[index].Replicas, self)
+	}
+	for _, p := range t.Partitions {
+		if p.Index == index {
+			return cluster.Has(p.Replicas, self)
+		}
+	}
+	return false
+}
+
+// forEachParallel calls fn(0..n-1) on at most workers goroutines, the caller's included, and
+// returns when every call has.
+func forEachParallel(n, workers int, fn func(i int)) {
+	var next atomic.Int64
+	work := func() {
+		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+			fn(i)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(n, workers) - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
 }
 
 // resign hands a partition's consumer groups away when it stops leading here.

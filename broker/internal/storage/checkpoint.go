@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Kafka's checkpoint files are text: a version line ("0"), a count line, then one entry per
@@ -64,13 +65,17 @@ func readCheckpoint(path string, nfields int) ([][]string, error) {
 
 // writeCheckpoint writes entry lines (already formatted) crash-safely.
 func writeCheckpoint(path string, lines []string) error {
+	return writeFileAtomic(path, checkpointBytes(lines))
+}
+
+func checkpointBytes(lines []string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%d\n%d\n", checkpointVersion, len(lines))
 	for _, s := range lines {
 		b.WriteString(s)
 		b.WriteByte('\n')
 	}
-	return writeFileAtomic(path, b.Bytes())
+	return b.Bytes()
 }
 
 // TopicPartition names a partition.
@@ -130,9 +135,16 @@ type EpochEntry struct {
 
 // epochCache is the partition's leader epoch history (Kafka's LeaderEpochFileCache), persisted
 // to leader-epoch-checkpoint on every change. Guarded by the Log's appendMu.
+//
+// Each change replaces the file whole (temporary file fsynced, then renamed), so a crash
+// leaves the old history or the new one. With dirDirty set (a Log's), the directory's fsync
+// that makes the rename durable is left to the log's next flush (dirsync.go): an epoch only
+// needs to be durable before records written in it are, and those become durable only
+// through that flush.
 type epochCache struct {
-	path    string
-	entries []EpochEntry
+	path     string
+	entries  []EpochEntry
+	dirDirty *atomic.Bool // nil: fsync the directory at each write
 }
 
 func loadEpochCache(dir string) (*epochCache, error) {
@@ -157,7 +169,14 @@ func (c *epochCache) write() error {
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeCheckpoint(c.path, lines)
+	if c.dirDirty == nil {
+		return writeCheckpoint(c.path, lines)
+	}
+	if err := replaceFile(c.path, checkpointBytes(lines)); err != nil {
+		return err
+	}
+	c.dirDirty.Store(true) // after the rename: a flush that clears the mark after this covers it
+	return nil
 }
 
 func (c *epochCache) latestEpoch() int32 {

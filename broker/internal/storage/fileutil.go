@@ -27,7 +27,16 @@ func syncDir(dir string) error {
 // writeFileAtomic replaces path with data: temporary file, fsync, rename, fsync of the
 // directory. After a crash the file holds the old or the new content, never a mix.
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
+	if err := replaceFile(path, data); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// replaceFile is writeFileAtomic without the directory's fsync: after a crash the file holds
+// the old content or the new, whole; which one is known only once the directory is fsynced
+// (the caller arranges it, see dirsync.go).
+func replaceFile(path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -51,7 +60,7 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("renaming %s into place: %w", tmp, err)
 	}
-	return syncDir(dir)
+	return nil
 }
 
 // fdatasync forces f's data (and the size, which data integrity needs) to disk.

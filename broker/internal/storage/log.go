@@ -66,6 +66,13 @@ type Log struct {
 
 	flushCount atomic.Int64 // flushes that fsynced something (group commit metric)
 
+	// Directory durability (dirsync.go): dirDirty marks a change to the log's directory not
+	// yet fsynced; parentGen (not 0) the log's new entry in the Manager's data directory,
+	// made durable by parent. The next flush settles both before the durable offset moves.
+	dirDirty  atomic.Bool
+	parent    *dirSyncer
+	parentGen atomic.Uint64
+
 	// Compaction state, guarded by cleanMu.
 	cleanerCheckpoint int64 // offsets below were compacted by the last pass
 	tombstoneExpiry   int64 // ms when a retained tombstone may go; 0 none known
@@ -85,6 +92,9 @@ type OpenOptions struct {
 	CleanShutdown bool
 	// syncer is the Manager's, shared by its logs; nil gives the log its own.
 	syncer *syncer
+	// parent, when the log's directory is new, is the Manager's fsync of the data directory
+	// that makes its entry durable (at the log's first flush).
+	parent *dirSyncer
 }
 
 // Open opens the log in dir (<data>/<topic>-<partition>), creating it if needed. Without a
@@ -108,11 +118,20 @@ func OpenWithOptions(dir string, cfg LogConfig, log *slog.Logger, opts OpenOptio
 		l.syncer = new(syncer)
 	}
 	l.cfg.Store(&c)
+	fresh := false
+	if opts.parent != nil {
+		_, err := os.Stat(dir)
+		fresh = os.IsNotExist(err)
+	}
 	if err := l.load(opts); err != nil {
 		for _, s := range l.segs {
 			s.closeFiles(false)
 		}
 		return nil, fmt.Errorf("opening log %s: %w", dir, err)
+	}
+	if fresh {
+		l.parent = opts.parent
+		l.parentGen.Store(opts.parent.changed()) // after load created the directory
 	}
 	return l, nil
 }
@@ -277,9 +296,7 @@ func (l *Log) load(opts OpenOptions) error {
 			return err
 		}
 		l.segs = []*segment{s}
-		if err := syncDir(l.dir); err != nil {
-			return err
-		}
+		l.dirDirty.Store(true) // the first flush makes the new files durable (dirsync.go)
 	} else {
 		if err := l.loadSegments(bases, swapped, opts); err != nil {
 			return err
@@ -304,6 +321,7 @@ func (l *Log) load(opts OpenOptions) error {
 	if err := l.epochs.truncateFromStart(l.logStart.Load()); err != nil {
 		return err
 	}
+	l.epochs.dirDirty = &l.dirDirty // later changes: the directory's fsync waits for a flush
 	l.producers = newProducerStateManager(l.dir, l.logger)
 	l.producers.logStart = l.logStart.Load
 	if err := l.loadProducerState(); err != nil {
@@ -415,6 +433,12 @@ func (l *Log) loadSegments(bases []int64, swapped map[int64]bool, opts OpenOptio
 			active.rollBase = h.MaxTimestamp
 		}
 		r.close()
+	}
+	if opts.CleanShutdown && len(swapped) == 0 {
+		// Nothing was recovered: what changed (leftovers removed, a missing index created) can
+		// wait for the first flush (dirsync.go).
+		l.dirDirty.Store(true)
+		return nil
 	}
 	return syncDir(l.dir)
 }
@@ -652,6 +676,10 @@ func (l *Log) flushLocked() error {
 			s.idxSynced.Store(true)
 		}
 	}
+	if err := l.syncDirs(); err != nil { // new files and renames, before anything counts as durable
+		l.fail(err)
+		return err
+	}
 	l.unflushedMsg.Store(0)
 	l.flushCount.Add(1)
 	l.syncer.fsyncs.Add(1)
@@ -788,7 +816,9 @@ func (l *Log) close(flush bool) error {
 	l.bgMu.Unlock()
 	l.bgWG.Wait()
 	l.flushSem <- struct{}{} // no flush may run past this point
-	if flush && l.failed.Load() == nil && len(errs) == 0 {
+	// A log never written to has no producer state to keep (and thousands of new replicas
+	// would pay two fsyncs each at shutdown for an empty snapshot).
+	if flush && l.failed.Load() == nil && len(errs) == 0 && l.leo.Load() > 0 {
 		if err := l.producers.writeSnapshot(l.leo.Load()); err != nil {
 			errs = append(errs, err)
 		}

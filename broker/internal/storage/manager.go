@@ -21,6 +21,7 @@ const (
 	cleanerOffsetFile  = "cleaner-offset-checkpoint"
 	cleanShutdownFile  = ".kafka_cleanshutdown"
 	checkpointInterval = 60 * time.Second // log.flush.offset.checkpoint.interval.ms
+	closeWorkers       = 16               // logs a Manager's Close closes at once
 )
 
 // Manager owns the partition logs of one data directory: it opens them with the recovery
@@ -39,8 +40,10 @@ type Manager struct {
 	logStarts      map[TopicPartition]int64
 	cleanerOffsets map[TopicPartition]int64
 	closed         bool
-	ckptMu         sync.Mutex // serializes checkpoint writes
-	syncer         syncer     // group commit across all the logs
+	opening        map[TopicPartition]chan struct{} // Opens in progress: closed when each ends
+	ckptMu         sync.Mutex                       // serializes checkpoint writes
+	syncer         syncer                           // group commit across all the logs
+	dirs           dirSyncer                        // fsyncs of the data directory (new logs' entries)
 }
 
 // OpenManager opens (creating it if needed) the data directory dataDir: it takes the directory
@@ -69,7 +72,8 @@ func OpenManager(dataDir string, log *slog.Logger) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{dir: dataDir, logger: log, lock: lock, logs: map[TopicPartition]*Log{}}
+	m := &Manager{dir: dataDir, logger: log, lock: lock, logs: map[TopicPartition]*Log{},
+		opening: map[TopicPartition]chan struct{}{}, dirs: dirSyncer{dir: dataDir}}
 	fail := func(err error) (*Manager, error) {
 		lock.Close()
 		return nil, err
@@ -155,7 +159,10 @@ func validTopic(topic string) error {
 }
 
 // Open returns the log of topic-partition, opening (or creating) it with cfg if it is not
-// open yet; an open log keeps its configuration (use SetConfig).
+// open yet; an open log keeps its configuration (use SetConfig). Opens of different
+// partitions run in parallel (m.mu is not held across the I/O); a second Open of a partition
+// being opened waits for the first and returns its log. A new log's directory is made durable
+// by its first flush (dirsync.go), so creating one costs no fsync.
 func (m *Manager) Open(topic string, partition int32, cfg LogConfig) (*Log, error) {
 	if err := validTopic(topic); err != nil {
 		return nil, err
@@ -165,11 +172,13 @@ func (m *Manager) Open(topic string, partition int32, cfg LogConfig) (*Log, erro
 	}
 	tp := TopicPartition{topic, partition}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.waitOpeningLocked(tp)
 	if m.closed {
+		m.mu.Unlock()
 		return nil, fmt.Errorf("storage manager: %w", ErrClosed)
 	}
 	if l := m.logs[tp]; l != nil {
+		m.mu.Unlock()
 		return l, nil
 	}
 	rp, hasRP := m.recoveryPoints[tp]
@@ -179,21 +188,50 @@ func (m *Manager) Open(topic string, partition int32, cfg LogConfig) (*Log, erro
 		CleanerCheckpoint: m.cleanerOffsets[tp],
 		CleanShutdown:     m.clean && hasRP,
 		syncer:            &m.syncer,
+		parent:            &m.dirs,
 	}
+	done := make(chan struct{})
+	m.opening[tp] = done
+	m.mu.Unlock()
+
 	dir := filepath.Join(m.dir, tp.String())
-	_, statErr := os.Stat(dir)
 	l, err := OpenWithOptions(dir, cfg, m.logger.With("topic", topic, "partition", partition), opts)
+
 	if err != nil {
+		m.mu.Lock()
+		delete(m.opening, tp)
+		close(done)
+		m.mu.Unlock()
 		return nil, err
 	}
-	if os.IsNotExist(statErr) {
-		if err := syncDir(m.dir); err != nil {
-			l.Close()
-			return nil, err
-		}
+	m.mu.Lock()
+	if m.closed { // Close waits for this open before it closes the logs and checkpoints
+		m.mu.Unlock()
+		l.Close()
+		m.mu.Lock()
+		delete(m.opening, tp)
+		close(done)
+		m.mu.Unlock()
+		return nil, fmt.Errorf("storage manager: %w", ErrClosed)
 	}
 	m.logs[tp] = l
+	delete(m.opening, tp)
+	close(done)
+	m.mu.Unlock()
 	return l, nil
+}
+
+// waitOpeningLocked waits, m.mu held (released while waiting), until no Open of tp runs.
+func (m *Manager) waitOpeningLocked(tp TopicPartition) {
+	for {
+		done, ok := m.opening[tp]
+		if !ok {
+			return
+		}
+		m.mu.Unlock()
+		<-done
+		m.mu.Lock()
+	}
 }
 
 // Get returns the open log of topic-partition, or nil.
@@ -210,6 +248,7 @@ func (m *Manager) Remove(topic string, partition int32) error {
 	}
 	tp := TopicPartition{topic, partition}
 	m.mu.Lock()
+	m.waitOpeningLocked(tp)
 	l := m.logs[tp]
 	delete(m.logs, tp)
 	delete(m.recoveryPoints, tp)
@@ -397,17 +436,31 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
+	for len(m.opening) > 0 { // an Open in progress closes its log when it sees closed
+		for tp := range m.opening {
+			m.waitOpeningLocked(tp)
+			break
+		}
+	}
 	logs := make(map[TopicPartition]*Log, len(m.logs))
 	for tp, l := range m.logs {
 		logs[tp] = l
 	}
 	m.mu.Unlock()
-	var errs []error
+	// Logs close in parallel: each flushes, snapshots and trims its indexes, mostly waiting
+	// for the disk, and a broker with thousands of them must stop within its grace period.
+	open := make([]*Log, 0, len(logs))
+	names := make([]TopicPartition, 0, len(logs))
 	for tp, l := range logs {
-		if err := l.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing %s: %w", tp, err))
-		}
+		open, names = append(open, l), append(names, tp)
 	}
+	closeErrs := make([]error, len(open))
+	parallel(len(open), closeWorkers, func(i int) {
+		if err := open[i].Close(); err != nil {
+			closeErrs[i] = fmt.Errorf("closing %s: %w", names[i], err)
+		}
+	})
+	errs := slices.DeleteFunc(closeErrs, func(err error) bool { return err == nil })
 	if err := m.Checkpoint(); err != nil {
 		errs = append(errs, err)
 	}

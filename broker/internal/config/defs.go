@@ -238,6 +238,7 @@ const (
 	MetricsListener              = "spool.metrics.listener"
 	OTLPEndpoint                 = "spool.otlp.endpoint"
 	MemoryLimitBytes             = "spool.memory.limit.bytes"
+	LogSummaryIntervalMs         = "spool.log.summary.interval.ms"
 
 	// Cluster mode.
 	ZooKeeperSessionTimeoutMs     = "zookeeper.session.timeout.ms"
@@ -324,6 +325,8 @@ var BrokerDefs = []Def{
 		Doc: "http(s)://HOST:PORT of an OTLP/HTTP trace receiver (an OpenTelemetry collector): the broker exports a span per request to its /v1/traces; empty: off, at no cost (--otlp-endpoint)."},
 	{Name: MemoryLimitBytes, Type: Long, Default: "67108864", Check: atLeast(0),
 		Doc: "Soft limit for the Go heap (GOMEMLIMIT); the collector works harder near it, which keeps RSS bounded under load. 0: no limit. The GOMEMLIMIT environment variable wins."},
+	{Name: LogSummaryIntervalMs, Type: Long, Default: "30000", Check: atLeast(0),
+		Doc: "Repeated info lines are logged once per interval: an authorization denial once per principal, operation and resource, a produce to a missing topic once per topic, each with the repeats left out; client connections (debug one by one) as one summary line. 0: every denial and refusal logged, no summary."},
 	{Name: OffsetsTopicNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},
 	{Name: GroupInitialRebalanceDelay, Type: Int, Default: "3000", Check: atLeast(0), Doc: "Delay before the first rebalance of a new group."},
 	{Name: OffsetsRetentionMinutes, Type: Int, Default: "10080", Check: atLeast(1), Doc: "How long committed offsets of an empty group are kept."},

@@ -27,10 +27,13 @@ install: build
 	install -m 0755 bin/spoold bin/spool $(PREFIX)/bin/
 	@$(MAKE) --no-print-directory -C sdk-cgo GO=$(GO) install PREFIX=$(abspath $(PREFIX))
 
-## run: build and start a single-node broker on 127.0.0.1:9092 with data under ./data
+## run: build and start a single-node broker on 127.0.0.1:$(PORT) (default 9092) with data under
+## $(DATA) (default ./data): make run PORT=9093 DATA=/tmp/spool-2 starts a second one beside it
+PORT ?= 9092
+DATA ?= ./data
 run: build
 	@if [ ! -x bin/spoold ]; then echo "make run: the broker (broker/cmd/spoold) is not built yet" >&2; exit 1; fi
-	./bin/spoold --listen 127.0.0.1:9092 --data-dir ./data
+	./bin/spoold --listen 127.0.0.1:$(PORT) --data-dir $(DATA)
 
 ## test: install what the tests need, then run every check and test (build comes before the
 ## tests: the ones that run make install or the binaries then find them in the build cache)

@@ -241,6 +241,7 @@ const (
 	MetricsListener              = "spool.metrics.listener"
 	OTLPEndpoint                 = "spool.otlp.endpoint"
 	MemoryLimitBytes             = "spool.memory.limit.bytes"
+	LogSummaryIntervalMs         = "spool.log.summary.interval.ms"
 
 	// Cluster mode.
 	ZooKeeperSessionTimeoutMs     = "zookeeper.session.timeout.ms"
@@ -327,6 +328,8 @@ var BrokerDefs = []Def{
 		Doc: "http(s)://HOST:PORT of an OTLP/HTTP trace receiver (an OpenTelemetry collector): the broker exports a span per request to its /v1/traces; empty: off, at no cost (--otlp-endpoint)."},
 	{Name: MemoryLimitBytes, Type: Long, Default: "67108864", Check: atLeast(0),
 		Doc: "Soft limit for the Go heap (GOMEMLIMIT); the collector works harder near it, which keeps RSS bounded under load. 0: no limit. The GOMEMLIMIT environment variable wins."},
+	{Name: LogSummaryIntervalMs, Type: Long, Default: "30000", Check: atLeast(0),
+		Doc: "Repeated info lines are logged once per interval: an authorization denial once per principal, operation and resource, a produce to a missing topic once per topic, each with the repeats left out; client connections (debug one by one) as one summary line. 0: every denial and refusal logged, no summary."},
 	{Name: OffsetsTopicNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},
 	{Name: TxnStateLogNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __transaction_state (compacted), created on the first transactional request."},
 	{Name: TxnMaxTimeoutMs, Type: Int, Default: "900000", Check: atLeast(1), Doc: "The longest transaction.timeout.ms a producer may ask for (else INVALID_TRANSACTION_TIMEOUT)."},

@@ -83,6 +83,11 @@ func handleProduce(s *Server, ctx context.Context, req *request) *pending {
 				res, appended, err = s.produceOne(ctx, req, r, rt.Name, rp)
 			}
 			if err != nil {
+				if errors.Is(err, wire.ErrUnknownTopicOrPartition) {
+					if _, exists := s.md.Topic(rt.Name); !exists {
+						s.logMissingTopic(req, rt.Name) // once per topic per interval (loglines.go)
+					}
+				}
 				failed = true
 				slot.ErrorCode = errCode(err)
 				slot.BaseOffset = -1

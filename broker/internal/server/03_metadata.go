@@ -52,7 +52,7 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 	all := r.Topics == nil || (req.version == 0 && len(r.Topics) == 0)
 	if all {
 		for _, t := range s.md.Topics() {
-			if s.allowed(req, security.OpDescribe, security.ResourceTopic, t.Name) {
+			if s.permits(req, security.OpDescribe, security.ResourceTopic, t.Name) { // a filter: no denial logged
 				resp.Topics = append(resp.Topics, view.topic(t))
 			}
 		}
@@ -88,7 +88,7 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 		var err error = wire.ErrUnknownTopicOrPartition
 		if !cluster.ValidTopicName(name) {
 			err = wire.ErrInvalidTopicException
-		} else if autoCreate && !s.allowed(req, security.OpCreate, security.ResourceCluster, security.ClusterName) &&
+		} else if autoCreate && !s.permits(req, security.OpCreate, security.ResourceCluster, security.ClusterName) &&
 			!s.allowed(req, security.OpCreate, security.ResourceTopic, name) {
 			err = wire.ErrTopicAuthorizationFailed
 		} else if autoCreate {

@@ -20,9 +20,9 @@ func handleListGroups(s *Server, _ context.Context, req *request) *pending {
 	resp := &wire.ListGroupsResponse{}
 	resp.Default()
 	resp.Groups = []wire.ListGroupsResponseListedGroup{}
-	cluster := s.allowedCluster(req, security.OpDescribe)
+	cluster := s.permits(req, security.OpDescribe, security.ResourceCluster, security.ClusterName) // filters: no denial logged
 	for _, g := range s.groups.List(r.StatesFilter) {
-		if !cluster && !s.allowed(req, security.OpDescribe, security.ResourceGroup, g.GroupID) {
+		if !cluster && !s.permits(req, security.OpDescribe, security.ResourceGroup, g.GroupID) {
 			continue
 		}
 		resp.Groups = append(resp.Groups, wire.ListGroupsResponseListedGroup{GroupId: g.GroupID, ProtocolType: g.ProtocolType, GroupState: g.State})

@@ -19,6 +19,7 @@ func handleApiVersions(s *Server, _ context.Context, req *request) *pending {
 	r := req.msg.(*wire.ApiVersionsRequest)
 	if req.version >= 3 {
 		s.log.Debug("client connected", "client_id", req.clientID(), "software", r.ClientSoftwareName, "software_version", r.ClientSoftwareVersion)
+		s.clientSoftware(r.ClientSoftwareName, r.ClientSoftwareVersion) // the info summary's tally
 	}
 	return ready(reply{msg: s.apiVersionsResponse(0)})
 }

@@ -69,17 +69,26 @@ func (s *Server) reloadACLs() error {
 }
 
 // allowed is the one authorization check every handler calls: may the request's principal,
-// from its host, do op on the resource typ/name? Always true without an authorizer.
+// from its host, do op on the resource typ/name? Always true without an authorizer. A denial
+// is logged at info (principal, host, operation, resource, API), once per principal, operation
+// and resource per spool.log.summary.interval.ms (loglines.go), as Kafka's
+// kafka.authorizer.logger logs denials at INFO.
 func (s *Server) allowed(req *request, op security.Operation, typ security.ResourceType, name string) bool {
 	if s.authz == nil {
 		return true
 	}
 	ok := s.authz.Authorize(req.principal, req.host, op, typ, name)
 	if !ok {
-		s.log.Debug("request denied", "principal", req.principal, "host", req.host, "api", req.api.Name,
-			"operation", op, "resource", typ, "name", name)
+		s.logDenied(req, op.String(), typ.String(), name)
 	}
 	return ok
+}
+
+// permits is allowed without the denial's log line, for checks that filter what a response
+// lists (Metadata's topic list, ListGroups) or that a second check may still allow, as Kafka
+// passes logIfDenied=false for them: they refuse nothing.
+func (s *Server) permits(req *request, op security.Operation, typ security.ResourceType, name string) bool {
+	return s.authz == nil || s.authz.Authorize(req.principal, req.host, op, typ, name)
 }
 
 // allowedCluster checks op on the cluster resource.

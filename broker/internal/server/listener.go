@@ -139,9 +139,11 @@ func (s *Server) accept(l *listener) error {
 			tc.SetNoDelay(true)
 		}
 		s.wg.Add(1)
+		s.connOpened() // for the connection summary at info (loglines.go)
 		go func() {
 			defer s.wg.Done()
 			defer s.connLimits.release(l.conf.Name, host)
+			defer s.connClosed()
 			s.serveConn(s.ctx, l, nc)
 		}()
 	}

@@ -35,7 +35,7 @@ func TestReadmeClusterQuickStart(t *testing.T) {
 	script := strings.NewReplacer(
 		"make build\n", "",
 		"2181", fmt.Sprint(zkPort),
-		"127.0.0.1:909", fmt.Sprintf("127.0.0.1:%d", base/10),
+		"127.0.0.1:910", fmt.Sprintf("127.0.0.1:%d", base/10),
 		"/tmp/spool-zk", filepath.Join(dir, "zk"),
 		"/tmp/spool-d", filepath.Join(dir, "d"),
 	).Replace(block)
@@ -84,7 +84,16 @@ func readmeDir(t *testing.T) string {
 // output open, and Wait would wait for a pipe until the broker ends.
 func runReadmeScript(t *testing.T, dir, script string) (string, error) {
 	t.Helper()
-	out, err := os.Create(filepath.Join(dir, "output"))
+	return runReadmeScriptAs(t, dir, "readme", nil, script)
+}
+
+// runReadmeScriptAs is runReadmeScript with the script and its output in files named after
+// name (name.sh, name.out), so that scripts run one after the other in one directory keep
+// their own files while the earlier ones' background processes still write theirs, and with
+// env added to the environment.
+func runReadmeScriptAs(t *testing.T, dir, name string, env []string, script string) (string, error) {
+	t.Helper()
+	out, err := os.Create(filepath.Join(dir, name+".out"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +102,13 @@ func runReadmeScript(t *testing.T, dir, script string) (string, error) {
 	defer cancel()
 	// From a file, not bash -c: the script's own command line would then hold the script,
 	// and the quick start's pgrep -f would find (and kill) the shell running it.
-	path := filepath.Join(dir, "readme.sh")
+	path := filepath.Join(dir, name+".sh")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", path)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// At the timeout the whole process group goes (the block's background brokers too), so a
 	// stuck block fails with its output instead of hanging the test binary.

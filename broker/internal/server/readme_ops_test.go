@@ -20,8 +20,8 @@ func TestReadmeOperations(t *testing.T) {
 	base := freeRun(t, 5)
 	script := strings.NewReplacer(
 		"make build\n", "",
-		"127.0.0.1:9092", fmt.Sprintf("127.0.0.1:%d", base+2),
-		"127.0.0.1:9095", fmt.Sprintf("127.0.0.1:%d", base+5),
+		"127.0.0.1:9151", fmt.Sprintf("127.0.0.1:%d", base+2),
+		"127.0.0.1:9152", fmt.Sprintf("127.0.0.1:%d", base+5),
 		"/tmp/spool-ops", filepath.Join(dir, "data"),
 	).Replace(block)
 	text, err := runReadmeScript(t, dir, script)

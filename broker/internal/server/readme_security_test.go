@@ -20,7 +20,7 @@ func TestReadmeSecurity(t *testing.T) {
 	dir := readmeDir(t)
 	base := freeRun(t, 4)
 	script := strings.NewReplacer(
-		"127.0.0.1:909", fmt.Sprintf("127.0.0.1:%d", base/10),
+		"127.0.0.1:911", fmt.Sprintf("127.0.0.1:%d", base/10),
 		"/tmp/spool-tls", filepath.Join(dir, "tls"),
 		"/tmp/spool-sec", filepath.Join(dir, "data"),
 	).Replace(block)

@@ -82,6 +82,7 @@ type Server struct {
 	connLimits    *connLimits        // max.connections* (limits.go)
 	reqMem        *requestMemory     // queued.max.request.bytes (limits.go)
 	peerAuth      peer.AuthCounts    // SASL authentications to other brokers (interbroker.go)
+	logLines      logLines           // rate-limited and summarized info lines (loglines.go)
 
 	// Operations: metrics is nil unless spool.metrics.listener is set; ready is set once the
 	// broker serves (and, in cluster mode, is registered in ZooKeeper).

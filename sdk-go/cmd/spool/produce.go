@@ -222,15 +222,20 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 		mu    sync.Mutex
 		first error
 	)
-	cb := func(_ *spool.Record, err error) {
+	prog := newProduceProgress(stderr)
+	cb := func(r *spool.Record, err error) {
 		if err != nil {
 			mu.Lock()
 			if first == nil {
 				first = err
 			}
 			mu.Unlock()
+			return
 		}
+		prog.acked(len(r.Key) + len(r.Value))
 	}
+	stop := prog.start(time.Now())
+	defer stop()
 	n := 0
 	for {
 		r, err := next()
@@ -257,6 +262,7 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	if err := cl.Flush(ctx); err != nil {
 		return err
 	}
+	stop() // the summary replaces the progress line
 	mu.Lock()
 	defer mu.Unlock()
 	if first != nil {

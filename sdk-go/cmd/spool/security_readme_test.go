@@ -36,7 +36,7 @@ func TestReadmeClientSecurity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := strings.NewReplacer("127.0.0.1:9097", fmt.Sprintf("127.0.0.1:%d", port), "/tmp/spool-cli-sec", filepath.Join(dir, "sec")).Replace(block)
+	script := strings.NewReplacer("127.0.0.1:9141", fmt.Sprintf("127.0.0.1:%d", port), "/tmp/spool-cli-sec", filepath.Join(dir, "sec")).Replace(block)
 	path := filepath.Join(dir, "readme.sh")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)

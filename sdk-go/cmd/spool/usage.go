@@ -29,7 +29,9 @@ var docs = []doc{
 	{name: "topic delete", args: "NAME...", summary: "delete topics"},
 	{name: "produce", args: "--topic T", summary: "produce the lines of stdin, one record per line",
 		about: "Each line is a record's value, or KEY<S>VALUE with --key-separator S. -Z sends an empty key or\n" +
-			"value as null (an empty value is then a tombstone), as kcat -Z does."},
+			"value as null (an empty value is then a tombstone), as kcat -Z does. On a terminal a run\n" +
+			"longer than a second shows a progress line (records and bytes acknowledged, rates),\n" +
+			"cleared for the summary; with stderr piped or in a file, only the summary is printed."},
 	{name: "consume", args: "--topic T[,T2...]", summary: "print records until --count, the end (-e), Ctrl-C or SIGTERM",
 		about: "Without --group every partition (or those of --partition) is read from --offset, by default\n" +
 			"from the beginning (as kcat and rpk). With --group the offsets of the records printed are\n" +

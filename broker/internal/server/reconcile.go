@@ -20,8 +20,8 @@ import (
 	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/replication"
-	"github.com/spoolmq/spool/broker/internal/txn"
 	"github.com/spoolmq/spool/broker/internal/storage"
+	"github.com/spoolmq/spool/broker/internal/txn"
 )
 
 // reconcileWorkers bounds the replicas a reconcile pass opens or hands a new state at once.

@@ -180,6 +180,11 @@ func (p *Partition) Offsets() Offsets {
 	return Offsets{HighWatermark: hw, LastStable: lso, LogStart: p.log.LogStartOffset(), LogEnd: p.log.LogEndOffset()}
 }
 
+// OffsetsAvailable is false while this new leader's high watermark has not reached the start
+// of its leadership (replication.OffsetsAvailable): ListOffsets then answers that the offsets
+// are not available yet instead of an end that may move backwards.
+func (p *Partition) OffsetsAvailable() bool { return p.replica.OffsetsAvailable() }
+
 // OffsetForTimestamp finds the first offset whose batch's timestamp is at least ts, below the
 // high watermark (ListOffsets by time); ok is false when there is none.
 func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {

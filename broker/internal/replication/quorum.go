@@ -104,3 +104,10 @@ func TruncationOffset(divergingEpoch int32, leaderEnd int64, localEpoch int32, l
 	}
 	return min(leaderEnd, localEnd)
 }
+
+// OffsetsAvailable is KIP-207's rule for a new leader: until its high watermark reaches the
+// offset its leadership began at (the log end when it was elected), the high watermark may
+// trail what the previous leader had already made visible, so the leader cannot tell a client
+// where the log ends (ListOffsets answers OFFSET_NOT_AVAILABLE, a retriable error) without
+// showing an end that moves backwards.
+func OffsetsAvailable(hw, epochStart int64) bool { return hw >= epochStart }

@@ -101,3 +101,20 @@ func TestTruncationOffset(t *testing.T) {
 		}
 	}
 }
+
+func TestOffsetsAvailable(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		hw, start int64
+		want      bool
+	}{
+		{"a high watermark below the leadership's start offset is not served", 90, 100, false},
+		{"a high watermark that reached the start offset is served", 100, 100, true},
+		{"a high watermark past the start offset is served", 140, 100, true},
+		{"a leadership that began on an empty log is served at once", 0, 0, true},
+	} {
+		if got := OffsetsAvailable(c.hw, c.start); got != c.want {
+			t.Errorf("%s: OffsetsAvailable(%d, %d) = %v, want %v", c.name, c.hw, c.start, got, c.want)
+		}
+	}
+}

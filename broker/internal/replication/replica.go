@@ -284,6 +284,17 @@ func (r *Replica) HighWatermark() int64 {
 	return r.hw.Load()
 }
 
+// OffsetsAvailable reports whether a client may be told where the log ends (see
+// OffsetsAvailable the rule); true for a replica that does not lead, whose caller answers
+// NOT_LEADER_OR_FOLLOWER anyway.
+func (r *Replica) OffsetsAvailable() bool {
+	hw := r.HighWatermark()
+	r.mu.Lock()
+	leader, start := r.role == RoleLeader, r.epochStart
+	r.mu.Unlock()
+	return !leader || OffsetsAvailable(hw, start)
+}
+
 func (r *Replica) isSoleReplica() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -8,7 +8,11 @@ package server
 // time index, or offset -1 when no such record exists. Leader epoch (v4+) is this partition's
 // epoch. Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION; other negative timestamps (-3 max
 // timestamp and beyond) need versions above the window, UNSUPPORTED_VERSION; a partition
-// listed twice gets INVALID_REQUEST (SPEC.md §8.3).
+// listed twice gets INVALID_REQUEST (SPEC.md §8.3). A client's (replica id -1) latest, or
+// timestamp lookup found nothing for, from a leader elected moments ago whose high watermark
+// has not reached the start of its leadership gets OFFSET_NOT_AVAILABLE (v5+;
+// LEADER_NOT_AVAILABLE below), retriable: that high watermark may still trail what the previous
+// leader showed (KIP-207, replication.OffsetsAvailable).
 //
 // Authorization (with authorizer.class.name set): Describe on the topic, else
 // TOPIC_AUTHORIZATION_FAILED for each of its partitions.
@@ -72,8 +76,15 @@ func handleListOffsets(s *Server, _ context.Context, req *request) *pending {
 				continue
 			}
 			pr.LeaderEpoch = part.LeaderEpoch()
+			// KIP-207: a leader elected moments ago whose high watermark has not reached the
+			// start of its leadership cannot say where the log ends to a client.
+			lagging := r.ReplicaId < 0 && !part.OffsetsAvailable()
 			switch rp.Timestamp {
 			case latestTimestamp:
+				if lagging {
+					pr.ErrorCode = offsetNotAvailable(req.version)
+					break
+				}
 				o := part.Offsets()
 				pr.Offset = o.HighWatermark
 				if r.IsolationLevel == 1 {
@@ -88,6 +99,9 @@ func handleListOffsets(s *Server, _ context.Context, req *request) *pending {
 					pr.ErrorCode = errCode(storageError(err))
 				case ok:
 					pr.Offset, pr.Timestamp = off, ts
+				case lagging:
+					// Not found below the high watermark, which may still rise to cover it.
+					pr.ErrorCode = offsetNotAvailable(req.version)
 				}
 			}
 			tr.Partitions = append(tr.Partitions, pr)
@@ -95,4 +109,13 @@ func handleListOffsets(s *Server, _ context.Context, req *request) *pending {
 		resp.Topics = append(resp.Topics, tr)
 	}
 	return ready(reply{msg: resp})
+}
+
+// offsetNotAvailable is the error for offsets a new leader cannot serve yet: OFFSET_NOT_AVAILABLE
+// from version 5, LEADER_NOT_AVAILABLE before it (both retriable), as Kafka answers.
+func offsetNotAvailable(version int16) int16 {
+	if version >= 5 {
+		return wire.ErrOffsetNotAvailable.Code
+	}
+	return wire.ErrLeaderNotAvailable.Code
 }

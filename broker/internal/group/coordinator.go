@@ -10,8 +10,17 @@
 // NOT_COORDINATOR, so members find the new coordinator). Callers check Owns first and answer
 // NOT_COORDINATOR otherwise; a group of a partition not owned is never created.
 //
-// Concurrency: the coordinator's map of groups has its own lock; each group has a lock that
-// every operation on it holds. Callbacks handed to Join and Sync (and the completion of
+// Concurrency: the coordinator's map of groups has its own lock (c.mu: the map, the owned and
+// loading partitions; held for map operations only, never across I/O: a partition's replay
+// in OnElection runs without it); each group has a lock (g.mu) that every operation on it
+// holds. Under g.mu a group's records are appended as the partition's leader (append: one
+// write(2), no fsync, so a group's records keep their order); the commit wait (durable by the
+// flush policy, then on every in-sync replica, up to 30 s with a lagging follower) never runs
+// under any lock: Commit, storeGroup, Delete and DeleteOffsets wait on a goroutine of their own
+// (or, Delete, after unlocking) and re-take g.mu to act on the outcome, checking the
+// generation and state. A heartbeat takes g.mu only: it never waits on disk or a follower
+// (TestGroupKeepsMembersWhileACommitWaitsForACutOffFollower and
+// TestGroupHeartbeatsAnsweredWhileAGroupRecordWaitsForAFollower in package server). Callbacks handed to Join and Sync (and the completion of
 // commits) are called with the group lock held or from timer goroutines: they must not block
 // and must not call back into the coordinator. Timers come from the Clock (Config.Clock, the
 // wall clock unless a test gives a fake one) and are checked against a sequence number when

@@ -77,7 +77,7 @@ func (c *Coordinator) DeleteOffsets(groupID string, dels []OffsetDeletion, done 
 		done(wire.ErrCoordinatorNotAvailable.Code, nil)
 		return
 	}
-	// Dropped from memory now, not after the fsync: the tombstones sit in the log ahead of any
+	// Dropped from memory now, not after the commit (durable, then on the ISR): the tombstones sit in the log ahead of any
 	// later commit, so a reload agrees with memory even if this answer is lost.
 	for _, k := range gone {
 		delete(g.offsets, k)

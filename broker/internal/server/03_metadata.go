@@ -15,6 +15,9 @@ package server
 // never pointed at a node id the same answer does not list. A live leader without the
 // client's listener gets LISTENER_NOT_FOUND from v6 (LEADER_NOT_AVAILABLE before). Any broker
 // answers for the whole cluster.
+// The whole answer (cluster id, controller, brokers, topics) comes from one metadata image
+// (cluster.Images.Current, read once per request), so it never mixes two versions of the
+// metadata: a leader is listed among the brokers of the same version.
 // Authorized operations are not computed: they keep Kafka's "not requested" value.
 //
 // Authorization (with authorizer.class.name set): the list of all topics holds only those the
@@ -35,8 +38,9 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 	r := req.msg.(*wire.MetadataRequest)
 	resp := &wire.MetadataResponse{}
 	resp.Default()
+	im := s.images.Current() // the one read of the metadata for this request
 	view := leaderView{alive: map[int32]bool{}, listed: map[int32]bool{}, listenerErrors: req.version >= 6}
-	for _, b := range s.md.Brokers() {
+	for _, b := range im.Brokers() {
 		view.alive[b.NodeID] = true
 		// Each broker's endpoint on the listener the client came through; a broker without
 		// that listener is left out, as Kafka does.
@@ -45,13 +49,13 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 			resp.Brokers = append(resp.Brokers, wire.MetadataResponseBroker{NodeId: b.NodeID, Host: host, Port: port, Rack: b.Rack})
 		}
 	}
-	cid := s.md.ClusterID()
+	cid := im.ClusterID
 	resp.ClusterId = &cid
-	resp.ControllerId = s.md.ControllerID()
+	resp.ControllerId = im.Controller
 
 	all := r.Topics == nil || (req.version == 0 && len(r.Topics) == 0)
 	if all {
-		for _, t := range s.md.Topics() {
+		for _, t := range im.Topics() {
 			if s.permits(req, security.OpDescribe, security.ResourceTopic, t.Name) { // a filter: no denial logged
 				resp.Topics = append(resp.Topics, view.topic(t))
 			}
@@ -64,9 +68,9 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 		var ok bool
 		switch {
 		case rt.Name != nil:
-			t, ok = s.md.Topic(*rt.Name)
+			t, ok = im.Topic(*rt.Name)
 		case rt.TopicId != (wire.UUID{}):
-			t, ok = s.md.TopicByID(rt.TopicId)
+			t, ok = im.TopicByID(rt.TopicId)
 			if !ok {
 				resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{ErrorCode: wire.ErrUnknownTopicId.Code, TopicId: rt.TopicId, TopicAuthorizedOperations: -1 << 31})
 				continue

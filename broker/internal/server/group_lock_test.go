@@ -21,7 +21,8 @@ import (
 )
 
 func TestGroupHeartbeatsAnsweredWhileAGroupRecordWaitsForAFollower(t *testing.T) {
-	zk := brokertest.StartZooKeeper(t)
+	heavy(t)
+	zk := brokertest.SharedZooKeeper(t) // a chroot of the binary's one ZooKeeper: this test never stops it
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), map[string]string{
 		"num.partitions": "1", "offsets.topic.num.partitions": "1", "offsets.topic.replication.factor": "3",
 		"group.initial.rebalance.delay.ms": "0", "replica.lag.time.max.ms": "8000"})

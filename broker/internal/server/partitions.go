@@ -108,7 +108,7 @@ func (s *Server) leaderPart(topic string, index int32) (*partition.Partition, er
 		}
 		return nil, fmt.Errorf("%w: %s-%d is led by another broker", wire.ErrNotLeaderOrFollower, topic, index)
 	}
-	if t, ok := s.md.Topic(topic); ok && index >= 0 && int(index) < len(t.Partitions) {
+	if t, ok := s.images.Current().Topic(topic); ok && index >= 0 && int(index) < len(t.Partitions) {
 		return nil, fmt.Errorf("%w: %s-%d is led by another broker", wire.ErrNotLeaderOrFollower, topic, index)
 	}
 	return nil, fmt.Errorf("%w: %s-%d", wire.ErrUnknownTopicOrPartition, topic, index)

@@ -45,8 +45,11 @@ type Server struct {
 	cfg  settings
 	log  *slog.Logger
 	md   cluster.Metadata
-	logs *partition.Logs // the data directory: opened logs, retention, checkpoints
-	self cluster.Broker
+	// images is the metadata as requests read it: one consistent version per request
+	// (Metadata reads it; the other handlers still read md).
+	images *cluster.Images
+	logs   *partition.Logs // the data directory: opened logs, retention, checkpoints
+	self   cluster.Broker
 
 	listeners []*listener // bound by Listen, in the order of the listeners property
 	ctx       context.Context
@@ -143,6 +146,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		s.md.Close()
 		return nil, err
 	}
+	s.images = cluster.NewImages(s.md)
 	s.producers = &producerIDs{md: s.md}
 	s.repl = &replication.Settings{
 		Self:        s.self.NodeID,
@@ -315,6 +319,7 @@ func (s *Server) Listen() error {
 	}
 	if e, ok := s.md.(interface{ SetSelf(cluster.Broker) }); ok {
 		e.SetSelf(s.self)
+		s.images.Invalidate() // the embedded store does not signal its own endpoint's change
 	}
 	return nil
 }

@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
+)
+
+// Image is one version of the cluster's metadata as a request reads it: the cluster id, the
+// controller, the live brokers and the topics with their partitions' states, all from one
+// state of the store (nothing changed in the store while it was read). A handler reads
+// Images.Current once and answers from that image alone, so its answer never mixes two
+// versions (a broker list from before a change with leaders from after it).
+//
+// An Image is immutable: it and everything it returns (slices, maps, topics) are shared by
+// every request that reads it, and nobody may modify them. Reading it takes no lock.
+type Image struct {
+	// Version counts the images an Images built, from 1: a later image has a larger one.
+	Version    uint64
+	ClusterID  string
+	Controller int32
+
+	brokers []Broker // sorted by node id
+	topics  []Topic  // sorted by name
+	byName  map[string]int
+	byID    map[wire.UUID]int
+}
+
+// Brokers are the live brokers, by node id. Shared: do not modify.
+func (im *Image) Brokers() []Broker { return im.brokers }
+
+// Topics are the topics, by name. Shared: do not modify.
+func (im *Image) Topics() []Topic { return im.topics }
+
+// Topic returns the topic named name. Shared: do not modify.
+func (im *Image) Topic(name string) (Topic, bool) {
+	i, ok := im.byName[name]
+	if !ok {
+		return Topic{}, false
+	}
+	return im.topics[i], true
+}
+
+// TopicByID returns the topic with id. Shared: do not modify.
+func (im *Image) TopicByID(id wire.UUID) (Topic, bool) {
+	i, ok := im.byID[id]
+	if !ok {
+		return Topic{}, false
+	}
+	return im.topics[i], true
+}
+
+// Images keeps the current Image of a Metadata store, built from the store when a request
+// first needs it after a change (the store's Changes channel closed), and shared until the
+// next change. This is the metadata image's first step: the store still holds the state;
+// the image gives each request one consistent version of it.
+//
+// Concurrency: Current is safe for concurrent use. A current image is one atomic load and a
+// non-blocking check of its change channel; a rebuild is serialised by buildMu (the store's
+// reads are in memory: no I/O under it), so concurrent requests after a change build once.
+//
+// Consistency: a build takes the store's change channel first and reads the store after;
+// if the channel closed meanwhile, a change may have fallen between two of the reads, and the
+// build reads again. Every change of what an image holds closes the channel (the stores'
+// notifyLocked), except a change the store does not signal, which its writer reports with
+// Invalidate (Embedded.SetSelf).
+type Images struct {
+	md      Metadata
+	buildMu sync.Mutex
+	cur     atomic.Pointer[built]
+	version uint64 // guarded by buildMu
+	// invalidated is bumped by Invalidate; an image built before the bump is stale.
+	invalidated atomic.Uint64
+}
+
+type built struct {
+	image   *Image
+	changed <-chan struct{} // closed when the store moves past image
+	epoch   uint64          // invalidated when built
+}
+
+// maxBuildRetries bounds the re-reads of a build that changes keep overtaking: the last read
+// is used (its parts may then come from two versions, as before images existed); the next
+// request reads again.
+const maxBuildRetries = 8
+
+// NewImages keeps the images of md.
+func NewImages(md Metadata) *Images { return &Images{md: md} }
+
+// Current returns the image of the store's current version.
+func (s *Images) Current() *Image {
+	if b := s.cur.Load(); b != nil && s.fresh(b) {
+		return b.image
+	}
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
+	if b := s.cur.Load(); b != nil && s.fresh(b) {
+		return b.image
+	}
+	var b *built
+	for try := 0; ; try++ {
+		epoch := s.invalidated.Load()
+		changed := s.md.Changes()
+		im := s.read()
+		b = &built{image: im, changed: changed, epoch: epoch}
+		if s.fresh(b) || try == maxBuildRetries {
+			break
+		}
+	}
+	s.version++
+	b.image.Version = s.version
+	s.cur.Store(b)
+	return b.image
+}
+
+// Invalidate makes the next Current read the store again (a change the store does not
+// signal on its Changes channel).
+func (s *Images) Invalidate() { s.invalidated.Add(1) }
+
+func (s *Images) fresh(b *built) bool {
+	if b.epoch != s.invalidated.Load() {
+		return false
+	}
+	select {
+	case <-b.changed:
+		return false
+	default:
+		return true
+	}
+}
+
+// read copies the store's state into a new image.
+func (s *Images) read() *Image {
+	im := &Image{ClusterID: s.md.ClusterID(), Controller: s.md.ControllerID(), brokers: s.md.Brokers(), topics: s.md.Topics()}
+	im.byName = make(map[string]int, len(im.topics))
+	im.byID = make(map[wire.UUID]int, len(im.topics))
+	for i, t := range im.topics {
+		im.byName[t.Name] = i
+		if t.ID != (wire.UUID{}) {
+			im.byID[t.ID] = i
+		}
+	}
+	return im
+}

@@ -145,7 +145,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, chroot: chroot, log: cfg.Log.With("component", "zookeeper"), self: cfg.Self, controller: -1,
 		brokers: map[int32]brokerEntry{}, topics: map[string]*topicEntry{}, deleting: map[string]bool{}, changed: make(chan struct{})}
-	conn, events, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithLogger(zkLogger{s.log}), zk.WithLogInfo(false))
+	conn, events, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithLogger(zkLogger{s.log}), zk.WithLogInfo(false),
+		zk.WithDialer(handshakeDialer(cfg.SessionTimeout*2/3)))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to zookeeper %s: %w", cfg.Connect, err)
 	}

@@ -521,3 +521,15 @@ func (c *Coordinator) Describe(id string) (Described, *wire.Error) {
 	}
 	return Described{Meta: en.meta.Clone(), Found: true}, nil
 }
+
+// List returns the transactional ids of the partitions this coordinator serves, sorted by id.
+func (c *Coordinator) List() []Meta {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Meta, 0, len(c.txns))
+	for _, en := range c.txns {
+		out = append(out, en.meta.Clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

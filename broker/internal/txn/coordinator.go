@@ -355,11 +355,10 @@ func (c *Coordinator) OnElection(p, n int32, epoch int32, part Partition) error 
 	c.nparts = n
 	c.gen++
 	token := c.gen
-	if o, ok := c.owned[p]; ok {
-		o.part, o.epoch, o.gen = part, epoch, token
-		c.owned[p] = o
-		c.mu.Unlock()
-		return nil
+	if _, ok := c.owned[p]; ok {
+		// Led again at a new epoch: what is in flight belongs to the old leadership (its
+		// completions find the generation changed); start over from the log.
+		c.dropLocked(p)
 	}
 	c.loading[p] = token
 	c.mu.Unlock()
@@ -407,6 +406,11 @@ func (c *Coordinator) OnResignation(p int32) {
 	if _, ok := c.owned[p]; !ok {
 		return
 	}
+	c.dropLocked(p)
+}
+
+// dropLocked forgets partition p and its ids (mu held).
+func (c *Coordinator) dropLocked(p int32) {
 	delete(c.owned, p)
 	for id := range c.txns {
 		if PartitionFor(id, c.nparts) == p {

@@ -284,10 +284,15 @@ func (c *Coordinator) apply(id string, in Input, reply func(Meta, *wire.Error)) 
 			}
 			en.meta = out.Next
 			c.mu.Unlock()
-			reply(out.Next, out.Err)
-			if out.Effects&WriteMarkers != 0 {
-				c.writeMarkers(p, own, out.Next)
+			if out.Effects&WriteMarkers == 0 {
+				reply(out.Next, out.Err)
+				return
 			}
+			// The decision is durable. The answer waits for the markers when they go through
+			// at once (so the producer's next transaction does not meet
+			// CONCURRENT_TRANSACTIONS, and a read_committed consumer sees the commit when
+			// the producer does), but not for their retries.
+			c.writeMarkers(p, own, out.Next, func() { reply(out.Next, out.Err) })
 		}()
 		return
 	}
@@ -312,9 +317,17 @@ func (c *Coordinator) appendLocked(own owned, m Meta) (int64, error) {
 }
 
 // writeMarkers writes a prepared transaction's markers, retrying until they are written or
-// the partition's leadership here ends, then completes the transaction. It runs on its own
-// goroutine (the caller's, tracked by wg).
-func (c *Coordinator) writeMarkers(p int32, own owned, m Meta) {
+// the partition's leadership here ends, then completes the transaction. first, if not nil, is
+// called once: when the transaction completed, or after the first attempt failed (the retries
+// go on without anyone waiting). It runs on its own goroutine (the caller's, tracked by wg).
+func (c *Coordinator) writeMarkers(p int32, own owned, m Meta, first func()) {
+	once := func() {
+		if first != nil {
+			first()
+			first = nil
+		}
+	}
+	defer once()
 	mk := Markers{TransactionalID: m.ID, ProducerID: m.ProducerID, Epoch: m.Epoch, Commit: m.State == PrepareCommit, CoordinatorEpoch: own.epoch, Partitions: m.Partitions}
 	backoff := 20 * time.Millisecond
 	for {
@@ -322,7 +335,11 @@ func (c *Coordinator) writeMarkers(p int32, own owned, m Meta) {
 		if err == nil {
 			break
 		}
+		if c.ctx.Err() != nil {
+			return // closing
+		}
 		c.log.Warn("writing transaction markers; retrying", "transactional_id", m.ID, "err", err)
+		once()
 		select {
 		case <-c.ctx.Done():
 			return
@@ -336,11 +353,14 @@ func (c *Coordinator) writeMarkers(p int32, own owned, m Meta) {
 			return // the new coordinator resumes them
 		}
 	}
+	done := make(chan struct{})
 	c.apply(m.ID, Input{Event: MarkersWritten}, func(_ Meta, e *wire.Error) {
 		if e != nil && e != wire.ErrNotCoordinator {
 			c.log.Warn("completing a transaction", "transactional_id", m.ID, "err", e)
 		}
+		close(done)
 	})
+	<-done
 }
 
 // OnElection makes the coordinator serve the transactional ids of partition p (of n), led
@@ -389,7 +409,7 @@ func (c *Coordinator) OnElection(p, n int32, epoch int32, part Partition) error 
 	for _, m := range resume {
 		go func() {
 			defer c.wg.Done()
-			c.writeMarkers(p, own, m)
+			c.writeMarkers(p, own, m, nil)
 		}()
 	}
 	if len(loaded) > 0 {

@@ -80,7 +80,8 @@ func (w *txnWriter) end(how kgo.TransactionEndTry) {
 	}
 }
 
-// TestIsolationTransactions runs on kfake, which has transactions (our broker does not yet).
+// TestIsolationTransactions runs on kfake, which has transactions (our broker has them on a
+// single node since issue 29; the broker tests cover them there).
 // A read_uncommitted consumer sees every data record, aborted ones too, and never the control
 // records that end each transaction. A read_committed consumer asks for the last stable
 // offset, so the records of an open transaction, and the plain ones behind them, reach it only
@@ -165,9 +166,9 @@ func (f *fetchLevels) request(_, _ int16, req wire.Message) {
 	}
 }
 
-// TestIsolationOurBroker: our broker has no transactions (it refuses transactional batches),
-// so its last stable offset is the high watermark: both levels read every record, and every
-// fetch carries the level the consumer chose.
+// TestIsolationOurBroker: with no transaction written, our broker's last stable offset is the
+// high watermark: both levels read every record, and every fetch carries the level the
+// consumer chose.
 func TestIsolationOurBroker(t *testing.T) {
 	t.Parallel()
 	addr := targets[0].start(t)

@@ -44,6 +44,9 @@ const (
 	KeyDescribeUserScramCredentials int16 = 50
 	KeyAlterUserScramCredentials    int16 = 51
 	KeyDescribeCluster              int16 = 60
+	KeyDescribeProducers            int16 = 61
+	KeyDescribeTransactions         int16 = 65
+	KeyListTransactions             int16 = 66
 )
 
 // APIs lists every API of the protocol window, ordered by key.
@@ -168,4 +171,13 @@ var APIs = []API{
 	{Key: 60, Name: "DescribeCluster", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, FixedResponseHeader: -1,
 		NewRequest:  func() Message { m := new(DescribeClusterRequest); m.Default(); return m },
 		NewResponse: func() Message { m := new(DescribeClusterResponse); m.Default(); return m }},
+	{Key: 61, Name: "DescribeProducers", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(DescribeProducersRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(DescribeProducersResponse); m.Default(); return m }},
+	{Key: 65, Name: "DescribeTransactions", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(DescribeTransactionsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(DescribeTransactionsResponse); m.Default(); return m }},
+	{Key: 66, Name: "ListTransactions", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, FixedResponseHeader: -1,
+		NewRequest:  func() Message { m := new(ListTransactionsRequest); m.Default(); return m },
+		NewResponse: func() Message { m := new(ListTransactionsResponse); m.Default(); return m }},
 }

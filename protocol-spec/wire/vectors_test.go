@@ -416,7 +416,8 @@ var designWindow = []struct {
 	{45, "AlterPartitionReassignments", 0, 0, 0}, {46, "ListPartitionReassignments", 0, 0, 0},
 	{47, "OffsetDelete", 0, 0, -1},
 	{50, "DescribeUserScramCredentials", 0, 0, 0}, {51, "AlterUserScramCredentials", 0, 0, 0},
-	{60, "DescribeCluster", 0, 1, 0},
+	{60, "DescribeCluster", 0, 1, 0}, {61, "DescribeProducers", 0, 0, 0}, {65, "DescribeTransactions", 0, 0, 0},
+	{66, "ListTransactions", 0, 1, 0},
 }
 
 // TestWindowMatchesDesign checks the registry against DESIGN.md section 3, the header versions

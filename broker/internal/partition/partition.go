@@ -316,6 +316,12 @@ func (p *Partition) AbortedTransactions(from, to int64) []AbortedTxn {
 	return p.log.AbortedTransactions(from, to)
 }
 
+// ProducerInfo is one producer of the partition (DescribeProducers).
+type ProducerInfo = storage.ProducerInfo
+
+// Producers lists the producers the partition's log remembers.
+func (p *Partition) Producers() []ProducerInfo { return p.log.Producers() }
+
 // OngoingTransactions returns the producers with an open transaction here and the first
 // offset of each (a copy).
 func (p *Partition) OngoingTransactions() map[int64]int64 { return p.log.OngoingTransactions() }

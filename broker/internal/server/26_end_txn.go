@@ -4,9 +4,11 @@ package server
 //
 // Commits (Committed true) or aborts the producer's open transaction. The transaction
 // coordinator (internal/txn) writes PrepareCommit or PrepareAbort to __transaction_state (the
-// decision point) and answers once that record is committed; it then writes the markers to
-// every partition of the transaction (control batches, through the partition manager) and
-// records CompleteCommit or CompleteAbort. Errors: NOT_COORDINATOR and
+// decision point), then the markers to every partition of the transaction (control batches,
+// through the partition manager), then CompleteCommit or CompleteAbort, and answers then; if a
+// marker cannot be written at once, it answers as soon as the decision is committed (as Kafka
+// always does) and retries the markers in the background (a new transaction meanwhile gets
+// CONCURRENT_TRANSACTIONS). Errors: NOT_COORDINATOR and
 // COORDINATOR_LOAD_IN_PROGRESS (not led or not loaded here), INVALID_PRODUCER_ID_MAPPING
 // (another producer id), PRODUCER_FENCED (an older epoch; INVALID_PRODUCER_EPOCH before v2),
 // CONCURRENT_TRANSACTIONS (the same decision is still being written: retriable),

@@ -29,7 +29,7 @@ func TestApiVersionsAdvertisesTheWindow(t *testing.T) {
 		}
 		// DESIGN.md §3: Produce from 0 (librdkafka compression), FindCoordinator and
 		// InitProducerId from 0 (librdkafka groups, LZ4 and idempotence).
-		for key, want := range map[int16][2]int16{0: {0, 9}, 1: {4, 12}, 2: {1, 6}, 3: {0, 12}, 10: {0, 3}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}, 24: {0, 5}, 25: {0, 4}, 26: {0, 4}, 28: {0, 4}, 32: {1, 4}, 37: {0, 3}, 44: {0, 1}, 60: {0, 1}} {
+		for key, want := range map[int16][2]int16{0: {0, 9}, 1: {4, 12}, 2: {1, 6}, 3: {0, 12}, 10: {0, 3}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}, 24: {0, 5}, 25: {0, 4}, 26: {0, 4}, 28: {0, 4}, 32: {1, 4}, 37: {0, 3}, 44: {0, 1}, 60: {0, 1}, 61: {0, 0}, 65: {0, 0}, 66: {0, 1}} {
 			if got[key] != want {
 				t.Errorf("v%d: key %d advertised %v, want %v", v, key, got[key], want)
 			}

@@ -156,6 +156,31 @@ func TestTxnFranzCommitAbort(t *testing.T) {
 	if held == 0 {
 		t.Fatalf("an open transaction holds no partition's LSO: LSO %v, HW %v", lso, hw)
 	}
+	// The admin view of the open transaction (kafka-transactions.sh list/describe/describe-producers).
+	listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil || len(listed) != 1 || listed["tx-ca"].State != "Ongoing" {
+		t.Fatalf("ListTransactions(Ongoing) = %+v, %v", listed, err)
+	}
+	described, err := adm.DescribeTransactions(ctx, "tx-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described["tx-ca"]; d.Err != nil || d.State != "Ongoing" || len(d.Topics["txn-ca"]) == 0 || d.StartTimestamp <= 0 {
+		t.Fatalf("DescribeTransactions = %+v", d)
+	}
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"txn-ca": {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := 0
+	producers.EachProducer(func(p kadm.DescribedProducer) {
+		if p.CurrentTxnStartOffset >= 0 {
+			open++
+		}
+	})
+	if open != held {
+		t.Fatalf("DescribeProducers shows %d open transactions, the LSO is held on %d partitions", open, held)
+	}
 	if err := p.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -170,5 +171,31 @@ func (l *Log) OngoingTransactions() map[int64]int64 {
 	for k, v := range l.producers.txn.ongoing {
 		out[k] = v
 	}
+	return out
+}
+
+// ProducerInfo is one producer of a partition as DescribeProducers shows it.
+type ProducerInfo struct {
+	ProducerID    int64
+	Epoch         int16
+	LastSequence  int32
+	LastTimestamp int64
+	// TxnStartOffset is the first offset of its open transaction, -1 when none.
+	TxnStartOffset int64
+}
+
+// Producers lists the producers the log remembers, by producer id.
+func (l *Log) Producers() []ProducerInfo {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	out := make([]ProducerInfo, 0, len(l.producers.producers))
+	for pid, e := range l.producers.producers {
+		first, open := l.producers.txn.ongoing[pid]
+		if !open {
+			first = -1
+		}
+		out = append(out, ProducerInfo{ProducerID: pid, Epoch: e.epoch, LastSequence: e.lastSeq(), LastTimestamp: e.lastTimestamp, TxnStartOffset: first})
+	}
+	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
 	return out
 }

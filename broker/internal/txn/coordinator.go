@@ -284,10 +284,15 @@ func (c *Coordinator) apply(id string, in Input, reply func(Meta, *wire.Error)) 
 			}
 			en.meta = out.Next
 			c.mu.Unlock()
-			reply(out.Next, out.Err)
-			if out.Effects&WriteMarkers != 0 {
-				c.writeMarkers(p, own, out.Next)
+			if out.Effects&WriteMarkers == 0 {
+				reply(out.Next, out.Err)
+				return
 			}
+			// The decision is durable. The answer waits for the markers when they go through
+			// at once (so the producer's next transaction does not meet
+			// CONCURRENT_TRANSACTIONS, and a read_committed consumer sees the commit when
+			// the producer does), but not for their retries.
+			c.writeMarkers(p, own, out.Next, func() { reply(out.Next, out.Err) })
 		}()
 		return
 	}
@@ -312,9 +317,17 @@ func (c *Coordinator) appendLocked(own owned, m Meta) (int64, error) {
 }
 
 // writeMarkers writes a prepared transaction's markers, retrying until they are written or
-// the partition's leadership here ends, then completes the transaction. It runs on its own
-// goroutine (the caller's, tracked by wg).
-func (c *Coordinator) writeMarkers(p int32, own owned, m Meta) {
+// the partition's leadership here ends, then completes the transaction. first, if not nil, is
+// called once: when the transaction completed, or after the first attempt failed (the retries
+// go on without anyone waiting). It runs on its own goroutine (the caller's, tracked by wg).
+func (c *Coordinator) writeMarkers(p int32, own owned, m Meta, first func()) {
+	once := func() {
+		if first != nil {
+			first()
+			first = nil
+		}
+	}
+	defer once()
 	mk := Markers{TransactionalID: m.ID, ProducerID: m.ProducerID, Epoch: m.Epoch, Commit: m.State == PrepareCommit, CoordinatorEpoch: own.epoch, Partitions: m.Partitions}
 	backoff := 20 * time.Millisecond
 	for {
@@ -322,7 +335,11 @@ func (c *Coordinator) writeMarkers(p int32, own owned, m Meta) {
 		if err == nil {
 			break
 		}
+		if c.ctx.Err() != nil {
+			return // closing
+		}
 		c.log.Warn("writing transaction markers; retrying", "transactional_id", m.ID, "err", err)
+		once()
 		select {
 		case <-c.ctx.Done():
 			return
@@ -336,11 +353,14 @@ func (c *Coordinator) writeMarkers(p int32, own owned, m Meta) {
 			return // the new coordinator resumes them
 		}
 	}
+	done := make(chan struct{})
 	c.apply(m.ID, Input{Event: MarkersWritten}, func(_ Meta, e *wire.Error) {
 		if e != nil && e != wire.ErrNotCoordinator {
 			c.log.Warn("completing a transaction", "transactional_id", m.ID, "err", e)
 		}
+		close(done)
 	})
+	<-done
 }
 
 // OnElection makes the coordinator serve the transactional ids of partition p (of n), led
@@ -355,11 +375,10 @@ func (c *Coordinator) OnElection(p, n int32, epoch int32, part Partition) error 
 	c.nparts = n
 	c.gen++
 	token := c.gen
-	if o, ok := c.owned[p]; ok {
-		o.part, o.epoch, o.gen = part, epoch, token
-		c.owned[p] = o
-		c.mu.Unlock()
-		return nil
+	if _, ok := c.owned[p]; ok {
+		// Led again at a new epoch: what is in flight belongs to the old leadership (its
+		// completions find the generation changed); start over from the log.
+		c.dropLocked(p)
 	}
 	c.loading[p] = token
 	c.mu.Unlock()
@@ -390,7 +409,7 @@ func (c *Coordinator) OnElection(p, n int32, epoch int32, part Partition) error 
 	for _, m := range resume {
 		go func() {
 			defer c.wg.Done()
-			c.writeMarkers(p, own, m)
+			c.writeMarkers(p, own, m, nil)
 		}()
 	}
 	if len(loaded) > 0 {
@@ -407,6 +426,11 @@ func (c *Coordinator) OnResignation(p int32) {
 	if _, ok := c.owned[p]; !ok {
 		return
 	}
+	c.dropLocked(p)
+}
+
+// dropLocked forgets partition p and its ids (mu held).
+func (c *Coordinator) dropLocked(p int32) {
 	delete(c.owned, p)
 	for id := range c.txns {
 		if PartitionFor(id, c.nparts) == p {
@@ -520,4 +544,16 @@ func (c *Coordinator) Describe(id string) (Described, *wire.Error) {
 		return Described{}, nil
 	}
 	return Described{Meta: en.meta.Clone(), Found: true}, nil
+}
+
+// List returns the transactional ids of the partitions this coordinator serves, sorted by id.
+func (c *Coordinator) List() []Meta {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Meta, 0, len(c.txns))
+	for _, en := range c.txns {
+		out = append(out, en.meta.Clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }

@@ -1,0 +1,65 @@
+package server_test
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+)
+
+// BenchmarkTxnCommit measures franz-go transactional produce against spoold as its own process
+// (fsync before ack): each iteration is one transaction of txnSize 100-byte records over 6
+// partitions, committed. It reports committed records/s and the commit (EndTxn) latency.
+//
+//	go test ./broker/internal/server -run '^$' -bench 'TxnCommit' -benchtime 200x
+func BenchmarkTxnCommit(b *testing.B) {
+	for _, txnSize := range []int{100, 1000} {
+		b.Run(map[int]string{100: "100", 1000: "1000"}[txnSize], func(b *testing.B) {
+			br := brokertest.StartProcess(b, brokertest.Options{})
+			ctx := context.Background()
+			opts := []kgo.Opt{kgo.SeedBrokers(br.Addr)}
+			createTopicWith(b, ctx, opts, "bench", 6)
+			cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.DefaultProduceTopic("bench"), kgo.TransactionalID("bench-tx"),
+				kgo.ProducerLinger(2*time.Millisecond), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			value := make([]byte, 100)
+			var commits []time.Duration
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				if err := cl.BeginTransaction(); err != nil {
+					b.Fatal(err)
+				}
+				for range txnSize {
+					cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+						if err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				if err := cl.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+				t0 := time.Now()
+				if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+					b.Fatal(err)
+				}
+				commits = append(commits, time.Since(t0))
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			sort.Slice(commits, func(i, j int) bool { return commits[i] < commits[j] })
+			b.ReportMetric(float64(b.N*txnSize)/elapsed.Seconds(), "records/s")
+			b.ReportMetric(float64(commits[len(commits)/2].Microseconds())/1000, "commit-p50-ms")
+			b.ReportMetric(float64(commits[len(commits)*99/100].Microseconds())/1000, "commit-p99-ms")
+		})
+	}
+}

@@ -20,9 +20,23 @@ build:
 	@if [ -d conformance/cmd/spool-conformance ]; then cd conformance && $(GO) build -o ../bin/spool-conformance ./cmd/spool-conformance; fi
 	@$(MAKE) --no-print-directory -C sdk-cgo GO=$(GO)
 
-## install: build, then install spoold and spool into $(PREFIX)/bin and libspool (headers,
-## libspool.so/.a, spool.pc) under $(PREFIX) (PREFIX defaults to /usr/local)
-install: build
+# What the binaries are built from (Go sources without tests, the console's embedded files,
+# the module files): a binary newer than all of them is current, and make install reuses it.
+BIN_SRC := $(shell find protocol-spec broker sdk-go -name '*.go' -not -name '*_test.go' 2>/dev/null) \
+	$(shell find broker/internal/console/static -type f 2>/dev/null) go.work $(wildcard */go.mod */go.sum)
+
+bin/spoold: $(BIN_SRC)
+	@mkdir -p bin
+	cd broker && $(GO) build -o ../bin/spoold ./cmd/spoold
+
+bin/spool: $(BIN_SRC)
+	@mkdir -p bin
+	cd sdk-go && $(GO) build -o ../bin/spool ./cmd/spool
+
+## install: install spoold and spool into $(PREFIX)/bin and libspool (headers, libspool.so/.a,
+## spool.pc) under $(PREFIX) (PREFIX defaults to /usr/local). What make build made is reused:
+## only a binary or library older than its sources is built again
+install: bin/spoold bin/spool
 	install -d $(PREFIX)/bin
 	install -m 0755 bin/spoold bin/spool $(PREFIX)/bin/
 	@$(MAKE) --no-print-directory -C sdk-cgo GO=$(GO) install PREFIX=$(abspath $(PREFIX))

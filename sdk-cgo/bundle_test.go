@@ -191,3 +191,27 @@ func TestNodePackageBundlesLibspool(t *testing.T) {
 		t.Errorf("the library was not loaded from the package (%s):\n%s", bundled, out)
 	}
 }
+
+// TestRustStaticLinksLibspool: the Rust binding's `static` feature links libspool.a into the
+// program (the crate's counterpart of bundling the library into a package), so the quickstart
+// built with it depends on no libspool.so and runs in a shell with neither LD_LIBRARY_PATH nor
+// PKG_CONFIG_PATH.
+func TestRustStaticLinksLibspool(t *testing.T) {
+	t.Parallel()
+	prefix := install(t, "")
+	cargo := cargo(t)
+	ldd := brokertest.NeedTool(t, "/usr/bin/ldd", "libc-bin")
+	addr := brokertest.Start(t, brokertest.Options{}).Addr
+	target := t.TempDir()
+	env := envWithoutLibrary()
+	run(t, 10*time.Minute, filepath.Join("..", "examples", "rust"), append(env, "SPOOL_LIB_DIR="+filepath.Join(prefix, "lib")),
+		cargo, "build", "--offline", "-q", "--features", "spool/static", "--target-dir", target)
+	bin := filepath.Join(target, "debug", "spool-quickstart")
+	if out := string(run(t, time.Minute, target, env, ldd, bin)); strings.Contains(out, "libspool") {
+		t.Fatalf("the statically linked quickstart still needs libspool.so:\n%s", out)
+	}
+	checkQuickstart(t, "rust-quickstart", // the example's topic
+		func() []byte {
+			return run(t, 2*time.Minute, target, env, bin, addr)
+		})
+}

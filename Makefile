@@ -43,8 +43,10 @@ install: bin/spoold bin/spool
 
 ## run: build and start a single-node broker on 127.0.0.1:$(PORT) (default 9092) with data under
 ## $(DATA) (default ./data): make run PORT=9093 DATA=/tmp/spool-2 starts a second one beside it
-PORT ?= 9092
-DATA ?= ./data
+# Only from make's command line (or this file): a PORT or DATA in the environment (set for
+# another program) does not move the broker.
+PORT := $(if $(filter command line,$(origin PORT)),$(PORT),9092)
+DATA := $(if $(filter command line,$(origin DATA)),$(DATA),./data)
 run: build
 	@if [ ! -x bin/spoold ]; then echo "make run: the broker (broker/cmd/spoold) is not built yet" >&2; exit 1; fi
 	./bin/spoold --listen 127.0.0.1:$(PORT) --data-dir $(DATA)

@@ -20,17 +20,33 @@ build:
 	@if [ -d conformance/cmd/spool-conformance ]; then cd conformance && $(GO) build -o ../bin/spool-conformance ./cmd/spool-conformance; fi
 	@$(MAKE) --no-print-directory -C sdk-cgo GO=$(GO)
 
-## install: build, then install spoold and spool into $(PREFIX)/bin and libspool (headers,
-## libspool.so/.a, spool.pc) under $(PREFIX) (PREFIX defaults to /usr/local)
-install: build
+# What the binaries are built from (Go sources without tests, the console's embedded files,
+# the module files): a binary newer than all of them is current, and make install reuses it.
+BIN_SRC := $(shell find protocol-spec broker sdk-go -name '*.go' -not -name '*_test.go' 2>/dev/null) \
+	$(shell find broker/internal/console/static -type f 2>/dev/null) go.work $(wildcard */go.mod */go.sum)
+
+bin/spoold: $(BIN_SRC)
+	@mkdir -p bin
+	cd broker && $(GO) build -o ../bin/spoold ./cmd/spoold
+
+bin/spool: $(BIN_SRC)
+	@mkdir -p bin
+	cd sdk-go && $(GO) build -o ../bin/spool ./cmd/spool
+
+## install: install spoold and spool into $(PREFIX)/bin and libspool (headers, libspool.so/.a,
+## spool.pc) under $(PREFIX) (PREFIX defaults to /usr/local). What make build made is reused:
+## only a binary or library older than its sources is built again
+install: bin/spoold bin/spool
 	install -d $(PREFIX)/bin
 	install -m 0755 bin/spoold bin/spool $(PREFIX)/bin/
 	@$(MAKE) --no-print-directory -C sdk-cgo GO=$(GO) install PREFIX=$(abspath $(PREFIX))
 
 ## run: build and start a single-node broker on 127.0.0.1:$(PORT) (default 9092) with data under
 ## $(DATA) (default ./data): make run PORT=9093 DATA=/tmp/spool-2 starts a second one beside it
-PORT ?= 9092
-DATA ?= ./data
+# Only from make's command line (or this file): a PORT or DATA in the environment (set for
+# another program) does not move the broker.
+PORT := $(if $(filter command line,$(origin PORT)),$(PORT),9092)
+DATA := $(if $(filter command line,$(origin DATA)),$(DATA),./data)
 run: build
 	@if [ ! -x bin/spoold ]; then echo "make run: the broker (broker/cmd/spoold) is not built yet" >&2; exit 1; fi
 	./bin/spoold --listen 127.0.0.1:$(PORT) --data-dir $(DATA)

@@ -279,7 +279,7 @@ func queuedMaxRequestBytes(v string) error {
 // BrokerDefs are every broker property, with Kafka's defaults unless the doc says why not.
 var BrokerDefs = []Def{
 	{Name: Listeners, Type: String, Default: "127.0.0.1:9092", Check: listenerList,
-		Doc: "Address the broker listens on, HOST:PORT, or Kafka's NAME://HOST:PORT list: the one PLAINTEXT listener not named in controller.listener.names is used; an empty host means every interface."},
+		Doc: "Address the broker listens on, HOST:PORT (one PLAINTEXT listener), or Kafka's NAME://HOST:PORT list: PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners, or names mapped by listener.security.protocol.map; those named in controller.listener.names are left out; an empty host means every interface."},
 	{Name: AdvertisedListeners, Type: String, Nullable: true, Check: listenerList,
 		Doc: "Address given to clients in metadata (HOST:PORT or Kafka's list, as listeners); defaults to the listen address."},
 	{Name: LogDirs, Type: String, Default: "./data", Doc: "Directory holding the partition logs and broker metadata."},

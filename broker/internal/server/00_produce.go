@@ -18,7 +18,9 @@ package server
 // topic whose compression.type names another codec than the batch's gets the batch rebuilt in
 // that codec before the append (recompress.go); "producer" keeps it as sent. An
 // unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION: Produce never creates topics
-// (clients create them through Metadata, as with Kafka). Each partition fails on its own.
+// (clients create them through Metadata, as with Kafka); a refusal for a topic that does not
+// exist is logged at info once per topic per spool.log.summary.interval.ms (loglines.go). Each
+// partition fails on its own.
 //
 // Appends happen in request order on the connection's reader goroutine, and only on the
 // partition's leader: a partition led elsewhere (or leaderless) is NOT_LEADER_OR_FOLLOWER, so

@@ -5,10 +5,13 @@ const koffi = require('koffi');
 const { execFileSync } = require('node:child_process');
 const path = require('node:path');
 
-// The library: $SPOOL_LIBRARY (a path to libspool.so.0), else pkg-config's libdir of spool,
-// else the loader's search path.
+// The library: $SPOOL_LIBRARY (a path to libspool.so.0), else the copy bundled in the package
+// by npm pack (scripts/bundle-libspool.js), else pkg-config's libdir of spool, else the
+// loader's search path.
 function libraryPath() {
   if (process.env.SPOOL_LIBRARY) return process.env.SPOOL_LIBRARY;
+  const bundled = path.join(__dirname, 'lib', 'libspool.so.0');
+  if (require('node:fs').existsSync(bundled)) return bundled;
   try {
     const dir = execFileSync('pkg-config', ['--variable=libdir', 'spool'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     if (dir) return path.join(dir, 'libspool.so.0');

@@ -1,5 +1,7 @@
 //! Finds libspool: `$SPOOL_LIB_DIR` (the directory of libspool.so) if set, else the `-L`
-//! flags of `pkg-config --libs spool`, else the linker's default search path.
+//! flags of `pkg-config --libs spool`, else the linker's default search path. With the
+//! `static` feature it links libspool.a (the same directory) into the program instead of
+//! libspool.so, so the program runs without the library installed.
 use std::env;
 use std::process::Command;
 
@@ -23,5 +25,15 @@ fn main() {
             ),
         }
     }
-    println!("cargo:rustc-link-lib=dylib=spool");
+    if env::var_os("CARGO_FEATURE_STATIC").is_some() {
+        // libspool.a (make build's c-archive) linked in: the program needs no libspool.so at
+        // run time, so no LD_LIBRARY_PATH. The Go runtime inside it uses threads and dlopen.
+        println!("cargo:rustc-link-lib=static=spool");
+        println!("cargo:rustc-link-lib=dylib=pthread");
+        println!("cargo:rustc-link-lib=dylib=dl");
+        println!("cargo:rustc-link-lib=dylib=m");
+        println!("cargo:rustc-link-lib=dylib=resolv");
+    } else {
+        println!("cargo:rustc-link-lib=dylib=spool");
+    }
 }

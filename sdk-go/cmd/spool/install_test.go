@@ -14,7 +14,8 @@ import (
 
 // `make install PREFIX=DIR`, as the README says, puts both binaries in DIR/bin (and libspool
 // under DIR), and the installed spool and spoold run. It builds as make build does (bin/ of the
-// repository, gitignored); libspool's build goes to a temporary BUILD.
+// repository, gitignored); libspool's build goes to a temporary BUILD. A second install
+// reuses that build.
 func TestMakeInstallPutsBothBinaries(t *testing.T) {
 	t.Parallel()
 	makeBin := brokertest.NeedTool(t, "/usr/bin/make", "make")
@@ -46,5 +47,14 @@ func TestMakeInstallPutsBothBinaries(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(prefix, f)); err != nil {
 			t.Errorf("libspool not installed: %v", err)
 		}
+	}
+	// Installing again after a build reuses it: make's dry run of a second install lists no
+	// compilation (it took 89 s when install re-ran the whole build), only the copies.
+	out, err := exec.CommandContext(ctx, makeBin, "-n", "-C", root, "install", "PREFIX="+prefix, "BUILD="+filepath.Join(dir, "cgo-build")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n install: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), " build ") || !strings.Contains(string(out), "install -m 0755 bin/spoold bin/spool") {
+		t.Errorf("a second make install builds again instead of reusing the build:\n%s", out)
 	}
 }

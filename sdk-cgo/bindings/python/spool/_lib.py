@@ -7,11 +7,14 @@ import subprocess
 
 
 def _find_library():
-    """$SPOOL_LIBRARY (a path to libspool.so), else pkg-config's libdir, else the loader's
-    search path."""
+    """$SPOOL_LIBRARY (a path to libspool.so), else the copy bundled in the package by
+    `pip install` (setup.py), else pkg-config's libdir, else the loader's search path."""
     path = os.environ.get("SPOOL_LIBRARY")
     if path:
         return path
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libspool.so.0")
+    if os.path.exists(bundled):
+        return bundled
     try:
         libdir = subprocess.run(["pkg-config", "--variable=libdir", "spool"], capture_output=True,
                                 text=True, check=True).stdout.strip()
@@ -23,8 +26,9 @@ def _find_library():
     found = ctypes.util.find_library("spool")
     if found:
         return found
-    raise OSError("libspool not found: set SPOOL_LIBRARY to the path of libspool.so.0, "
-                  "or install it (make install PREFIX=...) where pkg-config finds spool.pc")
+    raise OSError("libspool not found: pip install the package after make build (it bundles the "
+                  "library), set SPOOL_LIBRARY to the path of libspool.so.0, or install it "
+                  "(make install PREFIX=...) where pkg-config finds spool.pc")
 
 
 lib = ctypes.CDLL(_find_library())

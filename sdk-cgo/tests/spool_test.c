@@ -195,7 +195,12 @@ static void dr_cb(spool_producer_t *p, const spool_message_t *m, void *opaque) {
     intptr_t i = (intptr_t)spool_message_opaque(m);
     if (spool_message_err(m) != SPOOL_ERR_NO_ERROR) {
         fprintf(stderr, "record %d failed: %s\n", (int)i, spool_message_errstr(m));
-        CHECK_ERR(spool_message_err(m), d->want_err);
+        /* A broker that is down: the report names the transport error of the last connection
+         * attempt, or, when none failed within message.timeout.ms (under valgrind on a loaded
+         * machine the first attempt may not have been made), says the record timed out, as
+         * librdkafka's _MSG_TIMED_OUT does. Either way it is reported, never dropped. */
+        if (!(d->want_err == SPOOL_ERR__TRANSPORT && spool_message_err(m) == SPOOL_ERR__TIMED_OUT))
+            CHECK_ERR(spool_message_err(m), d->want_err);
         CHECK(spool_message_offset(m) == -1);
         d->failed++;
         return;

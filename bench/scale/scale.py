@@ -3,7 +3,8 @@
 at replication factor RF on a real ZooKeeper and three spoold processes, 10 topics per
 CreateTopics call as the issue's script did, and reports: time until every partition is led
 with a full ISR, Metadata-for-all latency (p50/p99 of 50 calls), RSS and open descriptors per
-broker, and after kill -9 of one broker, the time until every partition has a live leader.
+broker, after kill -9 of one broker, the time until every partition has a live leader, and
+then the time a second broker takes to stop on SIGTERM (controlled shutdown, logs closed).
 
     go build -o /tmp/spoold ./broker/cmd/spoold
     /usr/bin/python3 bench/scale/scale.py --spoold /tmp/spoold --topics 100 --partitions 100
@@ -176,6 +177,14 @@ def main():
                 break
             time.sleep(0.5)
         print(f"kill -9 of broker 3: every partition led by a live broker after {time.time() - t0:.1f}s")
+        stopping, _ = brokers[2]
+        t0 = time.time()
+        stopping.send_signal(signal.SIGTERM)
+        try:
+            stopping.wait(timeout=300)
+            print(f"SIGTERM of broker 2: exited with {stopping.returncode} after {time.time() - t0:.1f}s")
+        except subprocess.TimeoutExpired:
+            print("SIGTERM of broker 2: still running after 300s")
         with open(f"{work}/spoold-1.log") as f:
             print(f"broker 1 info log: {sum(1 for _ in f)} lines")
     finally:

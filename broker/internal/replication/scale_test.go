@@ -103,4 +103,3 @@ func TestISRChangesSummarizedInTheInfoLog(t *testing.T) {
 		t.Fatalf("%d debug lines, want one per change (70)", n)
 	}
 }
-

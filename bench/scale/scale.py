@@ -47,10 +47,17 @@ def proc_stats(pid):
 
 
 PPROF_PORT = free_port()
+PPROF_PORT2 = free_port()
 
 
 def pprof_args(a, node):
-    return ["--set", f"spool.pprof.listener=127.0.0.1:{PPROF_PORT}"] if a.profile and node == 1 else []
+    if not a.profile:
+        return []
+    if node == 1:
+        return ["--set", f"spool.pprof.listener=127.0.0.1:{PPROF_PORT}"]
+    if node == 2:
+        return ["--set", f"spool.pprof.listener=127.0.0.1:{PPROF_PORT2}"]
+    return []
 
 
 def start_profile(a):
@@ -180,6 +187,19 @@ def main():
         stopping, _ = brokers[2]
         t0 = time.time()
         stopping.send_signal(signal.SIGTERM)
+        if a.profile:  # where the stop spends its time: goroutine dumps of broker 2
+            import threading, urllib.request
+
+            def dump(delay):
+                time.sleep(delay)
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{PPROF_PORT2}/debug/pprof/goroutine?debug=1", timeout=10) as r, \
+                            open(f"{a.profile}/stop-goroutines-{delay}s.txt", "wb") as f:
+                        f.write(r.read())
+                except OSError:
+                    pass
+            for d in (2, 5, 9):
+                threading.Thread(target=dump, args=(d,), daemon=True).start()
         try:
             stopping.wait(timeout=300)
             print(f"SIGTERM of broker 2: exited with {stopping.returncode} after {time.time() - t0:.1f}s")

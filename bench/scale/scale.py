@@ -67,12 +67,16 @@ def start_profile(a):
 
     def get(path, out, delay=0):
         time.sleep(delay)
-        with urllib.request.urlopen(f"http://127.0.0.1:{PPROF_PORT}{path}", timeout=60) as r, open(out, "wb") as f:
-            f.write(r.read())
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{PPROF_PORT}{path}", timeout=60) as r, open(out, "wb") as f:
+                f.write(r.read())
+        except OSError as e:  # the run ended first
+            print(f"profile {path}: {e}", file=sys.stderr)
 
-    threading.Thread(target=get, args=("/debug/pprof/profile?seconds=20", f"{a.profile}/cpu.pprof")).start()
+    threading.Thread(target=get, args=("/debug/pprof/profile?seconds=20", f"{a.profile}/cpu.pprof"), daemon=True).start()
     for d in (5, 15):
-        threading.Thread(target=get, args=("/debug/pprof/goroutine?debug=1", f"{a.profile}/goroutines-{d}s.txt", d)).start()
+        threading.Thread(target=get, args=("/debug/pprof/goroutine?debug=1", f"{a.profile}/goroutines-{d}s.txt", d),
+                         daemon=True).start()
 
 
 def main():

@@ -3,7 +3,8 @@
 at replication factor RF on a real ZooKeeper and three spoold processes, 10 topics per
 CreateTopics call as the issue's script did, and reports: time until every partition is led
 with a full ISR, Metadata-for-all latency (p50/p99 of 50 calls), RSS and open descriptors per
-broker, and after kill -9 of one broker, the time until every partition has a live leader.
+broker, after kill -9 of one broker, the time until every partition has a live leader, and
+then the time a second broker takes to stop on SIGTERM (controlled shutdown, logs closed).
 
     go build -o /tmp/spoold ./broker/cmd/spoold
     /usr/bin/python3 bench/scale/scale.py --spoold /tmp/spoold --topics 100 --partitions 100
@@ -46,10 +47,17 @@ def proc_stats(pid):
 
 
 PPROF_PORT = free_port()
+PPROF_PORT2 = free_port()
 
 
 def pprof_args(a, node):
-    return ["--set", f"spool.pprof.listener=127.0.0.1:{PPROF_PORT}"] if a.profile and node == 1 else []
+    if not a.profile:
+        return []
+    if node == 1:
+        return ["--set", f"spool.pprof.listener=127.0.0.1:{PPROF_PORT}"]
+    if node == 2:
+        return ["--set", f"spool.pprof.listener=127.0.0.1:{PPROF_PORT2}"]
+    return []
 
 
 def start_profile(a):
@@ -59,12 +67,16 @@ def start_profile(a):
 
     def get(path, out, delay=0):
         time.sleep(delay)
-        with urllib.request.urlopen(f"http://127.0.0.1:{PPROF_PORT}{path}", timeout=60) as r, open(out, "wb") as f:
-            f.write(r.read())
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{PPROF_PORT}{path}", timeout=60) as r, open(out, "wb") as f:
+                f.write(r.read())
+        except OSError as e:  # the run ended first
+            print(f"profile {path}: {e}", file=sys.stderr)
 
-    threading.Thread(target=get, args=("/debug/pprof/profile?seconds=20", f"{a.profile}/cpu.pprof")).start()
+    threading.Thread(target=get, args=("/debug/pprof/profile?seconds=20", f"{a.profile}/cpu.pprof"), daemon=True).start()
     for d in (5, 15):
-        threading.Thread(target=get, args=("/debug/pprof/goroutine?debug=1", f"{a.profile}/goroutines-{d}s.txt", d)).start()
+        threading.Thread(target=get, args=("/debug/pprof/goroutine?debug=1", f"{a.profile}/goroutines-{d}s.txt", d),
+                         daemon=True).start()
 
 
 def main():
@@ -176,6 +188,27 @@ def main():
                 break
             time.sleep(0.5)
         print(f"kill -9 of broker 3: every partition led by a live broker after {time.time() - t0:.1f}s")
+        stopping, _ = brokers[2]
+        t0 = time.time()
+        stopping.send_signal(signal.SIGTERM)
+        if a.profile:  # where the stop spends its time: goroutine dumps of broker 2
+            import threading, urllib.request
+
+            def dump(delay):
+                time.sleep(delay)
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{PPROF_PORT2}/debug/pprof/goroutine?debug=1", timeout=10) as r, \
+                            open(f"{a.profile}/stop-goroutines-{delay}s.txt", "wb") as f:
+                        f.write(r.read())
+                except OSError:
+                    pass
+            for d in (2, 5, 9):
+                threading.Thread(target=dump, args=(d,), daemon=True).start()
+        try:
+            stopping.wait(timeout=300)
+            print(f"SIGTERM of broker 2: exited with {stopping.returncode} after {time.time() - t0:.1f}s")
+        except subprocess.TimeoutExpired:
+            print("SIGTERM of broker 2: still running after 300s")
         with open(f"{work}/spoold-1.log") as f:
             print(f"broker 1 info log: {sum(1 for _ in f)} lines")
     finally:

@@ -77,6 +77,8 @@ type Settings struct {
 	DurableOnly bool
 	WriteISR    ISRWriter
 	Log         *slog.Logger
+
+	isrLog isrLog // the info log's summary of ISR changes (isrlog.go)
 }
 
 // State is a partition's state from the metadata store.
@@ -502,14 +504,14 @@ func (r *Replica) proposeISRLocked(isr []int32, why string) {
 		defer r.mu.Unlock()
 		r.isrWriting = false
 		if err != nil {
-			r.set.Log.Info("ISR change not written", "topic", r.Topic, "partition", r.Index, "isr", isr, "err", err)
+			r.set.noteISR(err, false, "topic", r.Topic, "partition", r.Index, "isr", isr)
 			return
 		}
 		if r.role != RoleLeader || r.state.LeaderEpoch != epoch || r.state.Version != version {
 			return
 		}
 		r.state.ISR, r.state.Version = slices.Clone(isr), v
-		r.set.Log.Info("ISR changed", "topic", r.Topic, "partition", r.Index, "from", old, "to", isr, "reason", why)
+		r.set.noteISR(nil, len(isr) < len(old), "topic", r.Topic, "partition", r.Index, "from", old, "to", isr, "reason", why)
 		metrics.ISRChanged(len(old), len(isr))
 		r.advanceLocked()
 		r.notifyLocked()

@@ -21,12 +21,24 @@ func TestThousandsOfPartitionsLedAndServing(t *testing.T) {
 	brokertest.SkipShort(t)
 	heavy(t)
 	const topics, perTopic = 6, 400
+	var stopping time.Time
+	t.Cleanup(func() { // registered first, so it runs after the brokers' cleanups stopped them
+		if !stopping.IsZero() {
+			t.Logf("brokers stopped in %s", time.Since(stopping).Round(time.Millisecond))
+		}
+	})
 	zk := brokertest.SharedZooKeeper(t)
 	// replica.lag.time.max.ms at Kafka's default: followers of a loaded test machine keep
 	// their ISR places while thousands of replicas are created.
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), map[string]string{"num.partitions": "1"})
 	c.WaitBrokers(t, 3)
+	t.Logf("ZooKeeper and three brokers started")
+	began := time.Now()
 	adm := admin(t, c.Addrs())
+	// The broker answers CreateTopics once this broker's replicas exist: on a loaded machine
+	// that can take longer than kadm's 15 s, and a client that gives up and sends it again
+	// gets TOPIC_ALREADY_EXISTS.
+	adm.SetTimeoutMillis(240_000)
 	names := make([]string, topics)
 	for i := range names {
 		names[i] = fmt.Sprintf("many-%d", i)
@@ -71,6 +83,8 @@ func TestThousandsOfPartitionsLedAndServing(t *testing.T) {
 			led, topics*perTopic, full, missing)
 	})
 
+	t.Logf("%d partitions led with a full ISR %s after the brokers started", topics*perTopic, time.Since(began).Round(time.Millisecond))
+
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.AllowAutoTopicCreation())
 	if err != nil {
@@ -91,6 +105,8 @@ func TestThousandsOfPartitionsLedAndServing(t *testing.T) {
 			t.Fatalf("produce to %s-%d: offset %d, want 0 (the partition's first record)", r.Record.Topic, r.Record.Partition, r.Record.Offset)
 		}
 	}
+
+	t.Logf("one acks=all record in each partition at %s", time.Since(began).Round(time.Millisecond))
 
 	from := map[string]map[int32]kgo.Offset{}
 	for _, name := range names {
@@ -126,4 +142,6 @@ func TestThousandsOfPartitionsLedAndServing(t *testing.T) {
 			got[key] = string(r.Value)
 		})
 	}
+	t.Logf("every record served back at %s", time.Since(began).Round(time.Millisecond))
+	stopping = time.Now()
 }

@@ -26,6 +26,7 @@ type dirSyncer struct {
 	gen     uint64        // changes taken
 	synced  uint64        // every change up to this one is durable
 	running chan struct{} // closed when the running fsync ends; nil when none runs
+	fsyncs  int64         // fsyncs run (tests)
 }
 
 // changed records a change made to the directory (after it was made) and returns its
@@ -57,6 +58,7 @@ func (d *dirSyncer) syncAfter(gen uint64) error {
 	d.mu.Unlock()
 	err := syncDir(d.dir)
 	d.mu.Lock()
+	d.fsyncs++
 	if err == nil {
 		d.synced = max(d.synced, target)
 	}

@@ -52,7 +52,9 @@
 // open, its indexes rebuilt), "*.deleted", and "<topic>-<partition>.<hex>-delete" directories
 // (deleted partitions): all removed on open. Every metadata file (checkpoints, snapshots, the
 // epoch cache) is replaced by writing a temporary file, fsyncing it, renaming it into place
-// and fsyncing the directory.
+// and fsyncing the directory; for the epoch cache, and for the files of a new log and its
+// entry in the data directory, that directory fsync is the log's next flush's, which runs it
+// before the durable offset moves (dirsync.go): nothing acknowledged depends on them before.
 //
 // # Durability and recovery
 //

@@ -1230,26 +1230,42 @@ type CommitRequest struct {
 	Commits           []Commit
 }
 
-// Commit validates and stores offsets; done gets one error code per commit once the records
-// are durable.
-func (c *Coordinator) Commit(r CommitRequest, done func([]int16)) {
-	codes := make([]int16, len(r.Commits))
-	all := func(code int16) []int16 {
+// commitAnswers are a commit request's error codes, one per commit, and all, which answers
+// every commit with code except those that carry an error of their own (OffsetCommit and
+// TxnOffsetCommit alike).
+func commitAnswers(commits []Commit) (codes []int16, all func(code int16) []int16) {
+	codes = make([]int16, len(commits))
+	return codes, func(code int16) []int16 {
 		for i := range codes {
-			if r.Commits[i].Err != 0 {
-				codes[i] = r.Commits[i].Err
+			if commits[i].Err != 0 {
+				codes[i] = commits[i].Err
 			} else {
 				codes[i] = code
 			}
 		}
 		return codes
 	}
-	if r.GroupID == "" {
+}
+
+// admitCommit answers a commit whose group id is empty (INVALID_GROUP_ID) or whose group is
+// not served here now (serving's code) and reports false; else it reports true.
+func (c *Coordinator) admitCommit(groupID string, all func(int16) []int16, done func([]int16)) bool {
+	if groupID == "" {
 		done(all(wire.ErrInvalidGroupId.Code))
-		return
+		return false
 	}
-	if e := c.serving(r.GroupID); e != nil {
+	if e := c.serving(groupID); e != nil {
 		done(all(e.Code))
+		return false
+	}
+	return true
+}
+
+// Commit validates and stores offsets; done gets one error code per commit once the records
+// are durable.
+func (c *Coordinator) Commit(r CommitRequest, done func([]int16)) {
+	codes, all := commitAnswers(r.Commits)
+	if !c.admitCommit(r.GroupID, all, done) {
 		return
 	}
 	g := c.lookup(r.GroupID, r.Generation < 0)
@@ -1601,27 +1617,9 @@ func (c *Coordinator) storeGroup(g *group, then func(error)) {
 // groups that exist at the log's end, Stable when they have members (their session timers
 // are started by the caller).
 func (c *Coordinator) load(l *storage.Log, mine func(string) bool) (map[string]*group, error) {
-	var it batch.Iterator
 	groups := map[string]*group{}
-	off, end := l.LogStartOffset(), l.LogEndOffset()
-	for off < end {
-		data, err := l.ReadBytes(off, 1<<20, end)
-		if err != nil {
-			return nil, fmt.Errorf("reading: %w", err)
-		}
-		if len(data) == 0 {
-			break
-		}
-		sc := batch.NewScanner(data)
-		for sc.Next() {
-			if err := it.Reset(sc.Batch(), 64<<20); err != nil {
-				return nil, fmt.Errorf("decoding: %w", err)
-			}
-			for it.Next() {
-				c.replay(groups, it.Record(), mine)
-			}
-			off = it.Header().NextOffset()
-		}
+	if err := l.EachRecord(func(r batch.Record) { c.replay(groups, r, mine) }); err != nil {
+		return nil, err
 	}
 	now := c.clock.Now()
 	for _, g := range groups {

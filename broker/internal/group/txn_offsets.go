@@ -42,23 +42,8 @@ type TxnCommitRequest struct {
 // TxnCommit validates transactional offsets and keeps them pending for the producer's
 // transaction; done gets one error code per commit.
 func (c *Coordinator) TxnCommit(r TxnCommitRequest, done func([]int16)) {
-	codes := make([]int16, len(r.Commits))
-	all := func(code int16) []int16 {
-		for i := range codes {
-			if r.Commits[i].Err != 0 {
-				codes[i] = r.Commits[i].Err
-			} else {
-				codes[i] = code
-			}
-		}
-		return codes
-	}
-	if r.GroupID == "" {
-		done(all(wire.ErrInvalidGroupId.Code))
-		return
-	}
-	if e := c.serving(r.GroupID); e != nil {
-		done(all(e.Code))
+	codes, all := commitAnswers(r.Commits)
+	if !c.admitCommit(r.GroupID, all, done) {
 		return
 	}
 	g := c.lookup(r.GroupID, true)

@@ -12,8 +12,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/cluster"
@@ -75,7 +73,7 @@ func (s *Server) reconcile() error {
 			}
 		}
 	}
-	forEachParallel(len(opens), reconcileWorkers, func(i int) {
+	storage.Parallel(len(opens), reconcileWorkers, func(i int) {
 		j := &opens[i]
 		t := &topics[j.topic]
 		j.log, j.err = s.logs.Open(t.Name, t.Partitions[j.partition].Index, cfgs[j.topic])
@@ -135,7 +133,7 @@ func (s *Server) reconcile() error {
 			applies = append(applies, applyJob{part: part, topic: ti, p: p, state: st})
 		}
 	}
-	forEachParallel(len(applies), reconcileWorkers, func(i int) {
+	storage.Parallel(len(applies), reconcileWorkers, func(i int) {
 		j := &applies[i]
 		j.role, j.changed, j.err = j.part.Replica().Apply(j.state)
 	})
@@ -205,27 +203,6 @@ func assignedHere(t *cluster.Topic, index, self int32) bool {
 		}
 	}
 	return false
-}
-
-// forEachParallel calls fn(0..n-1) on at most workers goroutines, the caller's included, and
-// returns when every call has.
-func forEachParallel(n, workers int, fn func(i int)) {
-	var next atomic.Int64
-	work := func() {
-		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-			fn(i)
-		}
-	}
-	var wg sync.WaitGroup
-	for range min(n, workers) - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
 }
 
 // resign hands a partition's consumer groups away when it stops leading here.

@@ -455,7 +455,7 @@ func (m *Manager) Close() error {
 		open, names = append(open, l), append(names, tp)
 	}
 	closeErrs := make([]error, len(open))
-	parallel(len(open), closeWorkers, func(i int) {
+	Parallel(len(open), closeWorkers, func(i int) {
 		if err := open[i].Close(); err != nil {
 			closeErrs[i] = fmt.Errorf("closing %s: %w", names[i], err)
 		}

@@ -242,3 +242,37 @@ func (l *Log) LatestEpoch() int32 {
 	defer l.appendMu.Unlock()
 	return l.epochs.latestEpoch()
 }
+
+// EachRecord calls fn with every record of the log from its start to its end as they are
+// now: the coordinators' replay of their internal topics. A record's slices are valid only
+// during the call. A batch that does not decode ends the replay with an error.
+func (l *Log) EachRecord(fn func(batch.Record)) error {
+	var it batch.Iterator
+	off, end := l.LogStartOffset(), l.LogEndOffset()
+	for off < end {
+		data, err := l.ReadBytes(off, 1<<20, end)
+		if err != nil {
+			return fmt.Errorf("reading at offset %d: %w", off, err)
+		}
+		if len(data) == 0 {
+			break
+		}
+		sc := batch.NewScanner(data)
+		for sc.Next() {
+			if err := it.Reset(sc.Batch(), 64<<20); err != nil {
+				return fmt.Errorf("decoding the batch at offset %d: %w", off, err)
+			}
+			for it.Next() {
+				fn(it.Record())
+			}
+			if err := it.Err(); err != nil {
+				return fmt.Errorf("decoding the batch at offset %d: %w", off, err)
+			}
+			off = it.Header().NextOffset()
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("scanning at offset %d: %w", off, err)
+		}
+	}
+	return nil
+}

@@ -81,7 +81,7 @@ func (s *syncer) run() {
 		s.mu.Unlock()
 		s.rounds.Add(1)
 		r.errs = make([]error, len(r.logs))
-		parallel(len(r.logs), maxSyncWorkers, func(i int) { r.errs[i] = r.logs[i].flushRound() })
+		Parallel(len(r.logs), maxSyncWorkers, func(i int) { r.errs[i] = r.logs[i].flushRound() })
 		s.mu.Lock()
 		for _, l := range r.logs {
 			if l.syncRound == r {
@@ -93,9 +93,10 @@ func (s *syncer) run() {
 	}
 }
 
-// parallel calls fn(0..n-1) on at most workers goroutines, the caller's included (one fewer
-// wake-up before the round can end), and returns when all calls have.
-func parallel(n, workers int, fn func(i int)) {
+// Parallel calls fn(0..n-1) on at most workers goroutines, the caller's included (one fewer
+// wake-up before the round can end), and returns when all calls have. Besides storage's own
+// rounds, the broker's reconcile opens logs and applies replica states with it.
+func Parallel(n, workers int, fn func(i int)) {
 	var next atomic.Int64
 	work := func() {
 		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {

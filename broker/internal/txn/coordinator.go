@@ -441,51 +441,29 @@ func (c *Coordinator) dropLocked(p int32) {
 
 // load reads the transactional ids mine picks from a __transaction_state log.
 func load(l *storage.Log, mine func(string) bool, log *slog.Logger) (map[string]Meta, error) {
-	var it batch.Iterator
 	out := map[string]Meta{}
-	off, end := l.LogStartOffset(), l.LogEndOffset()
-	for off < end {
-		data, err := l.ReadBytes(off, 1<<20, end)
+	err := l.EachRecord(func(r batch.Record) {
+		id, err := DecodeKey(r.Key)
 		if err != nil {
-			return nil, fmt.Errorf("reading: %w", err)
+			log.Warn("skipping a "+Topic+" record", "offset", r.Offset, "err", err)
+			return
 		}
-		if len(data) == 0 {
-			break
+		if !mine(id) {
+			return
 		}
-		sc := batch.NewScanner(data)
-		for sc.Next() {
-			if err := it.Reset(sc.Batch(), 64<<20); err != nil {
-				return nil, fmt.Errorf("decoding: %w", err)
-			}
-			for it.Next() {
-				r := it.Record()
-				id, err := DecodeKey(r.Key)
-				if err != nil {
-					log.Warn("skipping a "+Topic+" record", "offset", r.Offset, "err", err)
-					continue
-				}
-				if !mine(id) {
-					continue
-				}
-				if r.Value == nil {
-					delete(out, id)
-					continue
-				}
-				m, err := DecodeValue(id, r.Value)
-				if err != nil {
-					log.Warn("skipping a "+Topic+" record", "offset", r.Offset, "err", err)
-					continue
-				}
-				out[id] = m
-			}
-			if err := it.Err(); err != nil {
-				return nil, fmt.Errorf("decoding: %w", err)
-			}
-			off = it.Header().NextOffset()
+		if r.Value == nil {
+			delete(out, id)
+			return
 		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("scanning: %w", err)
+		m, err := DecodeValue(id, r.Value)
+		if err != nil {
+			log.Warn("skipping a "+Topic+" record", "offset", r.Offset, "err", err)
+			return
 		}
+		out[id] = m
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

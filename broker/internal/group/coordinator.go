@@ -90,8 +90,8 @@ type Partition interface {
 	// Wait returns once everything below end is committed: durable, and in a cluster on
 	// every in-sync replica.
 	Wait(ctx context.Context, end int64) error
-	// Log is the partition's log, read when the partition is loaded.
-	Log() *storage.Log
+	// EachRecord replays the partition's log from its start, when the partition is loaded.
+	EachRecord(fn func(batch.Record)) error
 }
 
 // LogPartition is a Partition on a log alone (one node, no replication).
@@ -103,7 +103,9 @@ func (p logPartition) Append(records []byte) (storage.AppendResult, error) {
 	return p.l.Append(records, storage.AppendOptions{AssignOffsets: true})
 }
 func (p logPartition) Wait(ctx context.Context, end int64) error { return p.l.WaitDurable(ctx, end) }
-func (p logPartition) Log() *storage.Log                         { return p.l }
+func (p logPartition) EachRecord(fn func(batch.Record)) error {
+	return p.l.EachRecord(fn)
+}
 
 // Protocol is one protocol a member supports, with its opaque metadata.
 type Protocol struct {
@@ -288,7 +290,7 @@ func (c *Coordinator) OnElection(p, n int32, part Partition) error {
 	c.mu.Unlock()
 
 	start := c.clock.Now()
-	groups, err := c.load(part.Log(), func(id string) bool { return partitionFor(id, n) == p })
+	groups, err := c.load(part, func(id string) bool { return partitionFor(id, n) == p })
 	c.mu.Lock()
 	if c.loading[p] != token || c.closed {
 		c.mu.Unlock()
@@ -1616,7 +1618,7 @@ func (c *Coordinator) storeGroup(g *group, then func(error)) {
 // picks are read, and none of them is served until the load is installed. It returns the
 // groups that exist at the log's end, Stable when they have members (their session timers
 // are started by the caller).
-func (c *Coordinator) load(l *storage.Log, mine func(string) bool) (map[string]*group, error) {
+func (c *Coordinator) load(l Partition, mine func(string) bool) (map[string]*group, error) {
 	groups := map[string]*group{}
 	if err := l.EachRecord(func(r batch.Record) { c.replay(groups, r, mine) }); err != nil {
 		return nil, err

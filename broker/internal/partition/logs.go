@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/storage"
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 )
 
 // Storage settings and policies, so that the server resolves a topic's configs into a log's
@@ -13,6 +14,8 @@ import (
 type (
 	// LogConfig is one partition log's settings (segment.bytes, retention.ms, ...).
 	LogConfig = storage.LogConfig
+	// Log is a local replica's log, as Logs opens it for the reconciler.
+	Log = storage.Log
 	// FsyncMode is the durability policy (spool.fsync).
 	FsyncMode = storage.FsyncMode
 	// LogStats are cumulative counters over the data directory's logs (fsyncs and their time).
@@ -101,3 +104,11 @@ func (p *Partition) Size() int64 { return p.log.Size() }
 
 // SegmentCount is the number of the log's segments.
 func (p *Partition) SegmentCount() int { return p.log.SegmentCount() }
+
+// EachRecord replays the partition's log from its start (a coordinator loading its internal
+// topic's partition).
+func (p *Partition) EachRecord(fn func(batch.Record)) error { return p.log.EachRecord(fn) }
+
+// Parallel calls fn(0..n-1) on at most workers goroutines and returns when all calls have
+// (storage.Parallel): the reconciler opens logs and applies states with it.
+func Parallel(n, workers int, fn func(i int)) { storage.Parallel(n, workers, fn) }

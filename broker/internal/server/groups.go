@@ -13,7 +13,7 @@ import (
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/partition"
-	"github.com/spoolmq/spool/broker/internal/storage"
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -81,7 +81,9 @@ func (o offsetsPartition) Wait(ctx context.Context, end int64) error {
 	return err
 }
 
-func (o offsetsPartition) Log() *storage.Log { return o.part.Log() }
+func (o offsetsPartition) EachRecord(fn func(batch.Record)) error {
+	return o.part.EachRecord(fn)
+}
 
 // clientHost is the host a member connected from, as Kafka shows it ("/127.0.0.1").
 func clientHost(req *request) string {

@@ -18,7 +18,6 @@ import (
 	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/replication"
-	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/broker/internal/txn"
 )
 
@@ -51,13 +50,13 @@ func (s *Server) reconcile() error {
 		failed[tp] = err
 	}
 	topics := s.md.Topics()
-	cfgs := make([]storage.LogConfig, len(topics))
+	cfgs := make([]partition.LogConfig, len(topics))
 	byName := make(map[string]*cluster.Topic, len(topics))
 
 	// Step 1: open the logs of new replicas.
 	type openJob struct {
 		topic, partition int // indexes in topics and its Partitions
-		log              *storage.Log
+		log              *partition.Log
 		err              error
 	}
 	var opens []openJob
@@ -73,7 +72,7 @@ func (s *Server) reconcile() error {
 			}
 		}
 	}
-	storage.Parallel(len(opens), reconcileWorkers, func(i int) {
+	partition.Parallel(len(opens), reconcileWorkers, func(i int) {
 		j := &opens[i]
 		t := &topics[j.topic]
 		j.log, j.err = s.logs.Open(t.Name, t.Partitions[j.partition].Index, cfgs[j.topic])
@@ -133,7 +132,7 @@ func (s *Server) reconcile() error {
 			applies = append(applies, applyJob{part: part, topic: ti, p: p, state: st})
 		}
 	}
-	storage.Parallel(len(applies), reconcileWorkers, func(i int) {
+	partition.Parallel(len(applies), reconcileWorkers, func(i int) {
 		j := &applies[i]
 		j.role, j.changed, j.err = j.part.Replica().Apply(j.state)
 	})

@@ -38,8 +38,8 @@ type Partition interface {
 	// Wait returns once everything below end is committed: durable, and in a cluster on
 	// every in-sync replica.
 	Wait(ctx context.Context, end int64) error
-	// Log is the partition's log, read when the partition is loaded.
-	Log() *storage.Log
+	// EachRecord replays the partition's log from its start, when the partition is loaded.
+	EachRecord(fn func(batch.Record)) error
 }
 
 // Markers is one transaction's decision to write to its partitions.
@@ -384,7 +384,7 @@ func (c *Coordinator) OnElection(p, n int32, epoch int32, part Partition) error 
 	c.mu.Unlock()
 
 	start := time.Now()
-	loaded, err := load(part.Log(), func(id string) bool { return PartitionFor(id, n) == p }, c.log)
+	loaded, err := load(part, func(id string) bool { return PartitionFor(id, n) == p }, c.log)
 	c.mu.Lock()
 	if c.loading[p] != token || c.closed {
 		c.mu.Unlock()
@@ -440,7 +440,7 @@ func (c *Coordinator) dropLocked(p int32) {
 }
 
 // load reads the transactional ids mine picks from a __transaction_state log.
-func load(l *storage.Log, mine func(string) bool, log *slog.Logger) (map[string]Meta, error) {
+func load(l Partition, mine func(string) bool, log *slog.Logger) (map[string]Meta, error) {
 	out := map[string]Meta{}
 	err := l.EachRecord(func(r batch.Record) {
 		id, err := DecodeKey(r.Key)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolmq/spool/broker/internal/storage"
 	"github.com/spoolmq/spool/protocol-spec/wire"
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 )
 
 // logPartition is a __transaction_state partition on a real log alone (one node); its Log
@@ -25,12 +26,12 @@ func (p *logPartition) Append(records []byte) (storage.AppendResult, error) {
 	return p.l.Append(records, storage.AppendOptions{AssignOffsets: true})
 }
 func (p *logPartition) Wait(ctx context.Context, end int64) error { return p.l.WaitDurable(ctx, end) }
-func (p *logPartition) Log() *storage.Log {
+func (p *logPartition) EachRecord(fn func(batch.Record)) error {
 	if p.hold != nil {
 		close(p.held)
 		<-p.hold
 	}
-	return p.l
+	return p.l.EachRecord(fn)
 }
 
 // markerLog records the markers the coordinator writes; while failing is set it refuses them.

@@ -1,9 +1,12 @@
 package main
 
-// The cluster workload C1: three brokers of each system on their own ZooKeeper (Debian's
-// zookeeper package), a topic with replication factor 3 and min.insync.replicas=2, acks=all
+// The cluster workloads: three brokers of each system on their own ZooKeeper (Debian's
+// zookeeper package), topics with replication factor 3 and min.insync.replicas=2. C1: acks=all
 // produce throughput of 100 B and 1 KiB records under each load generator, and the failover
-// time under kill -9 of a partition leader, measured with one franz-go producer for both.
+// time under kill -9 of a partition leader, measured with one franz-go producer for both. C2:
+// end-to-end latency (send until a long-polling consumer has it) of one partition at a fixed
+// low rate under each load generator. Both run on the same clusters, C2 first (on a quiet
+// cluster), then C1's produce phases, then its kill.
 
 import (
 	"context"
@@ -30,24 +33,52 @@ const clusterID = "C1"
 // clusterHeading starts the cluster workload's section of the report.
 const clusterHeading = "## Cluster (" + clusterID + ")"
 
+// e2eClusterID is the cluster end-to-end latency workload's id in -only and the tables.
+const e2eClusterID = "C2"
+
+// e2eClusterHeading starts C2's section of the report.
+const e2eClusterHeading = "## Cluster end-to-end latency (" + e2eClusterID + ")"
+
+// e2eClusterTarget is issue 27's goal for C2: Spool's p99 at most this times Kafka's.
+const e2eClusterTarget = 0.5
+
 // clusterBrokers is the number of brokers of each cluster, node ids 1..clusterBrokers.
 const clusterBrokers = 3
 
-// clusterSizes are the cluster workload's record counts and the prober's rate.
+// clusterSizes are the cluster workloads' record counts and rates, and which of them run.
 type clusterSizes struct {
 	records100, records1k int64
 	probeRate             int // records/s the failover prober writes, over all partitions
+	// e2eRecords at e2eRate records/s are C2's: spool bench e2e sends them open loop at
+	// that rate; Kafka's EndToEndLatency sends as many, one at a time (closed loop).
+	e2eRecords int64
+	e2eRate    int
+	// c1 and c2 say which cluster workloads run (-only); both share the clusters.
+	c1, c2 bool
 }
 
 // fullClusterSizes: each produce phase takes a few seconds against either cluster on a 2-core
-// machine; 2,000 records/s is the rate of the Kafka measurement quoted in issue 11.
-var fullClusterSizes = clusterSizes{records100: 300_000, records1k: 60_000, probeRate: 2_000}
-var quickClusterSizes = clusterSizes{records100: 3_000, records1k: 1_000, probeRate: 500}
+// machine; 2,000 records/s is the rate of the Kafka measurement quoted in issue 11. C2 sends
+// 200 records/s for 30 s (issue 27: a fixed low rate, far below what either cluster takes).
+var fullClusterSizes = clusterSizes{records100: 300_000, records1k: 60_000, probeRate: 2_000, e2eRecords: 6_000, e2eRate: 200, c1: true, c2: true}
+var quickClusterSizes = clusterSizes{records100: 3_000, records1k: 1_000, probeRate: 500, e2eRecords: 200, e2eRate: 200, c1: true, c2: true}
 
 func (s clusterSizes) scaled(f float64) clusterSizes {
 	m := func(n int64) int64 { return max(1, int64(float64(n)*f)) }
-	s.records100, s.records1k = m(s.records100), m(s.records1k)
+	s.records100, s.records1k, s.e2eRecords = m(s.records100), m(s.records1k), m(s.e2eRecords)
 	return s
+}
+
+// ids names the cluster workloads that run, for log lines ("C1+C2").
+func (s clusterSizes) ids() string {
+	var ids []string
+	if s.c2 {
+		ids = append(ids, e2eClusterID)
+	}
+	if s.c1 {
+		ids = append(ids, clusterID)
+	}
+	return strings.Join(ids, "+")
 }
 
 // quickKafkaClusterProps are added to the Kafka cluster brokers' properties in the quick
@@ -309,25 +340,34 @@ func waitUntil(ctx context.Context, timeout time.Duration, what string, cond fun
 	}
 }
 
-// createTopic creates topic with replication factor 3 and min.insync.replicas=2 through
-// franz-go's admin client (the same for both systems) and waits until every partition has a
-// leader and all three replicas in its ISR.
+// createTopic creates topic with clusterTopicPartitions partitions, replication factor 3 and
+// min.insync.replicas=2 through franz-go's admin client (the same for both systems) and waits
+// until every partition has a leader and all three replicas in its ISR.
 func (c *cluster) createTopic(ctx context.Context, topic string) error {
+	return c.createTopicN(ctx, topic, clusterTopicPartitions)
+}
+
+// createTopicN is createTopic with partitions partitions.
+func (c *cluster) createTopicN(ctx context.Context, topic string, partitions int) error {
 	minISR := "2"
-	res, err := c.adm.CreateTopic(ctx, clusterTopicPartitions, clusterBrokers, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	res, err := c.adm.CreateTopic(ctx, int32(partitions), clusterBrokers, map[string]*string{"min.insync.replicas": &minISR}, topic)
 	if err == nil {
 		err = res.Err
 	}
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", topic, err)
 	}
-	_, err = c.waitPartitions(ctx, topic, "every partition led with an ISR of 3", func(p kadm.PartitionDetail) bool {
+	_, err = c.waitPartitionsN(ctx, topic, partitions, "every partition led with an ISR of 3", func(p kadm.PartitionDetail) bool {
 		return p.Leader >= 0 && len(p.ISR) == clusterBrokers
 	})
 	return err
 }
 
 func (c *cluster) waitPartitions(ctx context.Context, topic, what string, cond func(kadm.PartitionDetail) bool) (kadm.TopicDetail, error) {
+	return c.waitPartitionsN(ctx, topic, clusterTopicPartitions, what, cond)
+}
+
+func (c *cluster) waitPartitionsN(ctx context.Context, topic string, partitions int, what string, cond func(kadm.PartitionDetail) bool) (kadm.TopicDetail, error) {
 	var td kadm.TopicDetail
 	err := waitUntil(ctx, 60*time.Second, topic+": "+what, func() (bool, string) {
 		md, err := c.adm.Metadata(ctx, topic)
@@ -335,7 +375,7 @@ func (c *cluster) waitPartitions(ctx context.Context, topic, what string, cond f
 			return false, err.Error()
 		}
 		td = md.Topics[topic]
-		if td.Err != nil || len(td.Partitions) != clusterTopicPartitions {
+		if td.Err != nil || len(td.Partitions) != partitions {
 			return false, fmt.Sprintf("%d partitions (%v)", len(td.Partitions), td.Err)
 		}
 		for _, p := range td.Partitions {
@@ -511,13 +551,14 @@ type clusterResults struct {
 	sizes clusterSizes
 	tput  map[string]map[string]map[int][]result // load generator -> system -> record size -> runs
 	kills map[string][]killResult                // system -> kills
+	e2e   map[string]map[string][]result         // C2: load generator -> system -> runs
 }
 
 // clusterRecordSizes are the value sizes of the throughput phases.
 var clusterRecordSizes = []int{100, 1024}
 
 func newClusterResults(sz clusterSizes) *clusterResults {
-	return &clusterResults{sizes: sz, tput: map[string]map[string]map[int][]result{}, kills: map[string][]killResult{}}
+	return &clusterResults{sizes: sz, tput: map[string]map[string]map[int][]result{}, kills: map[string][]killResult{}, e2e: map[string]map[string][]result{}}
 }
 
 // runCluster runs the cluster workload r.reps times against every system, interleaved: per
@@ -538,7 +579,11 @@ func (h *harness) runCluster(ctx context.Context, r *report, sz clusterSizes) er
 			dir := filepath.Join(h.workDir, fmt.Sprintf("%s-%s-r%d", clusterID, sys.Name, rep))
 			failed := len(r.failures)
 			fail := func(phase string, err error) {
-				r.failures = append(r.failures, h.recordClusterFailure(dir, phase, sys, rep, err))
+				id := clusterID
+				if !sz.c1 || phase == "cluster start" && sz.c2 {
+					id = sz.ids()
+				}
+				r.failures = append(r.failures, h.recordClusterFailure(dir, id, phase, sys, rep, err))
 			}
 			began := time.Now()
 			c, err := h.startCluster(ctx, sys, dir)
@@ -549,8 +594,34 @@ func (h *harness) runCluster(ctx context.Context, r *report, sz clusterSizes) er
 				fail("cluster start", err)
 				continue
 			}
-			logf("  %-4s %-14s rep %d: cluster of %d up in %.1fs", clusterID, sys.Name, rep, clusterBrokers, time.Since(began).Seconds())
+			logf("  %-4s %-14s rep %d: cluster of %d up in %.1fs", sz.ids(), sys.Name, rep, clusterBrokers, time.Since(began).Seconds())
 			for _, lg := range r.lgs {
+				if !sz.c2 {
+					break
+				}
+				if !lg.Can(needE2E) {
+					continue
+				}
+				res, err := h.clusterEndToEnd(ctx, c, lg, sz)
+				if ctx.Err() != nil {
+					c.Stop()
+					return ctx.Err()
+				}
+				if err != nil {
+					r.failures = append(r.failures, h.recordClusterFailure(dir, e2eClusterID, "e2e "+lg.Short(), sys, rep, err))
+					continue
+				}
+				if cr.e2e[lg.Name()] == nil {
+					cr.e2e[lg.Name()] = map[string][]result{}
+				}
+				cr.e2e[lg.Name()][sys.Name] = append(cr.e2e[lg.Name()][sys.Name], res)
+				logf("  %-4s %-14s %-2s rep %d: %10.0f rec/s  p50 %6.1f p99 %6.1f p99.9 %6.1f ms  CPU %5.1f s (3 brokers)  client CPU %5.1f s",
+					e2eClusterID, sys.Name, lg.Short(), rep, res.RecPerSec, res.P50, res.P99, res.P999, res.CPU, res.ClientCPU)
+			}
+			for _, lg := range r.lgs {
+				if !sz.c1 {
+					break
+				}
 				for _, size := range clusterRecordSizes {
 					res, err := h.clusterProduce(ctx, c, lg, size, sz)
 					if ctx.Err() != nil {
@@ -572,19 +643,21 @@ func (h *harness) runCluster(ctx context.Context, r *report, sz clusterSizes) er
 						clusterID, sys.Name, lg.Short(), rep, size, res.RecPerSec, res.MBPerSec, res.P50, res.P99, res.CPU)
 				}
 			}
-			// Odd repetitions kill a leader that is not the controller, even ones the
-			// controller (when it leads a partition): the report keeps them apart.
-			k, err := c.failover(ctx, sz.probeRate, rep%2 == 0)
-			if ctx.Err() != nil {
-				c.Stop()
-				return ctx.Err()
-			}
-			if err != nil {
-				fail("failover", fmt.Errorf("%w\n%s\n%s", err, brokerOutputHeader, c.logTail()))
-			} else {
-				cr.kills[sys.Name] = append(cr.kills[sys.Name], k)
-				logf("  %-4s %-14s rep %d: kill -9 of broker %d (controller: %v): its %d led partitions writable again after %s, the %d it followed after %s",
-					clusterID, sys.Name, rep, k.Victim, k.Controller, len(k.Led), k.worst(k.Led).Round(time.Millisecond), len(k.Followed), k.worst(k.Followed).Round(time.Millisecond))
+			if sz.c1 {
+				// Odd repetitions kill a leader that is not the controller, even ones the
+				// controller (when it leads a partition): the report keeps them apart.
+				k, err := c.failover(ctx, sz.probeRate, rep%2 == 0)
+				if ctx.Err() != nil {
+					c.Stop()
+					return ctx.Err()
+				}
+				if err != nil {
+					fail("failover", fmt.Errorf("%w\n%s\n%s", err, brokerOutputHeader, c.logTail()))
+				} else {
+					cr.kills[sys.Name] = append(cr.kills[sys.Name], k)
+					logf("  %-4s %-14s rep %d: kill -9 of broker %d (controller: %v): its %d led partitions writable again after %s, the %d it followed after %s",
+						clusterID, sys.Name, rep, k.Victim, k.Controller, len(k.Led), k.worst(k.Led).Round(time.Millisecond), len(k.Followed), k.worst(k.Followed).Round(time.Millisecond))
+				}
 			}
 			c.Stop()
 			switch {
@@ -613,7 +686,7 @@ func (h *harness) runConcurrentCluster(ctx context.Context, r *report, csz clust
 	done := make(chan error, 1)
 	go func() {
 		err := h.runCluster(ctx, cr, csz)
-		logf("%s took %s, beside the single-node workloads", clusterID, time.Since(began).Round(time.Second))
+		logf("%s took %s, beside the single-node workloads", csz.ids(), time.Since(began).Round(time.Second))
 		done <- err
 	}()
 	err := single()
@@ -625,11 +698,11 @@ func (h *harness) runConcurrentCluster(ctx context.Context, r *report, csz clust
 		return err
 	}
 	if cerr != nil {
-		r.partial = fmt.Sprintf("the run stopped during %s: %s", clusterID, firstLine(cerr.Error()))
+		r.partial = fmt.Sprintf("the run stopped during %s: %s", csz.ids(), firstLine(cerr.Error()))
 		if werr := r.write(); werr != nil {
 			logf("writing the partial report: %v", werr)
 		}
-		return fmt.Errorf("interrupted by a signal during %s: %w", clusterID, cerr)
+		return fmt.Errorf("interrupted by a signal during %s: %w", csz.ids(), cerr)
 	}
 	r.partial = ""
 	return r.write()
@@ -658,9 +731,30 @@ func (h *harness) clusterProduce(ctx context.Context, c *cluster, lg loadgen, si
 	return res, nil
 }
 
-// recordClusterFailure writes err to dir/<phase>.failure.log beside the brokers' logs.
-func (h *harness) recordClusterFailure(dir, phase string, sys system, rep int, err error) failure {
-	f := failure{Workload: clusterID + " " + phase, Loadgen: "–", System: sys.Name, Rep: rep, Reason: shortReason(err),
+// clusterEndToEnd is C2 with lg on c: a fresh topic of one partition (replication factor 3,
+// min.insync.replicas=2, a full ISR), then lg's end-to-end latency mode with acks=all and
+// 100 B records, bootstrapping from all three brokers; CPU is the three brokers'.
+func (h *harness) clusterEndToEnd(ctx context.Context, c *cluster, lg loadgen, sz clusterSizes) (result, error) {
+	topic := "c2-" + strings.ToLower(lg.Short())
+	if err := c.createTopicN(ctx, topic, 1); err != nil {
+		return result{}, err
+	}
+	c0, l0 := c.cpuSeconds(), childrenCPUSeconds()
+	res, err := lg.EndToEnd(ctx, c.bootstrap(), topic, sz.e2eRecords, 100, "all", sz.e2eRate)
+	if err != nil {
+		return result{}, fmt.Errorf("%w\n%s\n%s", err, brokerOutputHeader, c.logTail())
+	}
+	if err := c.alive(-1); err != nil {
+		return result{}, err
+	}
+	res.CPU, res.ClientCPU = c.cpuSeconds()-c0, childrenCPUSeconds()-l0
+	return res, nil
+}
+
+// recordClusterFailure writes err to dir/<phase>.failure.log beside the brokers' logs; id
+// names the workload (C1, C2, or C2+C1 for the cluster start both share).
+func (h *harness) recordClusterFailure(dir, id, phase string, sys system, rep int, err error) failure {
+	f := failure{Workload: id + " " + phase, Loadgen: "–", System: sys.Name, Rep: rep, Reason: shortReason(err),
 		Log: filepath.Join(dir, strings.ReplaceAll(phase, " ", "-")+".failure.log")}
 	werr := os.MkdirAll(dir, 0o755)
 	if werr == nil {
@@ -670,14 +764,14 @@ func (h *harness) recordClusterFailure(dir, phase string, sys system, rep int, e
 		logf("  writing %s: %v; the failure was:\n%s", f.Log, werr, err)
 		f.Log = ""
 	}
-	logf("  %-4s %-14s rep %d: %s FAILED: %s (log: %s)", clusterID, sys.Name, rep, phase, f.Reason, f.Log)
+	logf("  %-4s %-14s rep %d: %s FAILED: %s (log: %s)", id, sys.Name, rep, phase, f.Reason, f.Log)
 	return f
 }
 
 // clusterMarkdown is the report's cluster section, or "" when the workload did not run.
 func (r *report) clusterMarkdown() string {
 	cr := r.cluster
-	if cr == nil {
+	if cr == nil || !cr.sizes.c1 {
 		return ""
 	}
 	var b strings.Builder
@@ -766,6 +860,78 @@ func (r *report) clusterMarkdown() string {
 	return b.String() + "\n"
 }
 
+// e2eClusterMarkdown is the report's C2 section, or "" when C2 did not run.
+func (r *report) e2eClusterMarkdown() string {
+	cr := r.cluster
+	if cr == nil || !cr.sizes.c2 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(e2eClusterHeading + ": 3 brokers, one partition, replication factor 3, min.insync.replicas=2, acks=all\n\n")
+	fmt.Fprintf(&b, "Run %s UTC, %s mode, %d repetition(s) per system, interleaved, medians; load average (1, 5, 15 min) %s at the start of the whole run, %s when this section was written. `cd bench && GOWORK=off go run . %s`\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), r.mode, r.reps, r.loadStart, loadAverage(), strings.Join(r.args, " "))
+	fmt.Fprintf(&b, "On the clusters of %s (same start, before its produce phases and kill), each load generator gets a fresh topic of one partition with replication factor 3 and min.insync.replicas=2 (franz-go's admin client, used once its ISR is full) and measures the time from send until its consumer has the record, 100 B values, acks=all, bootstrapping from all three brokers. "+
+		"`spool bench e2e --records %d --rate %d --acks all --size 100`: open loop at %d records/s (%.0f s), its consumer assigned the partition and long-polling with the Go SDK's default fetch.max.wait.ms=500 and fetch.min.bytes=1, so every record's delivery waits on the broker waking the parked fetch when the high watermark passes it. "+
+		"Kafka's EndToEndLatency with %d records: closed loop, one record at a time (send, wait for the acknowledgement, poll until the consumer has it), its consumer with fetch.max.wait.ms=0 (fixed by the tool: it polls again at once instead of long-polling), so it measures replication and high-watermark propagation but not the wake of a parked fetch; it reports whole milliseconds, truncated. "+
+		"Issue 27's target: Spool's p99 at most %.1f× Kafka's under the same load generator.\n\n",
+		clusterID, cr.sizes.e2eRecords, cr.sizes.e2eRate, cr.sizes.e2eRate, float64(cr.sizes.e2eRecords)/float64(max(1, cr.sizes.e2eRate)), cr.sizes.e2eRecords, e2eClusterTarget)
+	b.WriteString("| workload | load generator | broker | records/s | p50 ms | p99 ms | p99.9 ms | CPU s (3 brokers) | client CPU s |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, lg := range r.lgs {
+		for _, s := range r.systems {
+			rs := cr.e2e[lg.Name()][s.Name]
+			fs := r.e2eClusterFails(s, lg)
+			broker := s.Name
+			if len(fs) > 0 {
+				broker += fmt.Sprintf(" (%d of %d runs failed)", len(fs), len(fs)+len(rs))
+			}
+			if len(rs) == 0 {
+				if len(fs) > 0 || lg.Can(needE2E) {
+					fmt.Fprintf(&b, "| %s e2e 100 B | %s | %s | failed | – | – | – | – | – |\n", e2eClusterID, lg.Name(), broker)
+				}
+				continue
+			}
+			m := medianResult(rs)
+			fmt.Fprintf(&b, "| %s e2e 100 B | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", e2eClusterID, lg.Name(), broker, fmtRate(m.RecPerSec), m.P50, m.P99, m.P999, m.CPU, m.ClientCPU)
+		}
+	}
+	if !r.hasKafka() {
+		return b.String() + "\n"
+	}
+	b.WriteString("\nRatios, Spool / Kafka (medians; latency < 1 is better):\n\n| workload | load generator | Spool | p50 ratio | p99 ratio | p99 target met |\n|---|---|---|---:|---:|---|\n")
+	for _, s := range r.systems {
+		if s.Name == "kafka" {
+			continue
+		}
+		for _, lg := range r.lgs {
+			ks, ss := cr.e2e[lg.Name()]["kafka"], cr.e2e[lg.Name()][s.Name]
+			if len(ks) == 0 || len(ss) == 0 {
+				continue
+			}
+			km, sm := medianResult(ks), medianResult(ss)
+			met := "–"
+			if km.P99 > 0 {
+				met = "no"
+				if sm.P99 <= e2eClusterTarget*km.P99 {
+					met = "yes"
+				}
+			}
+			fmt.Fprintf(&b, "| %s e2e 100 B | %s | %s | %s | %s | %s (≤ %.1f×) |\n", e2eClusterID, lg.Name(), s.Name, fineRatio(sm.P50, km.P50), fineRatio(sm.P99, km.P99), met, e2eClusterTarget)
+		}
+	}
+	return b.String() + "\n"
+}
+
+// e2eClusterFails are the failed C2 runs of system s with lg, and its failed cluster starts.
+func (r *report) e2eClusterFails(s system, lg loadgen) []failure {
+	var fs []failure
+	for _, f := range r.failures {
+		if f.System == s.Name && (f.Workload == e2eClusterID+" e2e "+lg.Short() || strings.HasSuffix(f.Workload, " cluster start") && strings.Contains(f.Workload, e2eClusterID)) {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
 // fineRatio is a/b with three decimals: failover ratios are far below 0.01.
 func fineRatio(a, b float64) string {
 	if b == 0 {
@@ -786,7 +952,7 @@ func victimKind(controller bool) string {
 func (r *report) clusterFails(s system, phase string) []failure {
 	var fs []failure
 	for _, f := range r.failures {
-		if f.System == s.Name && (f.Workload == clusterID+" "+phase || f.Workload == clusterID+" cluster start") {
+		if f.System == s.Name && (f.Workload == clusterID+" "+phase || strings.HasSuffix(f.Workload, " cluster start") && strings.Contains(f.Workload, clusterID)) {
 			fs = append(fs, f)
 		}
 	}

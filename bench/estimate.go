@@ -101,8 +101,8 @@ func estimate(ws []workload, chosen []system, lgs []loadgen, reps int) (time.Dur
 	return total, runs
 }
 
-// clusterEstimate is the cluster workload's time: per repetition and system a ZooKeeper and
-// three brokers started and stopped, the produce phases (at a third of the single-node rates
+// clusterEstimate is the cluster workloads' time: per repetition and system a ZooKeeper and
+// three brokers started and stopped, C2's end-to-end phase per load generator, C1's produce phases (at a third of the single-node rates
 // of the calibration: three copies of every record), and one failover (Kafka waits for its
 // 18 s ZooKeeper session; Spool's goal is about a second). Fitted loosely on the run of
 // 2026-12-02 00:31 under a load average near 30 (Kafka's cluster, kill and stop about 90 s).
@@ -112,6 +112,16 @@ func clusterEstimate(sz clusterSizes, chosen []system, lgs []loadgen, reps int) 
 	for _, s := range chosen {
 		d += clusterCost[s.Kind]
 		for _, lg := range lgs {
+			if sz.c2 && lg.Can(needE2E) {
+				// C2: spool bench e2e goes at its rate; EndToEndLatency's closed loop at
+				// the single-node rate of the calibration (a guess: replication adds a
+				// round trip per record).
+				p := phase{op: "e2e", records: sz.e2eRecords, size: 100, rate: sz.e2eRate}
+				d += 2*toolCost[lg.Short()] + p.duration(lg.Short(), s.Kind)
+			}
+			if !sz.c1 {
+				continue
+			}
 			for _, p := range []phase{{op: "produce", records: sz.records100, size: 100}, {op: "produce", records: sz.records1k, size: 1024}} {
 				d += toolCost[lg.Short()] + 3*p.duration(lg.Short(), s.Kind)
 			}

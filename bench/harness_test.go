@@ -215,6 +215,15 @@ func TestSpliceSection(t *testing.T) {
 	if want := strings.Replace(want, ": x\n\nold", ": y\n\nnew", 1); second != want {
 		t.Fatalf("replace:\n%s\nwant:\n%s", second, want)
 	}
+	// C2's section goes right after C1's the first time, then is replaced in place, C1's kept.
+	third := spliceSection(second, e2eClusterHeading, e2eClusterHeading+": a\n\n")
+	want = "# B\n\n## Results\n\nW1 row\n\n" + clusterHeading + ": y\n\nnew\n\n" + e2eClusterHeading + ": a\n\n## Workloads\n\n- W1\n"
+	if third != want {
+		t.Fatalf("insert C2:\n%s\nwant:\n%s", third, want)
+	}
+	if fourth := spliceSection(third, e2eClusterHeading, e2eClusterHeading+": b\n\n"); fourth != strings.Replace(want, ": a", ": b", 1) {
+		t.Fatalf("replace C2:\n%s", fourth)
+	}
 }
 
 // sharingLoadgen records the broker address and topic of every produce, and crashes the broker

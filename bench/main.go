@@ -60,7 +60,7 @@ func run() error {
 	quick := flag.Bool("quick", os.Getenv("QUICK") != "" && os.Getenv("QUICK") != "0", "smoke mode: tiny workloads, 1 repetition, one broker per system for all single-node runs, the clusters started beside them; results go to the work dir, not docs/ (also QUICK=1)")
 	reps := flag.Int("reps", 3, "repetitions per workload and broker (full mode)")
 	scale := flag.Float64("scale", 1, "multiply every workload's record count by this (e.g. 0.1 for a short run of the full shapes)")
-	only := flag.String("only", "", "comma-separated workload ids to run, W1..W6, TLS (PLAINTEXT against SSL listeners) and C1 (the cluster workload) (default: all; TLS not in -quick)")
+	only := flag.String("only", "", "comma-separated workload ids to run, W1..W6, TLS (PLAINTEXT against SSL listeners), C1 (3-broker clusters: throughput and failover) and C2 (3-broker clusters: end-to-end latency) (default: all; TLS not in -quick)")
 	lgFlag := flag.String("loadgens", "kafka-tools,spool-bench", "load generators: kafka-tools (Kafka's perf tools), spool-bench (bin/spool bench)")
 	sysFlag := flag.String("systems", "kafka,spool,spool-nofsync", "brokers to compare, in interleaving order")
 	docs := flag.String("docs", "", "directory for benchmarks.md and the PNG charts (default ../docs; in -quick mode the work dir)")
@@ -127,7 +127,8 @@ func run() error {
 	if *only != "" {
 		ids := strings.Split(*only, ",")
 		ws = slices.DeleteFunc(ws, func(w workload) bool { return !slices.Contains(ids, w.ID) })
-		withCluster = slices.Contains(ids, clusterID)
+		csz.c1, csz.c2 = slices.Contains(ids, clusterID), slices.Contains(ids, e2eClusterID)
+		withCluster = csz.c1 || csz.c2
 		withTLSWorkload = slices.Contains(ids, tlsID)
 		if len(ws) == 0 && !withCluster && !withTLSWorkload {
 			return fmt.Errorf("-only %q matches no workload", *only)
@@ -205,7 +206,14 @@ func run() error {
 		logf("  %-4s %s (%d runs)  produce and fetch, 100 B and 1 KiB, over PLAINTEXT and SSL listeners", tlsID, test.Round(time.Second), n*len(chosen)*len(lgs))
 	}
 	if withCluster {
-		logf("  %-4s %s (%d cluster starts)  3-broker clusters: acks=all throughput, failover under kill -9 of a leader", clusterID, cest.Round(time.Second), n*len(chosen))
+		var what []string
+		if csz.c2 {
+			what = append(what, fmt.Sprintf("%s end-to-end latency at %d records/s", e2eClusterID, csz.e2eRate))
+		}
+		if csz.c1 {
+			what = append(what, clusterID+" acks=all throughput, failover under kill -9 of a leader")
+		}
+		logf("  %-4s %s (%d cluster starts)  3-broker clusters: %s", csz.ids(), cest.Round(time.Second), n*len(chosen), strings.Join(what, "; "))
 	}
 	if *dryRun {
 		for _, w := range ws {
@@ -246,6 +254,7 @@ func run() error {
 	}
 	fmt.Println(r.tlsMarkdown())
 	fmt.Println(r.clusterMarkdown())
+	fmt.Println(r.e2eClusterMarkdown())
 	logf("wrote %s/benchmarks.md and charts; %s run took %s (estimated %s)", outDir, mode, r.elapsed.Round(time.Second), est.Round(time.Second))
 	return r.failed()
 }
@@ -287,20 +296,20 @@ func (h *harness) runAll(ctx context.Context, ws []workload, r *report) error {
 func (h *harness) runClusterReport(ctx context.Context, r *report, csz clusterSizes, est time.Duration) error {
 	began, before := time.Now(), r.elapsed
 	r.cluster = newClusterResults(csz) // before the first write, which then keeps the single-node results of a -only C1 run
-	r.partial = fmt.Sprintf("the run is still going or was killed: the cluster workload %s was not finished", clusterID)
+	r.partial = fmt.Sprintf("the run is still going or was killed: the cluster workload %s was not finished", csz.ids())
 	if err := r.write(); err != nil {
 		return err
 	}
 	err := h.runCluster(ctx, r, csz)
 	r.elapsed = before + time.Since(began)
 	if err != nil {
-		r.partial = fmt.Sprintf("the run stopped during %s: %s", clusterID, firstLine(err.Error()))
+		r.partial = fmt.Sprintf("the run stopped during %s: %s", csz.ids(), firstLine(err.Error()))
 		if werr := r.write(); werr != nil {
 			logf("writing the partial report: %v", werr)
 		}
-		return fmt.Errorf("interrupted by a signal during %s: %w", clusterID, err)
+		return fmt.Errorf("interrupted by a signal during %s: %w", csz.ids(), err)
 	}
-	logf("%s took %s (estimated %s)", clusterID, time.Since(began).Round(time.Second), est.Round(time.Second))
+	logf("%s took %s (estimated %s)", csz.ids(), time.Since(began).Round(time.Second), est.Round(time.Second))
 	r.partial = ""
 	return r.write()
 }

@@ -56,8 +56,11 @@ func (r *report) write() error {
 			} else if r.tls != nil {
 				doc = spliceSection(doc, tlsHeading, r.tlsMarkdown())
 			}
-			if r.cluster != nil {
+			if r.cluster != nil && r.cluster.sizes.c1 {
 				doc = spliceSection(doc, clusterHeading, r.clusterMarkdown())
+			}
+			if r.cluster != nil && r.cluster.sizes.c2 {
+				doc = spliceSection(doc, e2eClusterHeading, r.e2eClusterMarkdown())
 			}
 		}
 	}
@@ -68,8 +71,16 @@ func (r *report) write() error {
 }
 
 // spliceSection replaces the section of doc whose heading starts with heading (up to the next
-// "## " heading) with section, or inserts section before "## Workloads" (else at the end).
+// "## " heading) with section, or inserts section where a full run puts it: C2's after C1's,
+// others (and C2's without C1's) before "## Workloads" (else at the end).
 func spliceSection(doc, heading, section string) string {
+	if i := strings.Index(doc, clusterHeading); heading == e2eClusterHeading && !strings.Contains(doc, heading) && i >= 0 {
+		end := len(doc)
+		if j := strings.Index(doc[i+len(clusterHeading):], "\n## "); j >= 0 {
+			end = i + len(clusterHeading) + j + 1
+		}
+		return doc[:end] + section + doc[end:]
+	}
 	if i := strings.Index(doc, heading); i >= 0 {
 		end := len(doc)
 		if j := strings.Index(doc[i+len(heading):], "\n## "); j >= 0 {
@@ -287,6 +298,7 @@ func (r *report) markdown() string {
 	}
 	b.WriteString("\n" + r.tlsMarkdown())
 	b.WriteString(r.clusterMarkdown())
+	b.WriteString(r.e2eClusterMarkdown())
 	b.WriteString(r.failuresMarkdown())
 	b.WriteString("MB/s is 10^6 bytes of record values per second. Peak RSS is the broker's VmHWM (sampled from /proc every 100 ms) over its life in that run, including startup and, for W5, the fill. CPU is the broker's utime+stime during the measured phase only; client CPU is the load generator's over the same phase (a JVM's start included). Where client CPU nears the core count times the phase's wall time, the client, not the broker, sets the pace, and the ratio then shows how much CPU each broker leaves it.\n\n")
 	b.WriteString("![throughput](bench-throughput.png)\n\n![latency](bench-latency.png)\n\n")
@@ -302,6 +314,7 @@ func (r *report) markdown() string {
 	b.WriteString("## Commands\n\n```sh\nmake bench-compare            # full run, writes docs/benchmarks.md and docs/bench-*.png\nmake bench-compare QUICK=1    # smoke run (part of make test), report under bench/.cache/quick-report/\n")
 	b.WriteString("cd bench && GOWORK=off go run . -help   # -reps, -only W1,W4, -systems, -loadgens, -scale, -n, -keep, -v\n")
 	b.WriteString("cd bench && GOWORK=off go run . -only C1 -systems kafka,spool   # the cluster workload alone: rewrites only its section\n")
+	b.WriteString("cd bench && GOWORK=off go run . -only C2 -systems kafka,spool   # cluster end-to-end latency alone: rewrites only its section\n")
 	b.WriteString("cd bench && GOWORK=off go run . -only TLS -systems kafka,spool  # PLAINTEXT against SSL listeners alone: rewrites only its section\n```\n\n")
 	fmt.Fprintf(&b, "This run: `cd bench && GOWORK=off go run . %s`\n", strings.Join(r.args, " "))
 	return b.String()

@@ -147,6 +147,11 @@ type Metadata interface {
 	// BrokerConfigs are the dynamic configs of broker (a node id in decimal, or "" for the
 	// cluster-wide default), as Kafka's IncrementalAlterConfigs sets them.
 	BrokerConfigs(broker string) map[string]string
+	// DynamicBrokerConfigs are the dynamic broker configs the store keeps in memory, by
+	// broker as BrokerConfigs: the embedded store all of them, the ZooKeeper store this
+	// broker's and the default's, which it follows (another broker's BrokerConfigs reads
+	// from ZooKeeper). A change of them closes Changes. A copy.
+	DynamicBrokerConfigs() map[string]map[string]string
 	// SetBrokerConfigs replaces broker's dynamic configs.
 	SetBrokerConfigs(ctx context.Context, broker string, configs map[string]string) error
 	// AllocateProducerIDs reserves a block of n producer ids no other broker of the cluster

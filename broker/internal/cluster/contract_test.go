@@ -15,6 +15,8 @@ import (
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/cluster/zk"
+	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/scram"
 )
 
 // store opens a store; reopen opens another view of the same state (a restart, or a second
@@ -151,6 +153,58 @@ func TestMetadataStoreContract(t *testing.T) {
 				t.Errorf("AlterISR at a stale version: %v, want ErrStaleState", err)
 			}
 
+			// Dynamic broker configs: a write reads back, closes Changes, and is listed by
+			// DynamicBrokerConfigs (the default's and this broker's always, empty ones too).
+			changed = md.Changes()
+			if err := md.SetBrokerConfigs(ctx, "", map[string]string{"log.retention.ms": "5000"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := md.SetBrokerConfigs(ctx, "1", map[string]string{"log.cleaner.threads": "2"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-changed:
+			default:
+				t.Error("Changes not closed by a dynamic broker config change")
+			}
+			if got := md.BrokerConfigs("1"); got["log.cleaner.threads"] != "2" {
+				t.Errorf("BrokerConfigs(1) = %v", got)
+			}
+			dyn := md.DynamicBrokerConfigs()
+			if dyn[""]["log.retention.ms"] != "5000" || dyn["1"]["log.cleaner.threads"] != "2" {
+				t.Errorf("DynamicBrokerConfigs = %v, want the default's and broker 1's", dyn)
+			}
+			dyn[""]["log.retention.ms"] = "1" // a copy: the store keeps its own
+			if err := md.SetBrokerConfigs(ctx, "1", nil); err != nil {
+				t.Fatal(err)
+			}
+			dyn = md.DynamicBrokerConfigs()
+			if c, ok := dyn["1"]; !ok || len(c) != 0 || dyn[""]["log.retention.ms"] != "5000" {
+				t.Errorf("after clearing broker 1's: %v, want broker 1 listed with none and the default's kept", dyn)
+			}
+
+			// ACLs and SCRAM credentials written through one view are read by the other
+			// (another broker, or the node after a restart).
+			acls, ok := md.(security.ACLStore)
+			if !ok {
+				t.Fatalf("%T keeps no ACLs", md)
+			}
+			acl := security.Binding{Pattern: security.Pattern{Type: security.ResourceTopic, Name: "orders", PatternType: security.PatternLiteral},
+				Entry: security.Entry{Principal: "User:alice", Host: "*", Operation: security.OpRead, Permission: security.Allow}}
+			if err := acls.UpdateACLs([]security.ACLUpdate{{Pattern: acl.Pattern, Update: func(cur []security.Entry) []security.Entry { return append(cur, acl.Entry) }}}); err != nil {
+				t.Fatal(err)
+			}
+			creds, ok := md.(security.ScramStore)
+			if !ok {
+				t.Fatalf("%T keeps no SCRAM credentials", md)
+			}
+			cred := security.ScramCredential{Salt: []byte("salt"), StoredKey: []byte("stored-key-32-bytes-long-enough!"), ServerKey: []byte("server-key-32-bytes-long-enough!"), Iterations: 4096}
+			if err := creds.UpdateScramCredentials("alice", func(cur map[scram.Mechanism]security.ScramCredential) map[scram.Mechanism]security.ScramCredential {
+				cur[scram.SHA256] = cred
+				return cur
+			}); err != nil {
+				t.Fatal(err)
+			}
 			a, err := md.AllocateProducerIDs(ctx, 1000)
 			if err != nil {
 				t.Fatal(err)
@@ -163,6 +217,21 @@ func TestMetadataStoreContract(t *testing.T) {
 			if b < a+1000 && a < b+1000 {
 				t.Fatalf("producer id blocks overlap: [%d,%d) and [%d,%d)", a, a+1000, b, b+1000)
 			}
+
+			otherACLs, ok1 := other.(security.ACLStore)
+			otherCreds, ok2 := other.(security.ScramStore)
+			if !ok1 || !ok2 {
+				t.Fatalf("%T keeps no ACLs or SCRAM credentials", other)
+			}
+			waitFor(t, "the other view reads the ACL", func() bool {
+				bs, err := otherACLs.ACLs()
+				return err == nil && slices.Contains(bs, acl)
+			})
+			waitFor(t, "the other view reads the SCRAM credential", func() bool {
+				all, err := otherCreds.ScramCredentials()
+				got := all["alice"][scram.SHA256]
+				return err == nil && string(got.StoredKey) == string(cred.StoredKey) && string(got.Salt) == string(cred.Salt) && got.Iterations == cred.Iterations
+			})
 
 			waitFor(t, "the other view sees the topics", func() bool {
 				got, ok := other.Topic("orders")

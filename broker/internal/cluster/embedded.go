@@ -406,6 +406,29 @@ func (e *Embedded) BrokerConfigs(broker string) map[string]string {
 	return maps.Clone(e.brokerCfg[broker])
 }
 
+// DynamicBrokerConfigs implements Metadata: every broker's, the default's and this node's
+// always listed (nil when none).
+func (e *Embedded) DynamicBrokerConfigs() map[string]map[string]string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := cloneConfigSets(e.brokerCfg)
+	for _, b := range []string{"", strconv.Itoa(int(e.self.NodeID))} {
+		if _, ok := out[b]; !ok {
+			out[b] = nil
+		}
+	}
+	return out
+}
+
+// cloneConfigSets copies a map of config maps.
+func cloneConfigSets(m map[string]map[string]string) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(m))
+	for k, v := range m {
+		out[k] = maps.Clone(v)
+	}
+	return out
+}
+
 // SetBrokerConfigs implements Metadata; the configs are kept in the state file.
 func (e *Embedded) SetBrokerConfigs(_ context.Context, broker string, configs map[string]string) error {
 	e.mu.Lock()

@@ -4,14 +4,19 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/scram"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 // Image is one version of the cluster's metadata as a request reads it: the cluster id, the
-// controller, the live brokers and the topics with their partitions' states, all from one
-// state of the store (nothing changed in the store while it was read). A handler reads
+// controller, the live brokers, the topics with their partitions' states (reassignments in
+// progress included) and configs, the dynamic broker configs the store follows, the ACLs and
+// the SCRAM credentials, all from one state of the store (nothing changed in the store while
+// it was read) and of the loaders that set ACLs and credentials. A handler reads
 // Images.Current once and answers from that image alone, so its answer never mixes two
-// versions (a broker list from before a change with leaders from after it).
+// versions (a broker list from before a change with leaders from after it, or a topic
+// authorized under ACLs of one version and described from another).
 //
 // An Image is immutable: it and everything it returns (slices, maps, topics) are shared by
 // every request that reads it, and nobody may modify them. Reading it takes no lock.
@@ -25,6 +30,57 @@ type Image struct {
 	topics  []Topic  // sorted by name
 	byName  map[string]int
 	byID    map[wire.UUID]int
+	// brokerCfg are the dynamic broker configs the store follows (Metadata.DynamicBrokerConfigs).
+	brokerCfg map[string]map[string]string
+	sections
+}
+
+// sections are the parts of an image its store does not signal on Changes: set by their
+// loaders through Images.SetACLs and SetScram, which make the next image carry them.
+type sections struct {
+	acls  *security.ACLIndex
+	scram map[string]map[scram.Mechanism]security.ScramCredential
+}
+
+// BrokerConfigs are the dynamic configs of broker (a node id in decimal, "" the cluster-wide
+// default) when the image holds them (ok); it holds the default's and this broker's, and in
+// the embedded store every broker's. Shared: do not modify.
+func (im *Image) BrokerConfigs(broker string) (map[string]string, bool) {
+	c, ok := im.brokerCfg[broker]
+	return c, ok
+}
+
+// ACLs are the ACLs as last set by Images.SetACLs (nil: none set). Shared.
+func (im *Image) ACLs() *security.ACLIndex { return im.acls }
+
+// ScramCredential is user's credential for mechanism m, as last set by Images.SetScram.
+func (im *Image) ScramCredential(user string, m scram.Mechanism) (security.ScramCredential, bool) {
+	c, ok := im.scram[user][m]
+	return c, ok
+}
+
+// ScramUsers is the number of users with SCRAM credentials.
+func (im *Image) ScramUsers() int { return len(im.scram) }
+
+// Reassignment is one partition's reassignment in progress, as the image lists it.
+type Reassignment struct {
+	Topic            string
+	Partition        int32
+	Replicas         []int32
+	Adding, Removing []int32
+}
+
+// Reassignments are the partitions being reassigned, by topic and partition. Shared.
+func (im *Image) Reassignments() []Reassignment {
+	var out []Reassignment
+	for _, t := range im.topics {
+		for _, p := range t.Partitions {
+			if len(p.Adding) > 0 || len(p.Removing) > 0 {
+				out = append(out, Reassignment{Topic: t.Name, Partition: p.Index, Replicas: p.Replicas, Adding: p.Adding, Removing: p.Removing})
+			}
+		}
+	}
+	return out
 }
 
 // Brokers are the live brokers, by node id. Shared: do not modify.
@@ -60,11 +116,13 @@ func (im *Image) TopicByID(id wire.UUID) (Topic, bool) {
 // non-blocking check of its change channel; a rebuild is serialised by buildMu (the store's
 // reads are in memory: no I/O under it), so concurrent requests after a change build once.
 //
-// Consistency: a build takes the store's change channel first and reads the store after;
-// if the channel closed meanwhile, a change may have fallen between two of the reads, and the
-// build reads again. Every change of what an image holds closes the channel (the stores'
-// notifyLocked), except a change the store does not signal, which its writer reports with
-// Invalidate (Embedded.SetSelf).
+// Consistency: a build takes the invalidation count and the store's change channel first and
+// reads the store and the sections after; if the channel closed or the count moved
+// meanwhile, a change may have fallen between two of the reads, and the build reads again.
+// Every change of what an image holds closes the channel (the stores' notifyLocked), except
+// a change the store does not signal, which its writer reports with Invalidate
+// (Embedded.SetSelf), and the sections, whose setters store the new value and then
+// invalidate.
 type Images struct {
 	md      Metadata
 	buildMu sync.Mutex
@@ -72,6 +130,9 @@ type Images struct {
 	version uint64 // guarded by buildMu
 	// invalidated is bumped by Invalidate; an image built before the bump is stale.
 	invalidated atomic.Uint64
+	// secMu serialises the section setters; sec is read by builds without it.
+	secMu sync.Mutex
+	sec   atomic.Pointer[sections]
 }
 
 type built struct {
@@ -118,6 +179,30 @@ func (s *Images) Current() *Image {
 // signal on its Changes channel).
 func (s *Images) Invalidate() { s.invalidated.Add(1) }
 
+// SetACLs makes acls the ACLs of the next image (the authorizer's loader calls it after each
+// read of the store's ACLs).
+func (s *Images) SetACLs(acls *security.ACLIndex) {
+	s.setSection(func(sec *sections) { sec.acls = acls })
+}
+
+// SetScram makes creds (user, mechanism) the SCRAM credentials of the next image; the
+// caller hands creds over and does not modify it afterwards.
+func (s *Images) SetScram(creds map[string]map[scram.Mechanism]security.ScramCredential) {
+	s.setSection(func(sec *sections) { sec.scram = creds })
+}
+
+func (s *Images) setSection(set func(*sections)) {
+	s.secMu.Lock()
+	defer s.secMu.Unlock()
+	var next sections
+	if cur := s.sec.Load(); cur != nil {
+		next = *cur
+	}
+	set(&next)
+	s.sec.Store(&next)
+	s.Invalidate() // after the store: a build that sees the new count reads the new value
+}
+
 func (s *Images) fresh(b *built) bool {
 	if b.epoch != s.invalidated.Load() {
 		return false
@@ -132,7 +217,11 @@ func (s *Images) fresh(b *built) bool {
 
 // read copies the store's state into a new image.
 func (s *Images) read() *Image {
-	im := &Image{ClusterID: s.md.ClusterID(), Controller: s.md.ControllerID(), brokers: s.md.Brokers(), topics: s.md.Topics()}
+	im := &Image{ClusterID: s.md.ClusterID(), Controller: s.md.ControllerID(), brokers: s.md.Brokers(), topics: s.md.Topics(),
+		brokerCfg: s.md.DynamicBrokerConfigs()}
+	if sec := s.sec.Load(); sec != nil {
+		im.sections = *sec
+	}
 	im.byName = make(map[string]int, len(im.topics))
 	im.byID = make(map[wire.UUID]int, len(im.topics))
 	for i, t := range im.topics {

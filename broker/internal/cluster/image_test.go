@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
+	"github.com/spoolmq/spool/broker/internal/security"
+	"github.com/spoolmq/spool/protocol-spec/scram"
 	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
@@ -160,5 +163,96 @@ func TestImageConcurrentReaders(t *testing.T) {
 	st.mu.Unlock()
 	if im := images.Current(); !consistent(im) || im.Controller != want {
 		t.Fatalf("the image after the changes stopped: controller %d, brokers %v; want version %d throughout", im.Controller, im.Brokers(), want)
+	}
+}
+
+// DynamicBrokerConfigs of the racing store: the default's carry its version too.
+func (r *racingStore) DynamicBrokerConfigs() map[string]map[string]string {
+	return map[string]map[string]string{"": {"version": fmt.Sprint(r.read())}}
+}
+
+// imageACL is the one ACL a test sets: User:v may read topic "t", v the section's version.
+func imageACL(v int) *security.ACLIndex {
+	return security.IndexACLs([]security.Binding{{Pattern: security.Pattern{Type: security.ResourceTopic, Name: "t", PatternType: security.PatternLiteral},
+		Entry: security.Entry{Principal: fmt.Sprintf("User:%d", v), Host: "*", Operation: security.OpRead, Permission: security.Allow}}})
+}
+
+// TestImageSectionsAreOneVersion: ACLs and SCRAM credentials set by their loaders reach the
+// next image and only it; an image a request holds keeps the ACLs, credentials and broker
+// configs it was built with while newer ones are set, so one request reads one version.
+func TestImageSectionsAreOneVersion(t *testing.T) {
+	st := newRacingStore(0)
+	images := NewImages(st)
+	az := security.NewAuthorizer(nil, false)
+	first := images.Current()
+	if first.ACLs() != nil || len(first.ACLs().Bindings()) != 0 || az.AuthorizeIn(first.ACLs(), "User:1", "h", security.OpRead, security.ResourceTopic, "t") {
+		t.Fatalf("an image before any SetACLs has ACLs: %v", first.ACLs().Bindings())
+	}
+	if _, ok := first.BrokerConfigs("7"); ok {
+		t.Fatal("the image holds broker 7's configs, which the store does not follow")
+	}
+	if c, ok := first.BrokerConfigs(""); !ok || c["version"] != "1" {
+		t.Fatalf("the default's dynamic configs in the first image: %v %v, want version 1", c, ok)
+	}
+
+	images.SetACLs(imageACL(1))
+	cred := security.ScramCredential{Salt: []byte("s"), Iterations: 4096}
+	images.SetScram(map[string]map[scram.Mechanism]security.ScramCredential{"alice": {scram.SHA256: cred}})
+	second := images.Current()
+	if second == first || second.Version <= first.Version {
+		t.Fatalf("SetACLs and SetScram did not make a new image: %d after %d", second.Version, first.Version)
+	}
+	if !az.AuthorizeIn(second.ACLs(), "User:1", "h", security.OpRead, security.ResourceTopic, "t") {
+		t.Fatal("the image after SetACLs does not allow what its ACL allows")
+	}
+	if c, ok := second.ScramCredential("alice", scram.SHA256); !ok || c.Iterations != 4096 {
+		t.Fatalf("alice's credential in the image after SetScram: %+v %v", c, ok)
+	}
+	if again := images.Current(); again != second {
+		t.Fatal("no change since, yet a new image")
+	}
+
+	// A store change keeps the sections; a new ACL set keeps the credentials.
+	st.bump()
+	images.SetACLs(imageACL(2))
+	third := images.Current()
+	if c, _ := third.BrokerConfigs(""); c["version"] != fmt.Sprint(third.Controller) || !consistent(third) {
+		t.Fatalf("the third image mixes versions: controller %d, default configs %v", third.Controller, c)
+	}
+	if az.AuthorizeIn(third.ACLs(), "User:1", "h", security.OpRead, security.ResourceTopic, "t") || !az.AuthorizeIn(third.ACLs(), "User:2", "h", security.OpRead, security.ResourceTopic, "t") {
+		t.Fatal("the third image does not carry the second ACL set alone")
+	}
+	if _, ok := third.ScramCredential("alice", scram.SHA256); !ok {
+		t.Fatal("SetACLs dropped the SCRAM credentials")
+	}
+	// The request that took the second image still decides and reads with it.
+	if !az.AuthorizeIn(second.ACLs(), "User:1", "h", security.OpRead, security.ResourceTopic, "t") || second.Controller != first.Controller {
+		t.Fatal("an image changed after it was handed out")
+	}
+}
+
+// TestImageSectionRacingABuild: ACL sets racing builds (run with -race) never leave the
+// current image behind: once the setter stops, Current carries the last ACLs set.
+func TestImageSectionRacingABuild(t *testing.T) {
+	images := NewImages(newRacingStore(0))
+	az := security.NewAuthorizer(nil, false)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	const last = 300
+	go func() {
+		defer wg.Done()
+		for v := 1; v <= last; v++ {
+			images.SetACLs(imageACL(v))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < last; i++ {
+			images.Current()
+		}
+	}()
+	wg.Wait()
+	if im := images.Current(); !az.AuthorizeIn(im.ACLs(), fmt.Sprintf("User:%d", last), "h", security.OpRead, security.ResourceTopic, "t") {
+		t.Fatalf("after the last SetACLs the image carries %v", im.ACLs().Bindings())
 	}
 }

@@ -16,16 +16,18 @@ import (
 //     All) refuses, and otherwise an ALLOW matching them permits. Describe is implied by
 //     Read, Write, Delete and Alter; DescribeConfigs by AlterConfigs.
 //
-// Decisions read an immutable snapshot of the ACLs swapped by SetACLs, so the per-request
-// check takes no lock and allocates nothing.
+// Decisions read an immutable index of the ACLs: the one SetACLs swapped in (Authorize), or
+// one the caller holds (AuthorizeIn: the ACLs of the metadata image its request reads), so
+// the per-request check takes no lock and allocates nothing.
 type Authorizer struct {
 	super       map[string]bool
 	allowIfNone bool
-	snap        atomic.Pointer[aclSnapshot]
+	snap        atomic.Pointer[ACLIndex]
 }
 
-// aclSnapshot is the ACLs indexed for lookups; never changed once published.
-type aclSnapshot struct {
+// ACLIndex is a set of ACLs indexed for lookups (IndexACLs); immutable, so shared by every
+// reader without a lock.
+type ACLIndex struct {
 	bindings []Binding                           // all, in a stable order
 	literal  map[ResourceType]map[string][]Entry // LITERAL patterns, "*" included
 	prefixed map[ResourceType]map[string][]Entry // PREFIXED patterns
@@ -44,8 +46,19 @@ func NewAuthorizer(superUsers []string, allowIfNoACL bool) *Authorizer {
 }
 
 // SetACLs replaces the ACLs the authorizer decides with.
-func (a *Authorizer) SetACLs(bindings []Binding) {
-	s := &aclSnapshot{
+func (a *Authorizer) SetACLs(bindings []Binding) { a.SetIndex(IndexACLs(bindings)) }
+
+// SetIndex is SetACLs with ACLs already indexed (nil: none).
+func (a *Authorizer) SetIndex(ix *ACLIndex) {
+	if ix == nil {
+		ix = emptyIndex
+	}
+	a.snap.Store(ix)
+}
+
+// IndexACLs indexes bindings (copied; the caller keeps its slice).
+func IndexACLs(bindings []Binding) *ACLIndex {
+	s := &ACLIndex{
 		bindings: slices.Clone(bindings),
 		literal:  map[ResourceType]map[string][]Entry{},
 		prefixed: map[ResourceType]map[string][]Entry{},
@@ -68,11 +81,19 @@ func (a *Authorizer) SetACLs(bindings []Binding) {
 		idx[p.Type][p.Name] = append(idx[p.Type][p.Name], b.Entry)
 		s.byType[p.Type] = append(s.byType[p.Type], b)
 	}
-	a.snap.Store(s)
+	return s
 }
 
-// ACLs returns every ACL, sorted by resource type, pattern type, name, principal, host,
-// operation and permission.
+// Bindings are the index's ACLs, sorted by resource type, pattern type, name, principal,
+// host, operation and permission. Shared: do not modify. A nil index has none.
+func (s *ACLIndex) Bindings() []Binding {
+	if s == nil {
+		return nil
+	}
+	return s.bindings
+}
+
+// ACLs returns every ACL of SetACLs, sorted as ACLIndex.Bindings.
 func (a *Authorizer) ACLs() []Binding { return a.snap.Load().bindings }
 
 // IsSuperUser tells whether principal is in super.users.
@@ -81,10 +102,17 @@ func (a *Authorizer) IsSuperUser(principal string) bool { return a.super[princip
 // Authorize tells whether principal, connected from host, may do op on the resource of type
 // typ named name.
 func (a *Authorizer) Authorize(principal, host string, op Operation, typ ResourceType, name string) bool {
+	return a.AuthorizeIn(a.snap.Load(), principal, host, op, typ, name)
+}
+
+// AuthorizeIn is Authorize with the ACLs of s instead of those of SetACLs (a nil s has none).
+func (a *Authorizer) AuthorizeIn(s *ACLIndex, principal, host string, op Operation, typ ResourceType, name string) bool {
 	if a.super[principal] {
 		return true
 	}
-	s := a.snap.Load()
+	if s == nil {
+		s = emptyIndex
+	}
 	lit := s.literal[typ]
 	exact, wild := lit[name], lit[Wildcard]
 	found := len(exact)+len(wild) > 0
@@ -155,10 +183,21 @@ func implies(granted, op Operation) bool {
 // DENY of the same name, or of a prefix of it, takes it back. With no ACL of that type at
 // all, allow.everyone.if.no.acl.found decides.
 func (a *Authorizer) AuthorizeAny(principal, host string, op Operation, typ ResourceType) bool {
+	return a.AuthorizeAnyIn(a.snap.Load(), principal, host, op, typ)
+}
+
+// emptyIndex is the index of no ACLs, for a nil *ACLIndex.
+var emptyIndex = IndexACLs(nil)
+
+// AuthorizeAnyIn is AuthorizeAny with the ACLs of s (a nil s has none).
+func (a *Authorizer) AuthorizeAnyIn(s *ACLIndex, principal, host string, op Operation, typ ResourceType) bool {
 	if a.super[principal] {
 		return true
 	}
-	bs := a.snap.Load().byType[typ]
+	if s == nil {
+		s = emptyIndex
+	}
+	bs := s.byType[typ]
 	if len(bs) == 0 {
 		return a.allowIfNone
 	}

@@ -15,9 +15,10 @@ package server
 // never pointed at a node id the same answer does not list. A live leader without the
 // client's listener gets LISTENER_NOT_FOUND from v6 (LEADER_NOT_AVAILABLE before). Any broker
 // answers for the whole cluster.
-// The whole answer (cluster id, controller, brokers, topics) comes from one metadata image
-// (cluster.Images.Current, read once per request), so it never mixes two versions of the
-// metadata: a leader is listed among the brokers of the same version.
+// The whole answer (cluster id, controller, brokers, topics) and its authorization (the ACLs)
+// come from one metadata image (cluster.Images.Current, read once per request), so it never
+// mixes two versions of the metadata: a leader is listed among the brokers of the same
+// version, and a topic is listed under the ACLs of that version.
 // Authorized operations are not computed: they keep Kafka's "not requested" value.
 //
 // Authorization (with authorizer.class.name set): the list of all topics holds only those the
@@ -56,7 +57,7 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 	all := r.Topics == nil || (req.version == 0 && len(r.Topics) == 0)
 	if all {
 		for _, t := range im.Topics() {
-			if s.permits(req, security.OpDescribe, security.ResourceTopic, t.Name) { // a filter: no denial logged
+			if s.permitsIn(im, req, security.OpDescribe, security.ResourceTopic, t.Name) { // a filter: no denial logged
 				resp.Topics = append(resp.Topics, view.topic(t))
 			}
 		}
@@ -80,7 +81,7 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 		if rt.Name != nil {
 			name = *rt.Name
 		}
-		if !s.allowed(req, security.OpDescribe, security.ResourceTopic, name) {
+		if !s.allowedIn(im, req, security.OpDescribe, security.ResourceTopic, name) {
 			// Refused whether or not the topic exists, so its existence does not leak.
 			resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{ErrorCode: wire.ErrTopicAuthorizationFailed.Code, Name: rt.Name, TopicId: rt.TopicId, TopicAuthorizedOperations: -1 << 31})
 			continue
@@ -92,8 +93,8 @@ func handleMetadata(s *Server, ctx context.Context, req *request) *pending {
 		var err error = wire.ErrUnknownTopicOrPartition
 		if !cluster.ValidTopicName(name) {
 			err = wire.ErrInvalidTopicException
-		} else if autoCreate && !s.permits(req, security.OpCreate, security.ResourceCluster, security.ClusterName) &&
-			!s.allowed(req, security.OpCreate, security.ResourceTopic, name) {
+		} else if autoCreate && !s.permitsIn(im, req, security.OpCreate, security.ResourceCluster, security.ClusterName) &&
+			!s.allowedIn(im, req, security.OpCreate, security.ResourceTopic, name) {
 			err = wire.ErrTopicAuthorizationFailed
 		} else if autoCreate {
 			if t, err = s.autoCreateTopic(ctx, name); err == nil {

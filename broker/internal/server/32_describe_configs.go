@@ -13,6 +13,11 @@ package server
 // Authorization (with authorizer.class.name set): DescribeConfigs on the topic (else
 // TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster (else
 // CLUSTER_AUTHORIZATION_FAILED).
+//
+// Who does the work: the handler, from one metadata image read once per request
+// (cluster.Images.Current): the ACLs it authorizes with, the topics and their overrides, and
+// the dynamic broker configs (this broker's and the default's, which the image holds) are of
+// one version, so one answer never mixes a config from before a change with one after it.
 
 import (
 	"context"
@@ -36,14 +41,15 @@ func handleDescribeConfigs(s *Server, _ context.Context, req *request) *pending 
 	r := req.msg.(*wire.DescribeConfigsRequest)
 	resp := &wire.DescribeConfigsResponse{}
 	resp.Default()
+	im := s.images.Current() // the one read of the metadata for this request
 	for _, res := range r.Resources {
 		var out wire.DescribeConfigsResponseResult
 		out.Default()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
 		var configs []wire.DescribeConfigsResponseResourceResult
-		err := s.configAllowed(req, security.OpDescribeConfigs, res.ResourceType, res.ResourceName)
+		err := s.configAllowedIn(im, req, security.OpDescribeConfigs, res.ResourceType, res.ResourceName)
 		if err == nil {
-			configs, err = s.describeResource(res, r.IncludeSynonyms, r.IncludeDocumentation && req.version >= 3)
+			configs, err = s.describeResource(im, res, r.IncludeSynonyms, r.IncludeDocumentation && req.version >= 3)
 		}
 		out.ErrorCode = errCode(err)
 		out.ErrorMessage = errMessage(err)
@@ -55,7 +61,7 @@ func handleDescribeConfigs(s *Server, _ context.Context, req *request) *pending 
 	return ready(reply{msg: resp})
 }
 
-func (s *Server) describeResource(res wire.DescribeConfigsRequestResource, synonyms, docs bool) ([]wire.DescribeConfigsResponseResourceResult, error) {
+func (s *Server) describeResource(im *cluster.Image, res wire.DescribeConfigsRequestResource, synonyms, docs bool) ([]wire.DescribeConfigsResponseResourceResult, error) {
 	want := func(name string) bool {
 		return res.ConfigurationKeys == nil || slices.Contains(res.ConfigurationKeys, name)
 	}
@@ -72,7 +78,7 @@ func (s *Server) describeResource(res wire.DescribeConfigsRequestResource, synon
 	}
 	switch res.ResourceType {
 	case resourceTopic:
-		t, ok := s.md.Topic(res.ResourceName)
+		t, ok := im.Topic(res.ResourceName)
 		if !ok {
 			return nil, fmt.Errorf("%w: topic %s", wire.ErrUnknownTopicOrPartition, res.ResourceName)
 		}
@@ -97,7 +103,7 @@ func (s *Server) describeResource(res wire.DescribeConfigsRequestResource, synon
 			}
 			e := entry(d.Name, s.conf.Get(d.Name), s.conf.Source(d.Name), d.Type, d.Doc)
 			e.ReadOnly = !slices.Contains(dynamicBrokerConfigs, d.Name)
-			if v, src, ok := s.dynamicBrokerValue(d.Name); ok {
+			if v, src, ok := s.dynamicBrokerValueIn(im, d.Name); ok {
 				e.Value, e.ConfigSource = &v, int8(src)
 			}
 			if d.Type == config.Password {
@@ -112,7 +118,7 @@ func (s *Server) describeResource(res wire.DescribeConfigsRequestResource, synon
 			if !want(name) || config.LookupBroker(name) != nil {
 				continue
 			}
-			v, src, ok := s.dynamicBrokerValue(name)
+			v, src, ok := s.dynamicBrokerValueIn(im, name)
 			if !ok {
 				v, src = unlimitedRate, config.SourceDefault // Kafka's default, Long.MAX_VALUE: no limit
 			}
@@ -126,6 +132,25 @@ func (s *Server) describeResource(res wire.DescribeConfigsRequestResource, synon
 		return nil, fmt.Errorf("%w: resource type %d is not supported", wire.ErrInvalidRequest, res.ResourceType)
 	}
 	return out, nil
+}
+
+// dynamicBrokerValueIn is dynamicBrokerValue read from im, which holds this broker's and the
+// default's dynamic configs (the store's read when it does not: an image of a store that
+// has not yet read them).
+func (s *Server) dynamicBrokerValueIn(im *cluster.Image, key string) (string, config.Source, bool) {
+	for _, b := range []struct {
+		name string
+		src  config.Source
+	}{{strconv.Itoa(int(s.self.NodeID)), config.SourceDynamicBroker}, {"", config.SourceDynamicDefaultBroker}} {
+		c, ok := im.BrokerConfigs(b.name)
+		if !ok {
+			c = s.md.BrokerConfigs(b.name)
+		}
+		if v, ok := c[key]; ok {
+			return v, b.src, true
+		}
+	}
+	return "", 0, false
 }
 
 // synonyms lists where a topic config's value may come from, most specific first.

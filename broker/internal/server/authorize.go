@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 
+	"github.com/spoolmq/spool/broker/internal/cluster"
 	"github.com/spoolmq/spool/broker/internal/config"
 	"github.com/spoolmq/spool/broker/internal/security"
 	"github.com/spoolmq/spool/protocol-spec/wire"
@@ -64,7 +65,9 @@ func (s *Server) reloadACLs() error {
 	if err != nil {
 		return fmt.Errorf("loading ACLs: %w", err)
 	}
-	a.SetACLs(bs)
+	ix := security.IndexACLs(bs)
+	a.SetIndex(ix)       // DescribeAcls lists them
+	s.images.SetACLs(ix) // requests decide with their image's
 	return nil
 }
 
@@ -73,11 +76,23 @@ func (s *Server) reloadACLs() error {
 // is logged at info (principal, host, operation, resource, API), once per principal, operation
 // and resource per spool.log.summary.interval.ms (loglines.go), as Kafka's
 // kafka.authorizer.logger logs denials at INFO.
+//
+// It decides with the ACLs of the current metadata image; a handler that answers from an
+// image it read (Metadata, DescribeConfigs) calls allowedIn with that image, so the ACLs it
+// decides with and the metadata it answers with are of one version.
 func (s *Server) allowed(req *request, op security.Operation, typ security.ResourceType, name string) bool {
 	if s.authz == nil {
 		return true
 	}
-	ok := s.authz.Authorize(req.principal, req.host, op, typ, name)
+	return s.allowedIn(s.images.Current(), req, op, typ, name)
+}
+
+// allowedIn is allowed with the ACLs of im.
+func (s *Server) allowedIn(im *cluster.Image, req *request, op security.Operation, typ security.ResourceType, name string) bool {
+	if s.authz == nil {
+		return true
+	}
+	ok := s.authz.AuthorizeIn(im.ACLs(), req.principal, req.host, op, typ, name)
 	if !ok {
 		s.logDenied(req, op.String(), typ.String(), name)
 	}
@@ -88,7 +103,12 @@ func (s *Server) allowed(req *request, op security.Operation, typ security.Resou
 // lists (Metadata's topic list, ListGroups) or that a second check may still allow, as Kafka
 // passes logIfDenied=false for them: they refuse nothing.
 func (s *Server) permits(req *request, op security.Operation, typ security.ResourceType, name string) bool {
-	return s.authz == nil || s.authz.Authorize(req.principal, req.host, op, typ, name)
+	return s.authz == nil || s.permitsIn(s.images.Current(), req, op, typ, name)
+}
+
+// permitsIn is permits with the ACLs of im.
+func (s *Server) permitsIn(im *cluster.Image, req *request, op security.Operation, typ security.ResourceType, name string) bool {
+	return s.authz == nil || s.authz.AuthorizeIn(im.ACLs(), req.principal, req.host, op, typ, name)
 }
 
 // allowedCluster checks op on the cluster resource.
@@ -101,7 +121,7 @@ func (s *Server) allowedAny(req *request, op security.Operation, typ security.Re
 	if s.authz == nil {
 		return true
 	}
-	return s.authz.AuthorizeAny(req.principal, req.host, op, typ)
+	return s.authz.AuthorizeAnyIn(s.images.Current().ACLs(), req.principal, req.host, op, typ)
 }
 
 // hostOf is the IP address ACL hosts are compared with (Kafka's InetAddress.getHostAddress).
@@ -123,13 +143,18 @@ func hostOf(a net.Addr) string {
 // APIs (AlterConfigs): a topic needs op on the topic (else TOPIC_AUTHORIZATION_FAILED), a
 // broker or broker logger op on the cluster (else CLUSTER_AUTHORIZATION_FAILED), as in Kafka.
 func (s *Server) configAllowed(req *request, op security.Operation, resourceType int8, name string) error {
+	return s.configAllowedIn(s.images.Current(), req, op, resourceType, name)
+}
+
+// configAllowedIn is configAllowed with the ACLs of im.
+func (s *Server) configAllowedIn(im *cluster.Image, req *request, op security.Operation, resourceType int8, name string) error {
 	if resourceType == resourceTopic {
-		if !s.allowed(req, op, security.ResourceTopic, name) {
+		if !s.allowedIn(im, req, op, security.ResourceTopic, name) {
 			return fmt.Errorf("%w: %s on topic %s", wire.ErrTopicAuthorizationFailed, op, name)
 		}
 		return nil
 	}
-	if !s.allowedCluster(req, op) {
+	if !s.allowedIn(im, req, op, security.ResourceCluster, security.ClusterName) {
 		return fmt.Errorf("%w: %s on the cluster", wire.ErrClusterAuthorizationFailed, op)
 	}
 	return nil

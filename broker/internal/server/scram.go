@@ -54,15 +54,12 @@ func (s *Server) reloadScram() error {
 		return fmt.Errorf("loading SCRAM credentials: %w", err)
 	}
 	u.creds.Store(&creds)
+	s.images.SetScram(creds) // shared, never modified: the next reload reads a new map
 	return nil
 }
 
-// scramCredential is a user's credential for a mechanism (security.ScramLookup).
+// scramCredential is a user's credential for a mechanism (security.ScramLookup), from the
+// current metadata image.
 func (s *Server) scramCredential(user string, m scram.Mechanism) (security.ScramCredential, bool) {
-	creds := s.scram.creds.Load()
-	if creds == nil {
-		return security.ScramCredential{}, false
-	}
-	c, ok := (*creds)[user][m]
-	return c, ok
+	return s.images.Current().ScramCredential(user, m)
 }

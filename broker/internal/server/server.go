@@ -136,6 +136,8 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		s.logs.Close()
 		return nil, fmt.Errorf("opening metadata: %w", err)
 	}
+	// The images first: the authorizer and the SCRAM loader set their sections.
+	s.images = cluster.NewImages(s.md)
 	if err := s.openAuthorizer(); err != nil {
 		s.logs.Close()
 		s.md.Close()
@@ -146,7 +148,6 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 		s.md.Close()
 		return nil, err
 	}
-	s.images = cluster.NewImages(s.md)
 	s.producers = &producerIDs{md: s.md}
 	s.repl = &replication.Settings{
 		Self:        s.self.NodeID,

@@ -55,6 +55,18 @@ func (s *Store) BrokerConfigs(broker string) map[string]string {
 	return c
 }
 
+// DynamicBrokerConfigs implements cluster.Metadata: this broker's and the default's, which
+// it follows (those whose znode it has read; another broker's are read by BrokerConfigs).
+func (s *Store) DynamicBrokerConfigs() map[string]map[string]string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]map[string]string, len(s.brokerCfg))
+	for b, c := range s.brokerCfg {
+		out[b] = maps.Clone(c)
+	}
+	return out
+}
+
 // SetBrokerConfigs implements cluster.Metadata.
 func (s *Store) SetBrokerConfigs(ctx context.Context, broker string, configs map[string]string) error {
 	path := s.p(brokerConfigPath(broker))

@@ -12,7 +12,8 @@
 //
 // Concurrency: the coordinator's map of groups has its own lock (c.mu: the map, the owned and
 // loading partitions; held for map operations only, never across I/O: a partition's replay
-// in OnElection runs without it); each group has a lock (g.mu) that every operation on it
+// runs on a goroutine OnElection starts, without it, and the caller of OnElection does not
+// wait for it); each group has a lock (g.mu) that every operation on it
 // holds. Under g.mu a group's records are appended as the partition's leader (append: one
 // write(2), no fsync, so a group's records keep their order); the commit wait (durable by the
 // flush policy, then on every in-sync replica, up to 30 s with a lagging follower) never runs
@@ -197,13 +198,15 @@ type Coordinator struct {
 	// meanwhile withdraws: their groups answer COORDINATOR_LOAD_IN_PROGRESS.
 	loading   map[int32]uint64
 	loadToken uint64
-	nparts    int32 // __consumer_offsets' partition count
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	closed    bool
-	expiry    Timer
-	txn       txnOffsets // offsets of open transactions (txn_offsets.go)
+	// loads are the last load OnElection started per partition, for WaitLoad.
+	loads  map[int32]*loadRun
+	nparts int32 // __consumer_offsets' partition count
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed bool
+	expiry Timer
+	txn    txnOffsets // offsets of open transactions (txn_offsets.go)
 }
 
 // New creates a coordinator that owns no partition yet (see OnElection).
@@ -226,7 +229,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Log, clock: cfg.Clock, groups: map[string]*group{}, owned: map[int32]Partition{}, loading: map[int32]uint64{}}
+	c := &Coordinator{cfg: cfg, log: cfg.Log, clock: cfg.Clock, groups: map[string]*group{}, owned: map[int32]Partition{}, loading: map[int32]uint64{}, loads: map[int32]*loadRun{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.scheduleExpiry()
 	return c, nil
@@ -269,32 +272,76 @@ func (c *Coordinator) serving(groupID string) *wire.Error {
 }
 
 // OnElection makes the coordinator serve the groups of partition p (of n): it loads them
-// from the partition's log, then takes requests for them. The replay runs without the
+// from the partition's log, then takes requests for them. It returns at once: the replay runs
+// on a goroutine of its own (Kafka's GroupMetadataManager loads on its scheduler thread), so
+// the caller (reconcile, holding its lock) never waits on a log's reads, and without the
 // coordinator's lock; meanwhile the partition's groups answer COORDINATOR_LOAD_IN_PROGRESS
-// and every other group is served as usual. A resignation during the load discards it.
+// and every other group is served as usual. A resignation or a newer election during the load
+// discards it; a load that fails is logged and leaves the partition unserved
+// (NOT_COORDINATOR) until its next election. WaitLoad waits for the outcome. The error is
+// for the call itself and is always nil today (kept for callers that log it).
 func (c *Coordinator) OnElection(p, n int32, part Partition) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
-		c.mu.Unlock()
 		return nil
 	}
 	if _, ok := c.owned[p]; ok {
 		c.owned[p] = part
-		c.mu.Unlock()
 		return nil
 	}
 	c.nparts = n
 	c.loadToken++
 	token := c.loadToken
 	c.loading[p] = token
-	c.mu.Unlock()
+	run := &loadRun{done: make(chan struct{})}
+	c.loads[p] = run
+	c.wg.Add(1) // under c.mu while not closed: Close's Wait sees it
+	go func() {
+		defer c.wg.Done()
+		run.err = c.loadPartition(p, n, part, token)
+		if run.err != nil {
+			c.log.Error("loading consumer groups", "partition", p, "err", run.err)
+		}
+		close(run.done)
+	}()
+	return nil
+}
 
+// loadRun is one load of a partition started by OnElection: done closes when it has ended,
+// err is its outcome (set before done closes).
+type loadRun struct {
+	done chan struct{}
+	err  error
+}
+
+// WaitLoad waits until the last load of partition p that OnElection started has ended (at
+// once when there was none) and returns its error, or ctx's.
+func (c *Coordinator) WaitLoad(ctx context.Context, p int32) error {
+	c.mu.Lock()
+	run := c.loads[p]
+	c.mu.Unlock()
+	if run == nil {
+		return nil
+	}
+	select {
+	case <-run.done:
+		return run.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// loadPartition replays partition p without any lock and installs its groups unless a
+// resignation, a newer election (token) or Close came meanwhile. Runs on OnElection's
+// goroutine.
+func (c *Coordinator) loadPartition(p, n int32, part Partition, token uint64) error {
 	start := c.clock.Now()
 	groups, err := c.load(part, func(id string) bool { return partitionFor(id, n) == p })
 	c.mu.Lock()
 	if c.loading[p] != token || c.closed {
 		c.mu.Unlock()
-		return nil // resigned (or closed) meanwhile
+		return nil // resigned, re-elected or closed meanwhile
 	}
 	delete(c.loading, p)
 	if err != nil {

@@ -101,6 +101,9 @@ func newLoaded(t *testing.T, cfg Config, logs []*storage.Log) *Coordinator {
 		if err := c.OnElection(int32(i), int32(len(logs)), LogPartition(l)); err != nil {
 			t.Fatal(err)
 		}
+		if err := c.WaitLoad(context.Background(), int32(i)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return c
 }

@@ -57,6 +57,14 @@ func (s *Server) ensureOffsetsTopic(ctx context.Context) error {
 	if err != nil && !errors.Is(err, wire.ErrTopicAlreadyExists) {
 		return fmt.Errorf("creating %s: %w", group.Topic, err)
 	}
+	// The coordinator loads the partitions led here off reconcile's goroutine; those of a
+	// new topic are empty, so the wait is short, and the request that created the topic is
+	// then served rather than told COORDINATOR_LOAD_IN_PROGRESS.
+	for p := range n {
+		if err := s.groups.WaitLoad(ctx, p); err != nil {
+			return fmt.Errorf("loading %s-%d: %w", group.Topic, p, err)
+		}
+	}
 	s.offsetsReady.Store(true)
 	return nil
 }

@@ -95,8 +95,8 @@ bench:
 	@for m in $(MODULES); do BENCHTIME=$(BENCHTIME) scripts/each-module.sh $$m bench || exit 1; done
 
 ## bench-compare: Apache Kafka 3.9 and Spool side by side on this machine (same workloads and
-## load generators, interleaved, medians and ratios; single nodes W1-W6, then C1: three-broker
-## clusters on ZooKeeper, RF 3, acks=all, and failover under kill -9) into docs/benchmarks.md and docs/bench-*.png;
+## load generators, interleaved, medians and ratios; single nodes W1-W6, then C1 and C2: three-broker
+## clusters on ZooKeeper, RF 3, acks=all, throughput, failover under kill -9 and end-to-end latency) into docs/benchmarks.md and docs/bench-*.png;
 ## QUICK=1: a smoke run in seconds, its report under bench/.cache/quick-report/; BENCHFLAGS=-help lists the rest
 bench-compare: build
 	cd bench && GOWORK=off $(GO) run . $(if $(filter-out 0,$(QUICK)),-quick) $(BENCHFLAGS)

@@ -51,6 +51,7 @@ func (m *movingStore) Topic(string) (cluster.Topic, bool) {
 func (m *movingStore) TopicByID(wire.UUID) (cluster.Topic, bool) {
 	return movingTopic(m.read()), true
 }
+func (m *movingStore) DynamicBrokerConfigs() map[string]map[string]string { return nil }
 func (m *movingStore) Changes() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -116,13 +116,14 @@ func (im *Image) TopicByID(id wire.UUID) (Topic, bool) {
 // non-blocking check of its change channel; a rebuild is serialised by buildMu (the store's
 // reads are in memory: no I/O under it), so concurrent requests after a change build once.
 //
-// Consistency: a build takes the invalidation count and the store's change channel first and
-// reads the store and the sections after; if the channel closed or the count moved
-// meanwhile, a change may have fallen between two of the reads, and the build reads again.
-// Every change of what an image holds closes the channel (the stores' notifyLocked), except
-// a change the store does not signal, which its writer reports with Invalidate
-// (Embedded.SetSelf), and the sections, whose setters store the new value and then
-// invalidate.
+// Consistency: a build takes the invalidation count, the store's change channel and the
+// sections first and reads the store after; if the channel closed, the count moved or the
+// sections were replaced meanwhile, a change may have fallen between two of the reads, and
+// the build reads again. Every change of what an image holds closes the channel (the stores'
+// notifyLocked), except a change the store does not signal, which its writer reports with
+// Invalidate (Embedded.SetSelf), and the sections (ACLs, SCRAM credentials), which their
+// setters replace with a new pointer: an image built with older ones is stale. When only the
+// sections moved, the next image shares the store's part with the previous one (no re-read).
 type Images struct {
 	md      Metadata
 	buildMu sync.Mutex
@@ -139,6 +140,7 @@ type built struct {
 	image   *Image
 	changed <-chan struct{} // closed when the store moves past image
 	epoch   uint64          // invalidated when built
+	sec     *sections       // the sections when built (nil: none set yet)
 }
 
 // maxBuildRetries bounds the re-reads of a build that changes keep overtaking: the last read
@@ -156,17 +158,28 @@ func (s *Images) Current() *Image {
 	}
 	s.buildMu.Lock()
 	defer s.buildMu.Unlock()
-	if b := s.cur.Load(); b != nil && s.fresh(b) {
-		return b.image
+	prev := s.cur.Load()
+	if prev != nil && s.fresh(prev) {
+		return prev.image
 	}
 	var b *built
-	for try := 0; ; try++ {
-		epoch := s.invalidated.Load()
-		changed := s.md.Changes()
-		im := s.read()
-		b = &built{image: im, changed: changed, epoch: epoch}
-		if s.fresh(b) || try == maxBuildRetries {
-			break
+	if prev != nil && s.storeFresh(prev) {
+		// Only the sections moved (an ACL or credential reload): the store's part is
+		// shared with the previous image, not read again.
+		sec := s.sec.Load()
+		im := *prev.image
+		im.sections = sectionsOf(sec)
+		b = &built{image: &im, changed: prev.changed, epoch: prev.epoch, sec: sec}
+	} else {
+		for try := 0; ; try++ {
+			epoch := s.invalidated.Load()
+			changed := s.md.Changes()
+			sec := s.sec.Load()
+			im := s.read(sec)
+			b = &built{image: im, changed: changed, epoch: epoch, sec: sec}
+			if s.fresh(b) || try == maxBuildRetries {
+				break
+			}
 		}
 	}
 	s.version++
@@ -194,16 +207,25 @@ func (s *Images) SetScram(creds map[string]map[scram.Mechanism]security.ScramCre
 func (s *Images) setSection(set func(*sections)) {
 	s.secMu.Lock()
 	defer s.secMu.Unlock()
-	var next sections
-	if cur := s.sec.Load(); cur != nil {
-		next = *cur
-	}
+	next := sectionsOf(s.sec.Load())
 	set(&next)
-	s.sec.Store(&next)
-	s.Invalidate() // after the store: a build that sees the new count reads the new value
+	s.sec.Store(&next) // a new pointer: every image built with the old one is stale
+}
+
+// sectionsOf is *sec, or no sections for nil.
+func sectionsOf(sec *sections) sections {
+	if sec == nil {
+		return sections{}
+	}
+	return *sec
 }
 
 func (s *Images) fresh(b *built) bool {
+	return b.sec == s.sec.Load() && s.storeFresh(b)
+}
+
+// storeFresh reports whether the store has not moved past b (its part of the image is current).
+func (s *Images) storeFresh(b *built) bool {
 	if b.epoch != s.invalidated.Load() {
 		return false
 	}
@@ -215,13 +237,11 @@ func (s *Images) fresh(b *built) bool {
 	}
 }
 
-// read copies the store's state into a new image.
-func (s *Images) read() *Image {
+// read copies the store's state into a new image with the sections sec.
+func (s *Images) read(sec *sections) *Image {
 	im := &Image{ClusterID: s.md.ClusterID(), Controller: s.md.ControllerID(), brokers: s.md.Brokers(), topics: s.md.Topics(),
 		brokerCfg: s.md.DynamicBrokerConfigs()}
-	if sec := s.sec.Load(); sec != nil {
-		im.sections = *sec
-	}
+	im.sections = sectionsOf(sec)
 	im.byName = make(map[string]int, len(im.topics))
 	im.byID = make(map[wire.UUID]int, len(im.topics))
 	for i, t := range im.topics {

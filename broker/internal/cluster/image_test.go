@@ -212,6 +212,23 @@ func TestImageSectionsAreOneVersion(t *testing.T) {
 		t.Fatal("no change since, yet a new image")
 	}
 
+	// An ACL change alone makes a new image without reading the store again.
+	st.mu.Lock()
+	reads := st.reads
+	st.mu.Unlock()
+	images.SetACLs(imageACL(5))
+	aclOnly := images.Current()
+	st.mu.Lock()
+	readsAfter := st.reads
+	st.mu.Unlock()
+	if aclOnly == second || readsAfter != reads || aclOnly.Controller != second.Controller || !az.AuthorizeIn(aclOnly.ACLs(), "User:5", "h", security.OpRead, security.ResourceTopic, "t") {
+		t.Fatalf("after an ACL change alone: image %d (store reads %d→%d), controller %d, want a new image with the new ACLs and the store's part of image %d",
+			aclOnly.Version, reads, readsAfter, aclOnly.Controller, second.Version)
+	}
+	if az.AuthorizeIn(second.ACLs(), "User:5", "h", security.OpRead, security.ResourceTopic, "t") {
+		t.Fatal("the new ACLs reached an image handed out before them")
+	}
+
 	// A store change keeps the sections; a new ACL set keeps the credentials.
 	st.bump()
 	images.SetACLs(imageACL(2))

@@ -92,3 +92,16 @@ func TestMetadataRequestReadsOneVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeClusterReadsOneVersion: DescribeCluster's controller and brokers come from one
+// image even when the store changes between the reads it takes (read from the store one by
+// one, the controller would be of one version and the broker list of the next).
+func TestDescribeClusterReadsOneVersion(t *testing.T) {
+	md := &movingStore{version: 1, races: 3, changed: make(chan struct{})}
+	s := &Server{md: md, images: cluster.NewImages(md), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	p := handleDescribeCluster(s, context.Background(), &request{msg: &wire.DescribeClusterRequest{EndpointType: 1}, version: 1, listener: "PLAINTEXT"})
+	resp := p.reply.msg.(*wire.DescribeClusterResponse)
+	if resp.ErrorCode != 0 || len(resp.Brokers) != 1 || resp.Brokers[0].BrokerId != resp.ControllerId {
+		t.Fatalf("controller %d, brokers %+v (error %v): want the controller and the broker list of one version", resp.ControllerId, resp.Brokers, wire.ErrorForCode(resp.ErrorCode))
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/spoolmq/spool/broker/brokertest"
 )
@@ -48,9 +49,10 @@ func TestReadyzClusterWaitsForCatchUp(t *testing.T) {
 	}
 
 	c.Kill(t, 3)
-	waitMetadata(t, adm, topic, "broker 3 out of the ISR", func(td kadm.TopicDetail) bool {
-		return !slices.Contains(td.Partitions[0].ISR, 3)
+	td := waitMetadata(t, adm, topic, "broker 3 out of the ISR", func(td kadm.TopicDetail) bool {
+		return !slices.Contains(td.Partitions[0].ISR, 3) && td.Partitions[0].Leader != 3
 	})
+	leader := td.Partitions[0].Leader
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()[:2]...), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(1<<20),
@@ -80,6 +82,10 @@ func TestReadyzClusterWaitsForCatchUp(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The throttle reaches the leader through its ZooKeeper watches; broker 3 starts only once
+	// the leader itself describes both settings, else it may catch up unthrottled.
+	waitLeaderThrottle(t, c.Brokers[leader].Addr, leader, topic)
+
 	b3 := c.Restart(t, 3)
 	if b3.MetricsAddr == "" {
 		t.Fatal("restarted broker has no metrics address")
@@ -104,5 +110,48 @@ func TestReadyzClusterWaitsForCatchUp(t *testing.T) {
 	})
 	waitMetadata(t, adm, topic, "broker 3 back in the ISR", func(td kadm.TopicDetail) bool {
 		return len(td.Partitions[0].ISR) == 3
+	})
+}
+
+// waitLeaderThrottle waits until the broker leader, asked directly, describes the leader
+// replication throttle: its leader.replication.throttled.rate and the topic's
+// leader.replication.throttled.replicas, which its fetch path reads from the same view.
+func waitLeaderThrottle(t *testing.T, addr string, leader int32, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	describe := func(typ kmsg.ConfigResourceType, name, key string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName, res.ConfigNames = typ, name, []string{key}
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+		if err != nil {
+			return "", err
+		}
+		for _, r := range resp.Resources {
+			for _, c := range r.Configs {
+				if c.Name == key && c.Value != nil {
+					return *c.Value, nil
+				}
+			}
+		}
+		return "", nil
+	}
+	brokertest.WaitForState(t, 30*time.Second, "the leader applies the replication throttle", func() (bool, string) {
+		rate, err := describe(kmsg.ConfigResourceTypeBroker, fmt.Sprint(leader), "leader.replication.throttled.rate")
+		if err != nil {
+			return false, err.Error()
+		}
+		replicas, err := describe(kmsg.ConfigResourceTypeTopic, topic, "leader.replication.throttled.replicas")
+		if err != nil {
+			return false, err.Error()
+		}
+		return rate == "100000" && replicas == "*", fmt.Sprintf("broker %d: rate %q, replicas %q", leader, rate, replicas)
 	})
 }

@@ -228,7 +228,7 @@ func (s *Server) consolePassword(name, pass string) bool {
 	}
 	for _, m := range []scram.Mechanism{scram.SHA256, scram.SHA512} {
 		c, found := s.scramCredential(name, m)
-		if !found || c.Iterations < scram.MinIterations || c.Iterations > 1<<20 {
+		if !found || c.Iterations < scram.MinIterations || c.Iterations > scram.MaxIterations {
 			continue
 		}
 		stored, _ := m.Keys(m.SaltPassword(pass, c.Salt, c.Iterations))

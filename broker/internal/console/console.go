@@ -1,13 +1,18 @@
-// Package console is the broker's built-in web console: a read-only page on the operations
-// listener (/console/) showing the cluster, topics with their partitions, leaders, replicas,
-// ISR and offsets, consumer groups with members, assignments and lag, and live charts of
-// throughput and request latency computed in the browser from the broker's own /metrics.
+// Package console is the broker's built-in web console on the operations listener
+// (/console/): the cluster, topics with their partitions, leaders, replicas, ISR and offsets,
+// consumer groups with members, assignments and lag, live charts of throughput and request
+// latency computed in the browser from the broker's own /metrics; a message browser per
+// partition (from an offset, a timestamp or the end, filtered by key or value text, shown as
+// text, JSON or hex); actions (topic create, delete and config edit, group offset reset); and
+// the ACLs and SASL users.
 //
 // The page is plain HTML, CSS and JavaScript embedded in the binary (no build step, no CDN:
-// the Content-Security-Policy lets it load nothing but its own origin). It reads one JSON
-// document, /console/api/state, which the server assembles on request from the metadata
-// image, the local replicas and the group coordinator: the console costs nothing while
-// nobody looks at it.
+// the Content-Security-Policy lets it load nothing but its own origin), and renders all data
+// as text nodes. This package holds the page and the JSON documents' types; the server
+// answers /console/api/ (server/console_api.go) from the metadata image, the partition
+// manager, the group coordinator and the authorizer on request, behind the broker's own
+// sign-in (HTTP Basic against its SASL users) and ACLs: the console costs nothing while
+// nobody looks at it. Without SASL users it is read-only unless spool.console.write=true.
 package console
 
 import (

@@ -10,7 +10,8 @@ package server
 //     against the broker's SASL users: PLAIN users of the listeners' JAAS configs (compared in
 //     constant time) and SCRAM credentials (the password salted with the stored salt and
 //     iterations must give the stored key). The principal is then User:<name>; wrong or
-//     missing credentials are 401. Without SASL listeners the principal is User:ANONYMOUS.
+//     missing credentials are 401 (wrong ones after connection.failed.authentication.delay.ms,
+//     as a failed SASL exchange). Without SASL listeners the principal is User:ANONYMOUS.
 //   - Authorization: with an authorizer, each read and action is checked as that principal from
 //     the HTTP client's address, as the matching Kafka API checks it (denials are logged like
 //     the APIs'): Describe on a topic to list it, Read on a topic to browse it, Create on the
@@ -204,6 +205,14 @@ func (s *Server) consoleSignIn(r *http.Request) (consoleUser, error) {
 		return u, cerr(http.StatusUnauthorized, "sign in with a SASL user of this broker (HTTP Basic)")
 	}
 	if !s.consolePassword(name, pass) {
+		// As a failed SASL exchange: answered after connection.failed.authentication.delay.ms,
+		// which slows password guessing (no lock is held while waiting).
+		if d := time.Duration(s.conf.Int64("connection.failed.authentication.delay.ms")) * time.Millisecond; d > 0 {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+			}
+		}
 		return u, cerr(http.StatusUnauthorized, "sign-in failed: unknown user or wrong password")
 	}
 	u.principal, u.authenticated = "User:"+name, true

@@ -113,6 +113,7 @@ func (s *Server) consoleAPI() http.Handler {
 	act("POST /console/api/topics/{topic}/configs", s.consoleAlterConfigs)
 	act("POST /console/api/groups/{group}/offsets", s.consoleResetOffsets)
 	mux.HandleFunc("/console/api/", func(w http.ResponseWriter, r *http.Request) {
+		console.SecureHeaders(w)
 		console.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no such console API: " + r.Method + " " + r.URL.Path})
 	})
 	return mux

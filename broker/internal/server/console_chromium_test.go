@@ -211,3 +211,72 @@ func TestConsoleBrowseAndActInChromium(t *testing.T) {
 		t.Errorf("the page logged:\n%s", strings.Join(msgs, "\n"))
 	}
 }
+
+// TestConsoleActionsOpenInChromium: on a broker without SASL users the console's forms are
+// refused with the broker's hint until spool.console.write=true; with it, the Topics page
+// creates a topic and the topic page sets a config, which a Kafka client then sees.
+func TestConsoleActionsOpenInChromium(t *testing.T) {
+	heavy(t)
+	for _, write := range []bool{false, true} {
+		b := brokertest.Start(t, brokertest.Options{Props: map[string]string{"spool.metrics.listener": "127.0.0.1:0",
+			"spool.console.write": fmt.Sprint(write)}})
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		tab, messages := browserTab(t)
+		base := "http://" + b.MetricsAddr + "/console/"
+		step(t, tab, "opening the topics page", chromedp.Navigate(base+"#/topics"))
+		waitFor(t, tab, "the create form", `document.getElementById("create-go") !== null`)
+		step(t, tab, "creating a topic", chromedp.SetValue(chromedp.ID("create-name"), "made-in-browser"),
+			chromedp.SetValue(chromedp.ID("create-partitions"), "3"), chromedp.Click(chromedp.ID("create-go")))
+		waitFor(t, tab, "the outcome", `document.getElementById("flash").dataset.ok !== undefined`)
+		flashText := pageValue[string](t, tab, `document.getElementById("flash").textContent`)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		details, err := adm.ListTopics(ctx, "made-in-browser")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !write {
+			if !strings.Contains(flashText, "403") || !strings.Contains(flashText, "spool.console.write=true") {
+				t.Errorf("a read-only console's refusal reads %q", flashText)
+			}
+			if details.Has("made-in-browser") && details["made-in-browser"].Err == nil {
+				t.Error("a read-only console created a topic")
+			}
+			if got := pageValue[string](t, tab, `(document.getElementById("who")||{}).textContent`); !strings.Contains(got, "read-only") {
+				t.Errorf("the header does not say the console is read-only: %q", got)
+			}
+			continue
+		}
+		if !strings.Contains(flashText, "done") || len(details["made-in-browser"].Partitions) != 3 {
+			t.Fatalf("creating from the page: %q, and a client sees %+v", flashText, details)
+		}
+		step(t, tab, "opening the new topic", chromedp.Navigate(base+"#/topic/made-in-browser"))
+		waitFor(t, tab, "the config form", `document.getElementById("cfg-set") !== null`)
+		step(t, tab, "setting retention.ms", chromedp.SetValue(chromedp.ID("cfg-name"), "retention.ms"),
+			chromedp.SetValue(chromedp.ID("cfg-value"), "7200000"), chromedp.Click(chromedp.ID("cfg-set")))
+		waitFor(t, tab, "the page showing the override", `document.querySelector("#configs") !== null && document.querySelector("#configs").textContent.includes("7200000")`)
+		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+		rcs, err := adm.DescribeTopicConfigs(ctx, "made-in-browser")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, c := range rcs[0].Configs {
+			if c.Key == "retention.ms" {
+				got = c.MaybeValue()
+			}
+		}
+		if got != "7200000" {
+			t.Errorf("retention.ms after the page set it, as a client reads it: %q", got)
+		}
+		if msgs := messages(); len(msgs) > 0 {
+			t.Errorf("the page logged:\n%s", strings.Join(msgs, "\n"))
+		}
+	}
+}

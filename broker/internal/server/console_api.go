@@ -33,9 +33,11 @@ package server
 // bytes of keys, values and headers returned, and consoleScanBytes bytes of log scanned (so a
 // filter that matches nothing costs a bounded read); Next says where to go on. Batches are read
 // from the segment files into one buffer per request and decoded with the shared codec
-// (wire/batch, decompression bounded by the partition's limit).
+// (wire/batch, decompression bounded by the partition's limit); at most
+// consoleConcurrentReads pages are read at once, so the memory the browser uses is bounded.
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -69,6 +71,8 @@ const (
 	consoleReadBytes      = 1 << 20  // one partition read
 	consoleMaxBatch       = 64 << 20 // a larger batch is refused rather than buffered
 	consoleMaxBody        = 1 << 20  // an action's JSON body
+	// consoleConcurrentReads is how many message browser pages a broker reads at once.
+	consoleConcurrentReads = 2
 )
 
 // consoleHeader is the header every console action must carry (see the file comment).
@@ -107,7 +111,18 @@ func (s *Server) consoleAPI() http.Handler {
 	}
 	get("/console/api/state", s.consoleStateFor)
 	get("/console/api/security", s.consoleSecurity)
-	get("/console/api/topics/{topic}/partitions/{partition}/records", s.consoleRecords)
+	// At most consoleConcurrentReads pages are read at once, so the browser's buffers stay
+	// bounded however many requests arrive; the others wait for a place.
+	reads := make(chan struct{}, consoleConcurrentReads)
+	get("/console/api/topics/{topic}/partitions/{partition}/records", func(r *http.Request, u consoleUser) (any, error) {
+		select {
+		case reads <- struct{}{}:
+		case <-r.Context().Done():
+			return nil, cerr(http.StatusServiceUnavailable, "gave up waiting for a place to read: %v", r.Context().Err())
+		}
+		defer func() { <-reads }()
+		return s.consoleRecords(r, u)
+	})
 	act("POST /console/api/topics", s.consoleCreateTopic)
 	act("DELETE /console/api/topics/{topic}", s.consoleDeleteTopic)
 	act("POST /console/api/topics/{topic}/configs", s.consoleAlterConfigs)
@@ -576,10 +591,10 @@ func abortedBatch(aborted []partition.AbortedTxn, pid, base int64) bool {
 
 // matches applies the browser's filters: the exact key, and a text the value contains.
 func matches(rec batch.Record, rq recordQuery) bool {
-	if rq.hasKey && (rec.Key == nil || string(rec.Key) != string(rq.key)) {
+	if rq.hasKey && (rec.Key == nil || !bytes.Equal(rec.Key, rq.key)) {
 		return false
 	}
-	return len(rq.value) == 0 || strings.Contains(string(rec.Value), string(rq.value))
+	return len(rq.value) == 0 || bytes.Contains(rec.Value, rq.value)
 }
 
 func cloneNil(b []byte) []byte {

@@ -86,3 +86,30 @@ func TestConsoleMatches(t *testing.T) {
 		}
 	}
 }
+
+// FuzzConsoleRecordQuery: any query string is parsed or refused, never a panic, and what is
+// accepted is within the page's bounds.
+func FuzzConsoleRecordQuery(f *testing.F) {
+	for _, s := range []string{"", "from=end&count=3", "from=offset&offset=9223372036854775807", "from=timestamp&timestamp=-1",
+		"count=500&key=%00&value=%ff", "isolation=read_uncommitted&from=beginning", "from=offset&offset=1e9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		q, err := parseRecordQuery(v)
+		if err != nil {
+			return
+		}
+		if q.count < 1 || q.count > consoleMaxRecords || q.offset < 0 || q.timestamp < 0 {
+			t.Fatalf("%q accepted out of bounds: %+v", raw, q)
+		}
+		switch q.from {
+		case "beginning", "end", "offset", "timestamp":
+		default:
+			t.Fatalf("%q accepted with from %q", raw, q.from)
+		}
+	})
+}

@@ -239,6 +239,7 @@ const (
 	OffsetsRetentionMinutes      = "offsets.retention.minutes"
 	PprofListener                = "spool.pprof.listener"
 	MetricsListener              = "spool.metrics.listener"
+	ConsoleWrite                 = "spool.console.write"
 	OTLPEndpoint                 = "spool.otlp.endpoint"
 	MemoryLimitBytes             = "spool.memory.limit.bytes"
 	LogSummaryIntervalMs         = "spool.log.summary.interval.ms"
@@ -324,6 +325,8 @@ var BrokerDefs = []Def{
 		Doc: "HOST:PORT for Go's pprof profiles over HTTP (/debug/pprof/); empty: off."},
 	{Name: MetricsListener, Type: String, Nullable: true, Check: hostPort,
 		Doc: "HOST:PORT of the operations HTTP listener: /metrics (Prometheus), /healthz, /readyz and the web console (/console/); empty: off (--metrics-listen)."},
+	{Name: ConsoleWrite, Type: Boolean, Default: "false",
+		Doc: "Lets the web console act (create, delete and configure topics, reset group offsets) on a broker without SASL users; with SASL users the console signs people in with them and the ACLs decide, whatever this says. false: a console without authentication is read-only."},
 	{Name: OTLPEndpoint, Type: String, Nullable: true, Check: httpURL,
 		Doc: "http(s)://HOST:PORT of an OTLP/HTTP trace receiver (an OpenTelemetry collector): the broker exports a span per request to its /v1/traces; empty: off, at no cost (--otlp-endpoint)."},
 	{Name: MemoryLimitBytes, Type: Long, Default: "67108864", Check: atLeast(0),

@@ -94,7 +94,8 @@ func (s *Server) listenOps() error {
 	s.opsLn = ln
 	mux := http.NewServeMux()
 	mux.Handle("/", s.metrics.Handler(s.readiness))
-	mux.Handle("/console/", console.Handler(s.consoleState))
+	mux.Handle("/console/", console.Files())
+	mux.Handle("/console/api/", s.consoleAPI())
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	s.opsHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -42,6 +42,7 @@ func TestReadmeInOrder(t *testing.T) {
 		{"#### Authorization (ACLs)", false, []string{"first-order\n", "bob refused"}, ""},
 		{"#### Client settings (`spool`, the Go SDK, the C ABI)", false, []string{"\npaid\n", "wrong password refused"}, ""},
 		{"### Operations", false, []string{"ready\n", `spool_topic_records_in_total{messaging_destination_name="orders"} 1`}, ""},
+		{"#### The web console", false, []string{`"previous":3,"offset":1`}, ""},
 		{"## The `spool` CLI", true, nil, ""},
 	}
 	data, err := os.ReadFile(readme)

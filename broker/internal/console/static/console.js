@@ -1,7 +1,11 @@
 // Spool console: reads api/state (topics, groups, brokers) and the broker's own /metrics every
 // two seconds, keeps the last five minutes of rates in memory and renders the page for the
-// route in the URL's hash (#/, #/topics, #/topic/NAME, #/groups, #/group/ID). Every DOM node
-// is built with h(), which sets text, never HTML, so names from clients cannot inject markup.
+// route in the URL's hash (#/, #/topics, #/topic/NAME, #/groups, #/group/ID, #/security).
+// Every DOM node is built with h(), which sets text, never HTML, so names, keys, values and
+// headers from clients cannot inject markup. #app is redrawn on every poll; #tools (the
+// message browser, the forms) is built once per route so that what a user types survives the
+// polls. API calls carry the X-Spool-Console header (the broker's CSRF check) and, once the
+// user signed in, Basic credentials kept in sessionStorage.
 "use strict";
 
 const POLL_MS = 2000;
@@ -140,9 +144,7 @@ async function pollMetrics() {
 }
 
 async function pollState() {
-  const resp = await fetch("api/state", { cache: "no-store" });
-  if (!resp.ok) throw new Error("api/state: " + resp.status);
-  state = await resp.json();
+  state = await api("GET", "api/state");
 }
 
 async function tick() {
@@ -154,7 +156,7 @@ async function tick() {
     render();
   } catch (e) {
     status.className = "status bad";
-    status.textContent = "cannot reach the broker: " + e.message;
+    status.textContent = e.status === 401 ? "sign in to see the cluster" : "cannot reach the broker: " + e.message;
   }
 }
 
@@ -309,13 +311,309 @@ function render() {
   else if (route.startsWith("group/")) { view = groupPage(route.slice(6)); tab = "#/groups"; }
   else if (route === "topics") { view = [h("h1", {}, "Topics"), topicsTable(state.topics)]; tab = "#/topics"; }
   else if (route === "groups") { view = [h("h1", {}, "Consumer groups"), groupsTable(state.groups)]; tab = "#/groups"; }
+  else if (route === "security") { view = [h("h1", {}, "Security")]; tab = "#/security"; }
   else { view = overview(); tab = "#/"; }
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.getAttribute("href") === tab);
   const app = document.getElementById("app");
   app.replaceChildren(...view);
   app.dataset.route = route || "overview";
+  if (route !== toolsRoute) {
+    const built = buildTools(route);
+    if (built) { // null: not yet (a topic the state does not list yet)
+      toolsRoute = route;
+      const tools = document.getElementById("tools");
+      tools.replaceChildren(...built);
+      tools.dataset.route = route || "overview";
+    }
+  }
 }
 
+
+// ---- API calls, sign-in and messages -------------------------------------------------------
+
+const AUTH_KEY = "spool.console.auth";
+let toolsRoute = null; // the route #tools was built for
+let who = null;        // api/security's answer, once read
+
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+// api calls the console API with the CSRF header and the signed-in user's credentials; a 401
+// shows the sign-in form; any other failure throws an ApiError with the broker's message.
+async function api(method, path, body) {
+  const headers = { "X-Spool-Console": "1" };
+  const auth = sessionStorage.getItem(AUTH_KEY);
+  if (auth) headers.Authorization = "Basic " + auth;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, { method, headers, cache: "no-store", credentials: "omit", body: body === undefined ? undefined : JSON.stringify(body) });
+  let data = null;
+  try { data = await resp.json(); } catch (e) { data = null; }
+  if (resp.status === 401) showSignIn((data && data.error) || "sign in");
+  if (!resp.ok) throw new ApiError(resp.status, (data && data.error) || resp.status + " " + resp.statusText);
+  return data;
+}
+
+function flash(ok, msg) {
+  const el = document.getElementById("flash");
+  el.hidden = false;
+  el.className = "flash " + (ok ? "ok" : "bad");
+  el.dataset.ok = ok ? "true" : "false";
+  el.textContent = msg;
+}
+
+// act runs an action and reports its outcome in the flash line.
+async function act(what, fn) {
+  try {
+    const res = await fn();
+    flash(true, what + ": done");
+    await tick();
+    return res;
+  } catch (e) {
+    flash(false, what + " refused (" + (e.status || "error") + "): " + e.message);
+    return null;
+  }
+}
+
+function showSignIn(msg) {
+  const box = document.getElementById("signin");
+  box.hidden = false;
+  document.getElementById("signin-msg").textContent = msg;
+}
+
+function base64UTF8(s) {
+  let bin = "";
+  for (const b of new TextEncoder().encode(s)) bin += String.fromCharCode(b);
+  return btoa(bin);
+}
+
+async function signIn(ev) {
+  ev.preventDefault();
+  const user = document.getElementById("signin-user").value;
+  const pass = document.getElementById("signin-pass").value;
+  sessionStorage.setItem(AUTH_KEY, base64UTF8(user + ":" + pass));
+  try {
+    who = await api("GET", "api/security");
+  } catch (e) {
+    sessionStorage.removeItem(AUTH_KEY);
+    showSignIn(e.message);
+    return;
+  }
+  document.getElementById("signin").hidden = true;
+  document.getElementById("signin-pass").value = "";
+  toolsRoute = null;
+  showWho();
+  await tick();
+}
+
+function signOut() {
+  sessionStorage.removeItem(AUTH_KEY);
+  who = null;
+  state = null;
+  toolsRoute = null;
+  document.getElementById("app").replaceChildren();
+  document.getElementById("tools").replaceChildren();
+  showWho();
+  tick();
+}
+
+function showWho() {
+  const el = document.getElementById("who");
+  if (!who) { el.replaceChildren(); return; }
+  el.replaceChildren(h("span", { class: "mono", id: "principal" }, who.principal),
+    who.authenticated ? h("button", { id: "signout", type: "button", class: "link" }, "Sign out") : null,
+    who.write ? null : h("span", { class: "badge warn", title: who.writeReason }, "read-only"));
+  const out = document.getElementById("signout");
+  if (out) out.addEventListener("click", signOut);
+}
+
+async function loadWho() {
+  try { who = await api("GET", "api/security"); } catch (e) { who = null; }
+  showWho();
+}
+
+// ---- forms ---------------------------------------------------------------------------------
+
+function field(label, input) { return h("label", { class: "field" }, h("span", {}, label), input); }
+function select(id, options, value) {
+  const el = h("select", { id }, options.map(([v, text]) => h("option", { value: v }, text)));
+  if (value !== undefined) el.value = value;
+  return el;
+}
+function button(id, text, onClick, cls) {
+  const b = h("button", { id, type: "button", class: cls });
+  b.textContent = text;
+  b.addEventListener("click", onClick);
+  return b;
+}
+const val = (id) => document.getElementById(id).value;
+
+function buildTools(route) {
+  if (route === "topics") return createTopicTools();
+  if (route.startsWith("topic/")) return topicTools(route.slice(6));
+  if (route.startsWith("group/")) return groupTools(route.slice(6));
+  if (route === "security") return securityTools();
+  return [];
+}
+
+function createTopicTools() {
+  return [h("h2", {}, "Create a topic"),
+    h("form", { class: "tools", id: "create-form" },
+      field("Name", h("input", { id: "create-name", required: true })),
+      field("Partitions", h("input", { id: "create-partitions", type: "number", min: 1, placeholder: "broker default" })),
+      field("Replication factor", h("input", { id: "create-rf", type: "number", min: 1, placeholder: "broker default" })),
+      field("Configs (name=value per line)", h("textarea", { id: "create-configs", rows: 2 })),
+      button("create-go", "Create", () => act("creating topic " + val("create-name"), () => api("POST", "api/topics", {
+        name: val("create-name"), partitions: Number(val("create-partitions")) || 0, replicationFactor: Number(val("create-rf")) || 0,
+        configs: parseConfigs(val("create-configs")),
+      }))))];
+}
+
+function parseConfigs(text) {
+  const out = {};
+  for (const line of text.split("\n")) {
+    const i = line.indexOf("=");
+    if (i > 0) out[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+  }
+  return out;
+}
+
+// decode turns the API's base64 (or null) into bytes.
+function decode(b64) {
+  if (b64 === null || b64 === undefined) return null;
+  const bin = atob(b64);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+// shown renders bytes as text, pretty JSON or hex: always as text nodes.
+function shown(bytes, format) {
+  if (bytes === null) return h("span", { class: "muted" }, "null");
+  if (format === "hex") return h("code", { class: "hex" }, Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(" "));
+  const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+  if (format === "json") {
+    try { return h("pre", { class: "json" }, JSON.stringify(JSON.parse(text), null, 2)); } catch (e) {
+      return h("span", {}, text, h("span", { class: "muted" }, " (not JSON)"));
+    }
+  }
+  return h("span", { class: "text" }, text);
+}
+
+function topicTools(name) {
+  const t = state.topics.find((x) => x.name === name);
+  if (!t) return null;
+  let page = null; // the last answer, for "next"
+  const rows = h("tbody", {});
+  const summary = h("div", { class: "sub", id: "records-summary" });
+  const draw = () => {
+    if (!page) return;
+    const format = val("br-format");
+    rows.replaceChildren(...page.records.map((r) => h("tr", { "data-offset": r.offset },
+      h("td", { class: "num" }, r.offset), h("td", { class: "mono" }, new Date(r.timestamp).toISOString()),
+      h("td", { class: "key" }, shown(decode(r.key), format)), h("td", { class: "value" }, shown(decode(r.value), format)),
+      h("td", { class: "headers" }, r.headers.map((hd) => h("div", {}, h("span", { class: "muted" }, hd.key + ": "), shown(decode(hd.value), format)))))));
+    summary.textContent = page.records.length + " records from offset " + page.start + " (" + page.isolation + "; high watermark " +
+      page.highWatermark + ", last stable " + page.lastStableOffset + ")" + (page.truncated ? "; more from offset " + page.next : "");
+  };
+  const load = async (from, at) => {
+    const q = new URLSearchParams({ from, count: val("br-count") || "50", isolation: val("br-iso") });
+    if (from === "offset") q.set("offset", at);
+    if (from === "timestamp") q.set("timestamp", String(Date.parse(at)));
+    if (val("br-key") !== "") q.set("key", val("br-key"));
+    if (val("br-value") !== "") q.set("value", val("br-value"));
+    try {
+      page = await api("GET", "api/topics/" + encodeURIComponent(name) + "/partitions/" + val("br-partition") + "/records?" + q);
+      draw();
+    } catch (e) {
+      page = null;
+      rows.replaceChildren();
+      summary.textContent = "";
+      flash(false, "browsing refused (" + (e.status || "error") + "): " + e.message);
+    }
+  };
+  const configs = Object.keys(t.configs || {}).sort();
+  return [
+    h("h2", {}, "Messages"),
+    h("form", { class: "tools", id: "browser" },
+      field("Partition", select("br-partition", t.partitions.map((p) => [p.index, String(p.index)]))),
+      field("From", select("br-from", [["beginning", "beginning"], ["offset", "offset"], ["timestamp", "timestamp"], ["end", "end (last N)"]])),
+      field("Offset or time", h("input", { id: "br-at", placeholder: "42 or 2026-01-31T12:00:00Z" })),
+      field("Max records", h("input", { id: "br-count", type: "number", min: 1, max: 500, value: 50 })),
+      field("Key is", h("input", { id: "br-key" })),
+      field("Value contains", h("input", { id: "br-value" })),
+      field("Isolation", select("br-iso", [["read_committed", "read_committed"], ["read_uncommitted", "read_uncommitted"]])),
+      field("Show as", select("br-format", [["text", "text"], ["json", "JSON"], ["hex", "hex"]])),
+      button("br-go", "Browse", () => load(val("br-from"), val("br-at"))),
+      button("br-next", "Next page", () => page && load("offset", String(page.next)))),
+    summary,
+    h("table", { id: "records" }, h("thead", {}, h("tr", {}, h("th", { class: "num" }, "Offset"), h("th", {}, "Timestamp"), h("th", {}, "Key"), h("th", {}, "Value"), h("th", {}, "Headers"))), rows),
+    h("h2", {}, "Change configuration"),
+    h("form", { class: "tools", id: "config-form" },
+      field("Name", h("input", { id: "cfg-name", list: "cfg-names" })),
+      h("datalist", { id: "cfg-names" }, configs.map((c) => h("option", { value: c }))),
+      field("Value", h("input", { id: "cfg-value" })),
+      button("cfg-set", "Set", () => act("setting " + val("cfg-name") + " on " + name, () => api("POST", "api/topics/" + encodeURIComponent(name) + "/configs", { set: { [val("cfg-name")]: val("cfg-value") } }))),
+      button("cfg-delete", "Back to default", () => act("resetting " + val("cfg-name") + " on " + name, () => api("POST", "api/topics/" + encodeURIComponent(name) + "/configs", { delete: [val("cfg-name")] })))),
+    h("h2", {}, "Delete the topic"),
+    h("form", { class: "tools", id: "delete-form" },
+      field("Type the topic's name to confirm", h("input", { id: "del-confirm" })),
+      button("del-go", "Delete " + name, () => {
+        if (val("del-confirm") !== name) { flash(false, "type " + name + " to confirm the deletion"); return; }
+        act("deleting topic " + name, () => api("DELETE", "api/topics/" + encodeURIComponent(name)));
+      }, "danger")),
+  ];
+}
+// The record table follows the format selector at once.
+document.addEventListener("change", (ev) => { if (ev.target.id === "br-format") document.getElementById("br-go").click(); });
+
+function groupTools(id) {
+  const result = h("tbody", {});
+  return [
+    h("h2", {}, "Reset offsets"),
+    h("p", { class: "muted" }, "Only an Empty group's offsets can be reset (stop its consumers first), as kafka-consumer-groups.sh --reset-offsets requires. Without topics, every partition the group has an offset for is reset."),
+    h("form", { class: "tools", id: "reset-form" },
+      field("To", select("rs-to", [["earliest", "earliest"], ["latest", "latest"], ["timestamp", "a timestamp"], ["offset", "an offset"]])),
+      field("Offset or time", h("input", { id: "rs-at", placeholder: "42 or 2026-01-31T12:00:00Z" })),
+      field("Topics (comma separated)", h("input", { id: "rs-topics" })),
+      button("rs-go", "Reset offsets", async () => {
+        const to = val("rs-to");
+        const body = { to };
+        if (to === "offset") body.offset = Number(val("rs-at"));
+        if (to === "timestamp") body.timestamp = Date.parse(val("rs-at"));
+        const topics = val("rs-topics").split(",").map((x) => x.trim()).filter((x) => x);
+        if (topics.length) body.topics = topics;
+        const res = await act("resetting the offsets of " + id, () => api("POST", "api/groups/" + encodeURIComponent(id) + "/offsets", body));
+        result.replaceChildren(...(res ? res.offsets : []).map((o) => h("tr", { "data-reset": o.topic + "-" + o.partition },
+          h("td", {}, o.topic), h("td", { class: "num" }, o.partition), h("td", { class: "num" }, o.previous < 0 ? "–" : o.previous), h("td", { class: "num" }, o.offset))));
+      }, "danger")),
+    h("table", { id: "reset-result" }, h("thead", {}, h("tr", {}, h("th", {}, "Topic"), h("th", { class: "num" }, "Partition"), h("th", { class: "num" }, "Before"), h("th", { class: "num" }, "After"))), result),
+  ];
+}
+
+function securityTools() {
+  const box = h("div", { id: "security" }, h("p", { class: "muted" }, "Loading…"));
+  api("GET", "api/security").then((s) => {
+    who = s;
+    showWho();
+    box.replaceChildren(
+      h("div", { class: "sub" }, "Signed in as ", h("span", { class: "mono" }, s.principal), s.authenticated ? "" : " (no SASL users: nobody signs in)",
+        " · actions " + (s.write ? "on" : "off: " + s.writeReason)),
+      h("h2", {}, "ACLs"),
+      s.aclsError ? h("div", { class: "empty", id: "acls-error" }, s.aclsError) : s.acls.length === 0 ? h("div", { class: "empty" }, "No ACLs.") :
+        h("table", { id: "acls" }, h("thead", {}, h("tr", {}, ["Principal", "Host", "Operation", "Permission", "Resource", "Pattern"].map((c) => h("th", {}, c)))),
+          h("tbody", {}, s.acls.map((a) => h("tr", {}, h("td", { class: "mono" }, a.principal), h("td", { class: "mono" }, a.host), h("td", {}, a.operation),
+            h("td", {}, a.permission), h("td", { class: "mono" }, a.resourceType + ":" + a.resourceName), h("td", {}, a.patternType))))),
+      h("h2", {}, "Users"),
+      s.usersError ? h("div", { class: "empty", id: "users-error" }, s.usersError) : s.users.length === 0 ? h("div", { class: "empty" }, "No SASL users.") :
+        h("table", { id: "users" }, h("thead", {}, h("tr", {}, h("th", {}, "User"), h("th", {}, "Mechanisms"))),
+          h("tbody", {}, s.users.map((u) => h("tr", {}, h("td", { class: "mono" }, u.name), h("td", {}, u.mechanisms.join(", ")))))));
+  }).catch((e) => box.replaceChildren(h("div", { class: "empty" }, e.message)));
+  return [box];
+}
+
+document.getElementById("signin-form").addEventListener("submit", signIn);
 window.addEventListener("hashchange", render);
+loadWho();
 tick();
 setInterval(tick, POLL_MS);

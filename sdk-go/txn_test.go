@@ -50,6 +50,10 @@ func txnCases(t *testing.T, addr string) {
 		t.Parallel()
 		txnConsumeTransformProduce(t, addr)
 	})
+	t.Run("session under rebalances", func(t *testing.T) {
+		t.Parallel()
+		txnSessionRebalance(t, addr)
+	})
 }
 
 // txnProducer is a transactional client of addr that has called InitTransactions. Linger is

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/spoolmq/spool/protocol-spec/wire"
 )
 
 // TxnSession is exactly-once consume-transform-produce for a group member that is also a
@@ -81,17 +83,23 @@ func (s *TxnSession) Client() *Client { return s.cl }
 // giveUp runs before partitions are revoked (wait) or after they are lost: a revocation waits
 // for the running transaction to end; either way the next End aborts.
 func (s *TxnSession) giveUp(ctx context.Context, wait bool) {
+	held := false
 	if wait {
 		select {
 		case s.inTxn <- struct{}{}:
-			<-s.inTxn
+			held = true
 		case <-ctx.Done():
 			s.cl.cfg.logger.Warn("transact session: the running transaction did not end before the revocation's deadline", "err", ctx.Err())
 		}
 	}
+	// Marked while no transaction can begin: a transaction begun after the revocation holds
+	// records polled before it, and must see the mark at its End.
 	s.mu.Lock()
 	s.revoked = true
 	s.mu.Unlock()
+	if held {
+		<-s.inTxn
+	}
 }
 
 // Begin starts a transaction (BeginTransaction); a revocation waits from now until End.
@@ -112,7 +120,9 @@ func (s *TxnSession) Begin() error {
 // last End, it sends the offsets of every record Poll returned to the transaction and commits
 // it: committed is true. Otherwise, or when the commit fails with an abortable error, it aborts
 // the transaction and rewinds every assigned partition to its committed offset: committed is
-// false, and err is nil after a revocation, the abortable error otherwise. A fatal error
+// false, and err is nil after a revocation or when the group refused the offsets (a
+// rebalance: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS),
+// the abortable error otherwise. A fatal error
 // (IsFatal) means the client must be closed.
 func (s *TxnSession) End(ctx context.Context, commit bool) (committed bool, err error) {
 	select {
@@ -151,6 +161,12 @@ func (s *TxnSession) End(ctx context.Context, commit bool) (committed bool, err 
 		if !TxnRequiresAbort(cause) {
 			return false, cause // fatal, or retriable: CommitTransaction may be called again
 		}
+		if groupFenced(cause) {
+			// The group moved on (a rebalance this member has not seen yet): as after a
+			// revocation, the records are polled again from the committed offsets.
+			s.cl.cfg.logger.Info("transact session: the group refused the offsets; aborting", "err", cause)
+			cause = nil
+		}
 	}
 	if err := s.cl.AbortTransaction(ctx); err != nil {
 		return false, err
@@ -159,6 +175,12 @@ func (s *TxnSession) End(ctx context.Context, commit bool) (committed bool, err 
 		return false, fmt.Errorf("spool: TxnSession.End: after the abort: %w", err)
 	}
 	return false, cause
+}
+
+// groupFenced reports whether err says the member's generation is no longer the group's.
+func groupFenced(err error) bool {
+	return errors.Is(err, wire.ErrIllegalGeneration) || errors.Is(err, wire.ErrUnknownMemberId) ||
+		errors.Is(err, wire.ErrFencedInstanceId) || errors.Is(err, wire.ErrRebalanceInProgress)
 }
 
 // polledOffsets is what Poll returned, per partition (the offset after the last record), of

@@ -46,9 +46,16 @@ func txnSessionRebalance(t *testing.T, addr string) {
 	)
 	stopCtx, stopAll = context.WithCancel(ctx)
 	defer stopAll()
-	run := func(stop context.Context, name string) {
+	bAssigned := make(chan struct{})
+	var bOnce sync.Once
+	run := func(stop context.Context, name string, assigned func()) {
 		defer wg.Done()
 		s, err := spool.NewTxnSession(spool.SeedBrokers(addr), spool.TransactionalID(name),
+			spool.OnAssigned(func(_ context.Context, ps map[string][]int32) {
+				if len(ps[in]) > 0 && assigned != nil {
+					assigned()
+				}
+			}),
 			spool.ConsumerGroup(group), spool.ConsumeTopics(in), spool.FetchMaxBytes(64<<10, 8<<10),
 			spool.SessionTimeout(6*time.Second), spool.RebalanceTimeout(20*time.Second),
 			spool.RetryBackoff(20*time.Millisecond, 500*time.Millisecond))
@@ -107,11 +114,18 @@ func txnSessionRebalance(t *testing.T, addr string) {
 	firstCtx, cancelFirst := context.WithCancel(stopCtx)
 	stopFirst = cancelFirst
 	wg.Add(1)
-	go run(firstCtx, "sess-a-"+in)
+	go run(firstCtx, "sess-a-"+in, nil)
 	brokertest.WaitFor(t, 30*time.Second, "the first member commits a transaction", func() bool { return committed() > 0 })
 	wg.Add(1)
-	go run(stopCtx, "sess-b-"+in)
-	// The second half arrives while the group rebalances and both members copy.
+	go run(stopCtx, "sess-b-"+in, func() { bOnce.Do(func() { close(bAssigned) }) })
+	// The second half arrives once the second member has partitions: both copy some.
+	select {
+	case <-bAssigned:
+	case err := <-loopErr:
+		t.Fatal(err)
+	case <-ctx.Done():
+		t.Fatal("the second member got no partitions")
+	}
 	if err := writer.ProduceSync(ctx, recs[n/2:]...); err != nil {
 		t.Fatal(err)
 	}

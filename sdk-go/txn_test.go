@@ -42,6 +42,10 @@ func txnCases(t *testing.T, addr string) {
 		t.Parallel()
 		txnAbortUnsent(t, addr)
 	})
+	t.Run("failed record makes the transaction abortable", func(t *testing.T) {
+		t.Parallel()
+		txnAbortable(t, addr)
+	})
 	t.Run("fenced producer", func(t *testing.T) {
 		t.Parallel()
 		txnFenced(t, addr)
@@ -168,6 +172,52 @@ func txnAbortUnsent(t *testing.T, addr string) {
 	slices.Sort(got)
 	if !slices.Equal(got, vals) {
 		t.Errorf("read_committed after the abort: %q, want %q", got, vals)
+	}
+}
+
+// txnAbortable: a record the broker refuses for good (larger than the topic's
+// max.message.bytes) dooms its transaction. The commit says it must be aborted, the abort
+// bumps the epoch (the partition's sequence has a gap), and the next transaction commits.
+func txnAbortable(t *testing.T, addr string) {
+	ctx := testCtx(t)
+	admin := newClient(t, addr)
+	topic := fmt.Sprintf("abortable-%d", time.Now().UnixNano()%1e9)
+	if err := admin.Admin().CreateTopic(ctx, topic, 1, 1, map[string]string{"max.message.bytes": "2000"}); err != nil {
+		t.Fatal(err)
+	}
+	p := txnProducer(t, addr, "ab-"+topic)
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	big := &spool.Record{Topic: topic, Value: make([]byte, 5000)}
+	err := p.ProduceSync(ctx, &spool.Record{Topic: topic, Value: []byte("before")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, big); !errors.Is(err, wire.ErrMessageTooLarge) && !errors.Is(err, wire.ErrRecordListTooLarge) {
+		t.Fatalf("a record over max.message.bytes: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	err = p.CommitTransaction(ctx)
+	if !spool.TxnRequiresAbort(err) || spool.IsFatal(err) {
+		t.Fatalf("commit after a failed record: %v, want an abortable error", err)
+	}
+	if err := p.BeginTransaction(); err == nil {
+		t.Fatal("BeginTransaction before aborting the failed transaction succeeded")
+	}
+	if err := p.AbortTransaction(ctx); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &spool.Record{Topic: topic, Value: []byte("after")}); err != nil {
+		t.Fatalf("a record after the abort: %v", err)
+	}
+	if err := p.CommitTransaction(ctx); err != nil {
+		t.Fatalf("commit after the abort: %v", err)
+	}
+	if got := readAll(t, addr, topic, spool.ReadCommitted, 1); !slices.Equal(got, []string{"after"}) {
+		t.Errorf("read_committed: %q, want only the record of the committed transaction", got)
 	}
 }
 

@@ -65,8 +65,8 @@ type txnManager struct {
 	numA     atomic.Uint64
 	stateA   atomic.Int32
 	aborting atomic.Bool
-	// retryAt is when the sender may try AddPartitionsToTxn again after a retriable error
-	// (Unix ns; sender goroutine only).
+	// retryAt is when the sender may try AddPartitionsToTxn again after a retriable error,
+	// attempts how many failed in a row (sender goroutine only).
 	retryAt  time.Time
 	attempts int
 }
@@ -105,8 +105,8 @@ func (t *txnManager) stepLocked(op string, ev txnEvent) error {
 	return nil
 }
 
-// fail puts the producer in AbortableError or Fatal for err (classified by txnClass unless
-// class is given) and returns the *TxnError. A retriable error changes nothing.
+// fail puts the producer in AbortableError or Fatal for err (classified by txnClass; a
+// *TxnError keeps its class) and returns the *TxnError. A retriable error changes nothing.
 func (t *txnManager) fail(op string, err error) error {
 	class := txnClass(err)
 	var te *TxnError
@@ -133,8 +133,7 @@ func (t *txnManager) fail(op string, err error) error {
 	return te
 }
 
-// abortable is the error of a call that must not go on because the transaction failed, or
-// nil.
+// failed is the error that put the producer in AbortableError or Fatal, or nil.
 func (t *txnManager) failed() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -217,7 +217,12 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 		return err
 	}
 	defer cl.Close()
-	txn := newTxnRun(cl, *txnID != "", *txnSize, *abort)
+	txn := newTxnRun(cl, *txnID != "", *txnSize, *abort, stderr)
+	defer func() {
+		if err != nil {
+			txn.abandon(ctx)
+		}
+	}()
 	// Before stdin: empty input must not turn a down broker or a missing topic into success.
 	partitions, err := lookupTopic(ctx, cl, *topic)
 	if err != nil {
@@ -304,14 +309,15 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 // and ended every --txn-size records and at the end of the input.
 type txnRun struct {
 	cl            *spool.Client
+	stderr        io.Writer
 	on, abort     bool
 	size, inTxn   int
 	open          bool
 	ended, failed int
 }
 
-func newTxnRun(cl *spool.Client, on bool, size int, abort bool) *txnRun {
-	return &txnRun{cl: cl, on: on, size: size, abort: abort}
+func newTxnRun(cl *spool.Client, on bool, size int, abort bool, stderr io.Writer) *txnRun {
+	return &txnRun{cl: cl, on: on, size: size, abort: abort, stderr: stderr}
 }
 
 func (t *txnRun) init(ctx context.Context) error {
@@ -369,6 +375,20 @@ func (t *txnRun) end(ctx context.Context) error {
 	}
 	t.ended++
 	return nil
+}
+
+// abandon aborts the open transaction of a run that failed (or was interrupted), so that it
+// does not hold read_committed readers back until transaction.timeout.ms.
+func (t *txnRun) abandon(ctx context.Context) {
+	if !t.on || !t.open {
+		return
+	}
+	t.open = false
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := t.cl.AbortTransaction(actx); err != nil && !spool.IsFatal(err) {
+		fmt.Fprintf(t.stderr, "spool: aborting the open transaction: %v\n", err)
+	}
 }
 
 func (t *txnRun) summary() string {

@@ -30,6 +30,18 @@ func TestProduceTransactional(t *testing.T) {
 	if got := strings.Fields(r.stdout); strings.Join(got, ",") != "1,2,3,4,5,x,y,6" {
 		t.Errorf("read_uncommitted: %q, want 1..5, x, y, 6", got)
 	}
+	// A record the broker refuses fails the run, and its transaction is aborted rather than
+	// left open (which would hold read_committed readers back until the transaction timeout).
+	ok(t, runCLI(t, addr, "", "topic", "create", "small", "--partitions", "1", "--replication-factor", "1", "--config", "max.message.bytes=2000"))
+	r = runCLI(t, addr, "fits\n"+strings.Repeat("x", 5000)+"\n", "produce", "--topic", "small", "--transactional-id", "small-1")
+	if r.code != 1 || !strings.Contains(r.stderr, "MESSAGE_TOO_LARGE") {
+		t.Fatalf("produce of a record over max.message.bytes: exit %d, stderr %q; want 1 and MESSAGE_TOO_LARGE", r.code, r.stderr)
+	}
+	ok(t, runCLI(t, addr, "later\n", "produce", "--topic", "small", "--transactional-id", "small-2"))
+	r = ok(t, runCLI(t, addr, "", "consume", "--topic", "small", "--isolation", "read_committed", "--exit-at-end"))
+	if got := strings.Fields(r.stdout); strings.Join(got, ",") != "later" {
+		t.Errorf("read_committed after the failed run: %q, want only later", got)
+	}
 	for _, bad := range [][]string{
 		{"produce", "--topic", "pay", "--txn-size", "2"},
 		{"produce", "--topic", "pay", "--abort"},

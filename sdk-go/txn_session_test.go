@@ -16,8 +16,11 @@ import (
 // second joining while the first copies (a rebalance moves partitions from the first to the
 // second mid-stream), and then the first leaving (a second rebalance). Every input record
 // reaches the output exactly once for read_committed readers, and the group's committed
-// offsets end at the input's end. Run by txnCases on Spool and Kafka.
-func txnSessionRebalance(t *testing.T, addr string) {
+// offsets end at the input's end. Run by txnCases on Spool and Kafka, with an eager
+// (range) and a cooperative (cooperative-sticky) assignor: the cooperative one keeps
+// partitions through a rebalance, so an aborted transaction's records must be polled again
+// from the committed offsets of the partitions still assigned.
+func txnSessionRebalance(t *testing.T, addr, balancer string) {
 	ctx := testCtx(t)
 	admin := newClient(t, addr)
 	in, out := createTopic(t, admin, 4), createTopic(t, admin, 2)
@@ -57,7 +60,7 @@ func txnSessionRebalance(t *testing.T, addr string) {
 				}
 			}),
 			spool.ConsumerGroup(group), spool.ConsumeTopics(in), spool.FetchMaxBytes(64<<10, 8<<10),
-			spool.SessionTimeout(6*time.Second), spool.RebalanceTimeout(20*time.Second),
+			spool.SessionTimeout(6*time.Second), spool.RebalanceTimeout(20*time.Second), spool.Balancers(balancer),
 			spool.RetryBackoff(20*time.Millisecond, 500*time.Millisecond))
 		if err != nil {
 			loopErr <- err

@@ -54,10 +54,12 @@ func txnCases(t *testing.T, addr string) {
 		t.Parallel()
 		txnConsumeTransformProduce(t, addr)
 	})
-	t.Run("session under rebalances", func(t *testing.T) {
-		t.Parallel()
-		txnSessionRebalance(t, addr)
-	})
+	for _, bal := range []string{"range", "cooperative-sticky"} {
+		t.Run("session under rebalances/"+bal, func(t *testing.T) {
+			t.Parallel()
+			txnSessionRebalance(t, addr, bal)
+		})
+	}
 }
 
 // txnProducer is a transactional client of addr that has called InitTransactions. Linger is

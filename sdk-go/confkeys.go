@@ -229,6 +229,16 @@ var confKeys = []ConfKey{
 			return "", nil, errors.New("want all, -1, 1 or 0")
 		}},
 	boolKey("enable.idempotence", RoleProducer, true, "idempotent producer: retries never duplicate or reorder (Idempotence)", Idempotence),
+	{Name: "transactional.id", Role: RoleProducer, Default: "",
+		Doc: "makes the producer transactional: InitTransactions, BeginTransaction, CommitTransaction, AbortTransaction; implies enable.idempotence (TransactionalID)",
+		parse: func(v string) (string, Opt, error) {
+			if v == "" {
+				return "", func(c *config) error { c.txnID = ""; return nil }, nil
+			}
+			return v, TransactionalID(v), nil
+		}},
+	msKey("transaction.timeout.ms", nil, RoleProducer, 60000, 1, 1<<31-1,
+		"how long the coordinator lets a transaction run before aborting it (TransactionTimeout)", TransactionTimeout),
 	{Name: "compression.type", Aliases: []string{"compression.codec"}, Role: RoleProducer, Default: "none",
 		Doc: "batch codec: none, gzip, snappy, lz4 or zstd (Compression)",
 		parse: func(v string) (string, Opt, error) {

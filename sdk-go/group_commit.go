@@ -14,7 +14,11 @@ import (
 // fetchCommitted asks the coordinator for the committed offsets of ps; a partition without a
 // commit is absent from the result.
 func (g *grouper) fetchCommitted(ctx context.Context, ps map[string][]int32) (map[tp]int64, error) {
-	req := &wire.OffsetFetchRequest{GroupId: g.cfg.id}
+	// A read_committed member asks for stable offsets (KIP-447, as the Java client): while a
+	// transaction holding offsets of these partitions is still being completed, the
+	// coordinator answers UNSTABLE_OFFSET_COMMIT (retried) rather than the offsets before it,
+	// from which this member would copy again what the transaction already copied.
+	req := &wire.OffsetFetchRequest{GroupId: g.cfg.id, RequireStable: g.cl.cfg.isolation == ReadCommitted}
 	for _, t := range slices.Sorted(maps.Keys(ps)) {
 		req.Topics = append(req.Topics, wire.OffsetFetchRequestTopic{Name: t, PartitionIndexes: slices.Clone(ps[t])})
 	}

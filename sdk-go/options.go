@@ -89,6 +89,8 @@ type config struct {
 	autoCreate      bool
 	produceTimeout  time.Duration
 	maxInFlight     int
+	txnID           string        // TransactionalID (txn.go)
+	txnTimeout      time.Duration // TransactionTimeout
 
 	// consumer
 	fetchMaxWait       time.Duration
@@ -125,6 +127,7 @@ func defaultConfig() config {
 		autoCreate:         true,
 		produceTimeout:     30 * time.Second,
 		maxInFlight:        5,
+		txnTimeout:         DefaultTransactionTimeout,
 		fetchMaxWait:       500 * time.Millisecond,
 		fetchMinBytes:      1,
 		fetchMaxBytes:      50 << 20,
@@ -455,7 +458,47 @@ func Isolation(l IsolationLevel) Opt {
 	}
 }
 
+// TransactionalID makes the client a transactional producer (Kafka's transactional.id):
+// InitTransactions, then records produced between BeginTransaction and CommitTransaction (or
+// AbortTransaction) become visible to read_committed consumers all at once, or never. The id
+// must stay the same across restarts of the same logical producer, so that a new instance
+// fences the old one. It implies idempotence, and conflicts with Idempotence(false),
+// RequiredAcks other than AcksAll and MaxInFlight above 5. Default: none.
+func TransactionalID(id string) Opt {
+	return func(c *config) error {
+		if id == "" {
+			return errors.New("TransactionalID: empty id")
+		}
+		c.txnID = id
+		return nil
+	}
+}
+
+// TransactionTimeout is how long the coordinator lets a transaction run before aborting it
+// (Kafka's transaction.timeout.ms); the broker's transaction.max.timeout.ms bounds it. Default:
+// DefaultTransactionTimeout (one minute).
+func TransactionTimeout(d time.Duration) Opt {
+	return func(c *config) error {
+		if d < time.Millisecond || d > time.Duration(1<<31-1)*time.Millisecond {
+			return fmt.Errorf("TransactionTimeout: %v out of range", d)
+		}
+		c.txnTimeout = d
+		return nil
+	}
+}
+
 func (c *config) validate() error {
+	if c.txnID != "" {
+		switch {
+		case c.idempotentSet && !c.idempotent:
+			return errors.New("TransactionalID requires idempotence: drop Idempotence(false)")
+		case c.acks != AcksAll:
+			return errors.New("TransactionalID requires RequiredAcks(AcksAll)")
+		case c.maxInFlight > 5:
+			return fmt.Errorf("TransactionalID allows at most MaxInFlight(5), got %d", c.maxInFlight)
+		}
+		c.idempotent = true
+	}
 	if c.idempotent && c.acks != AcksAll {
 		if c.idempotentSet {
 			return errors.New("Idempotence(true) requires RequiredAcks(AcksAll)")

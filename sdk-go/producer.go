@@ -92,6 +92,9 @@ type partBuf struct {
 	// retriably, which then could never be written (OUT_OF_ORDER_SEQUENCE_NUMBER). Until then
 	// the partition has one batch in flight at a time.
 	ackedGen uint64
+	// txnAdded is the number of the transaction this partition was added to
+	// (AddPartitionsToTxn, txn.go); its batches are sent only while that transaction runs.
+	txnAdded uint64
 }
 
 type producer struct {
@@ -130,6 +133,9 @@ type producer struct {
 	ident   atomic.Pointer[producerIdent]
 	needPID atomic.Bool
 	idemp   atomic.Bool
+
+	// txn is the transaction manager of a transactional producer (txn.go), nil otherwise.
+	txn *txnManager
 }
 
 // producerIdent is the idempotent producer id in use and its generation (1 for the first id
@@ -157,6 +163,9 @@ func newProducer(cl *Client) *producer {
 	p.slots.max, p.slots.maxBytes = int64(cl.cfg.maxBuffered), cl.cfg.maxBufBytes
 	p.idemp.Store(cl.cfg.idempotent)
 	p.needPID.Store(cl.cfg.idempotent)
+	if cl.cfg.txnID != "" {
+		p.txn = newTxnManager(cl)
+	}
 	return p
 }
 
@@ -212,6 +221,13 @@ func (cl *Client) produce(ctx context.Context, r *Record, cb func(*Record, error
 	if cl.closed() {
 		fail(ErrClosed)
 		return
+	}
+	if p.txn != nil {
+		// Only while a transaction runs (BeginTransaction); reads an atomic when so.
+		if err := p.txn.admit(); err != nil {
+			fail(err)
+			return
+		}
 	}
 	size := recordSize(r)
 	if err := p.acquireSlot(ctx, int64(size)); err != nil {
@@ -295,6 +311,7 @@ func (p *producer) appendRecord(ctx context.Context, r *Record, cb func(*Record,
 		b.b.Grow(pb.lastSize)
 		b.b.SetCodecLevel(cl.cfg.codec, cl.cfg.codecLevels[cl.cfg.codec])
 		b.b.SetSkipIneffectiveCompression(true)
+		b.b.SetTransactional(p.txn != nil)
 		b.created = time.Now()
 		b.size = batch.HeaderSize
 		b.tp = pb.tp
@@ -428,7 +445,9 @@ func (pb *partBuf) seal() *pbatch {
 // same sequence: the producer id is current and not being replaced, and every batch ahead
 // of it is numbered under that id. Called with pb.mu held; b is pb's last queued batch.
 func (p *producer) encodeEarly(pb *partBuf, b *pbatch) {
-	if p.cl.cfg.codec != compress.None {
+	if p.cl.cfg.codec != compress.None || p.txn != nil {
+		// A transactional batch is numbered only when sent: an abort drops the batches not
+		// sent, which then must hold no sequence numbers (txn.go).
 		return
 	}
 	var id *producerIdent
@@ -532,6 +551,9 @@ func (p *producer) close() {
 // finish completes a batch's records and recycles it.
 func (p *producer) finish(b *pbatch, base int64, err error) {
 	n := b.b.NumRecords()
+	if err != nil && p.txn != nil && n > 0 {
+		p.txn.recordFailed(err)
+	}
 	if p.cl.tel != nil && err == nil && n > 0 {
 		p.cl.tel.batchAcked(b.topic, n, b.size)
 	}
@@ -605,7 +627,16 @@ func (p *producer) run() {
 		case <-p.wakeCh:
 		case <-timer.C:
 		}
-		if p.needPID.Load() {
+		var txnRetry time.Time
+		if p.txn != nil {
+			// A transactional producer's id comes from InitTransactions, and a new epoch
+			// from AbortTransaction when a sequence broke: the sender waits for them. It
+			// adds the partitions the last pass noted to the transaction first.
+			if p.needPID.Load() {
+				p.txn.sequenceBroke()
+			}
+			txnRetry = p.txn.addPending()
+		} else if p.needPID.Load() {
 			if err := p.initPID(); err != nil {
 				cl.cfg.logger.Warn("InitProducerId failed", "err", err)
 				d := cl.backoff(pidAttempt)
@@ -616,6 +647,9 @@ func (p *producer) run() {
 			pidAttempt = 0
 		}
 		next := p.collectAndSend()
+		if !txnRetry.IsZero() && (next.IsZero() || txnRetry.Before(next)) {
+			next = txnRetry
+		}
 		if !next.IsZero() {
 			timer.Reset(max(time.Until(next), 0))
 		}

@@ -160,6 +160,9 @@ func (p *producer) newPending() *pendingReq {
 	req.Default()
 	req.Acks = int16(p.cl.cfg.acks)
 	req.TimeoutMs = int32(p.cl.cfg.produceTimeout / time.Millisecond)
+	if p.txn != nil {
+		req.TransactionalId = &p.txn.id
+	}
 	return &pendingReq{req: req}
 }
 
@@ -207,8 +210,26 @@ func (p *producer) collectAndSend() (next time.Time) {
 	idemp := p.idemp.Load()
 	ident := p.ident.Load()
 	gen := p.pidGen()
+	var txnNum uint64
+	aborting := false
+	if p.txn != nil {
+		txnNum, aborting = p.txn.numA.Load(), p.txn.aborting.Load()
+	}
 	for _, pb := range list {
 		pb.mu.Lock()
+		if aborting {
+			p.dropUnsent(pb)
+		}
+		if p.txn != nil && pb.txnAdded != txnNum {
+			// Not in the running transaction yet: the sender adds it first (txn.go).
+			if (pb.cur != nil || pb.sent < len(pb.queue)) && p.txn.note(pb.tp) {
+				soonest(now)
+			}
+			ready := pb.popDone()
+			pb.mu.Unlock()
+			p.deliver(pb, ready)
+			continue
+		}
 		busy := pb.inflight > 0 || pb.delivering > 0
 		if pb.rewind {
 			if busy {
@@ -538,4 +559,21 @@ func (pb *partBuf) expire(now time.Time, timeout time.Duration) []*pbatch {
 		pb.cur = nil
 	}
 	return out
+}
+
+// dropUnsent fails, with ErrTransactionAborted, the batches of pb that an abort need not wait
+// for: those never sent (numbered only when sent, see encodeEarly), and every batch not in
+// flight once a sequence broke (the abort bumps the epoch, and the numbers start again).
+// pb.mu is held; popDone then delivers them in order.
+func (p *producer) dropUnsent(pb *partBuf) {
+	if pb.cur != nil {
+		pb.seal()
+	}
+	broke := p.needPID.Load()
+	for _, b := range pb.queue {
+		if b.inflight || b.done || (b.data != nil && !broke) {
+			continue
+		}
+		b.done, b.err = true, ErrTransactionAborted
+	}
 }

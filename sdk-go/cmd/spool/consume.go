@@ -67,11 +67,20 @@ func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout
 	format := fs.String("format", `%v\n`, "how each record is printed, see `FMT` above")
 	null := fs.String("null", "NULL", "how a null key or value is printed by %k and %v, distinct from an empty one")
 	asJSON := fs.Bool("json", false, "print each record as one JSON object per line (fields in the README) instead of --format")
+	isolation := fs.String("isolation", "read_uncommitted", "read_uncommitted (every record) or read_committed (only committed transactions' records, up to the last stable offset)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	level := spool.ReadUncommitted
+	switch *isolation {
+	case "read_uncommitted":
+	case "read_committed":
+		level = spool.ReadCommitted
+	default:
+		return fs.bad("consume: --isolation %q: want read_uncommitted or read_committed", *isolation)
+	}
 	// Without a group, the beginning, as kcat and rpk; a group with no committed offset starts
 	// at the end, as Kafka's consumers do (and says so on stderr).
 	start := startOffset{kind: 1}
@@ -118,7 +127,7 @@ func consumeCmd(ctx context.Context, clientFor clientFunc, args []string, stdout
 		return fs.bad("consume: with --group, --offset is beginning or end (where a group with no committed offset starts); move a group with spool group seek")
 	}
 	topics := strings.Split(*topic, ",")
-	src, err := openSource(ctx, clientFor, topics, *group, parts, start, stderr)
+	src, err := openSource(ctx, clientFor, topics, *group, parts, start, level, stderr)
 	if err != nil {
 		return err
 	}
@@ -192,7 +201,7 @@ type source struct {
 	ends map[tp]int64
 }
 
-func openSource(ctx context.Context, clientFor clientFunc, topics []string, group string, parts []int32, start startOffset, stderr io.Writer) (*source, error) {
+func openSource(ctx context.Context, clientFor clientFunc, topics []string, group string, parts []int32, start startOffset, level spool.IsolationLevel, stderr io.Writer) (*source, error) {
 	reset := spool.ResetLatest
 	if start.kind == 1 {
 		reset = spool.ResetEarliest
@@ -205,6 +214,7 @@ func openSource(ctx context.Context, clientFor clientFunc, topics []string, grou
 		// log start.
 		opts[0] = spool.AutoOffsetReset(spool.ResetEarliest)
 	}
+	opts = append(opts, spool.Isolation(level))
 	cl, err := clientFor(opts...)
 	if err != nil {
 		return nil, err

@@ -156,11 +156,22 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	acks := fs.String("acks", "all", "all, 1 or 0")
 	codec := fs.String("compression", "none", "none, gzip, snappy, lz4 or zstd")
 	level := fs.Int("compression-level", 0, "the --compression codec's `LEVEL`, as Kafka's compression.gzip.level (1 to 9, or -1), .lz4.level (1 to 17), .zstd.level (-131072 to 22) (default: the codec's)")
+	txnID := fs.String("transactional-id", "", "produce in transactions under this transactional.id `ID` (exactly once: read_committed consumers see a transaction's records all at once, or never); a running producer with the same id is fenced")
+	txnSize := fs.Int("txn-size", 0, "with --transactional-id, commit a transaction every `N` records (default 0: the whole input is one transaction)")
+	abort := fs.Bool("abort", false, "with --transactional-id, write each transaction's records and then abort it instead of committing (to test read_committed readers)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case *txnID == "" && (set["txn-size"] || *abort):
+		return fs.bad("produce: --txn-size and --abort need --transactional-id")
+	case *txnSize < 0:
+		return fs.bad("produce: --txn-size must be >= 0, got %d", *txnSize)
+	case *txnID != "" && *acks != "all" && *acks != "-1":
+		return fs.bad("produce: --transactional-id needs --acks all, got %s", *acks)
+	}
 	if c, err := compress.ParseCodec(*codec); set["compression-level"] && err == nil { // a bad --compression: producerOpts says so
 		if _, _, _, ok := compress.LevelRange(c); !ok {
 			return fs.bad("produce: --compression-level needs --compression gzip, lz4 or zstd, got %s", *codec)
@@ -198,11 +209,20 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	}
 	// A batch holds at least one whole record: room for the largest plus the batch overhead.
 	opts = append(opts, spool.MaxBatchBytes(max(1<<20, *maxBytes+1024)))
+	if *txnID != "" {
+		opts = append(opts, spool.TransactionalID(*txnID))
+	}
 	cl, err := clientFor(opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	txn := newTxnRun(cl, *txnID != "", *txnSize, *abort, stderr)
+	defer func() {
+		if err != nil {
+			txn.abandon(ctx)
+		}
+	}()
 	// Before stdin: empty input must not turn a down broker or a missing topic into success.
 	partitions, err := lookupTopic(ctx, cl, *topic)
 	if err != nil {
@@ -234,6 +254,9 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 		}
 		prog.acked(len(r.Key) + len(r.Value))
 	}
+	if err := txn.init(ctx); err != nil {
+		return err
+	}
 	stop := prog.start(time.Now())
 	defer stop()
 	n := 0
@@ -243,6 +266,9 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 			break
 		}
 		if err != nil {
+			return err
+		}
+		if err := txn.beforeRecord(ctx); err != nil {
 			return err
 		}
 		r.Topic, r.Partition = *topic, int32(*partition)
@@ -262,6 +288,9 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 	if err := cl.Flush(ctx); err != nil {
 		return err
 	}
+	if err := txn.end(ctx); err != nil {
+		return err
+	}
 	stop() // the summary replaces the progress line
 	mu.Lock()
 	defer mu.Unlock()
@@ -269,11 +298,111 @@ func produceCmd(ctx context.Context, clientFor clientFunc, args []string, stdin 
 		return first
 	}
 	if n == 1 {
-		fmt.Fprintln(stderr, "produced 1 record")
+		fmt.Fprintf(stderr, "produced 1 record%s\n", txn.summary())
 	} else {
-		fmt.Fprintf(stderr, "produced %d records\n", n)
+		fmt.Fprintf(stderr, "produced %d records%s\n", n, txn.summary())
 	}
 	return nil
+}
+
+// txnRun is produce's transactions (--transactional-id): one begun before the first record
+// and ended every --txn-size records and at the end of the input.
+type txnRun struct {
+	cl            *spool.Client
+	stderr        io.Writer
+	on, abort     bool
+	size, inTxn   int
+	open          bool
+	ended, failed int
+}
+
+func newTxnRun(cl *spool.Client, on bool, size int, abort bool, stderr io.Writer) *txnRun {
+	return &txnRun{cl: cl, on: on, size: size, abort: abort, stderr: stderr}
+}
+
+func (t *txnRun) init(ctx context.Context) error {
+	if !t.on {
+		return nil
+	}
+	if err := t.cl.InitTransactions(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// beforeRecord begins a transaction for the next record, ending the full one first.
+func (t *txnRun) beforeRecord(ctx context.Context) error {
+	if !t.on {
+		return nil
+	}
+	if t.open && t.size > 0 && t.inTxn == t.size {
+		if err := t.end(ctx); err != nil {
+			return err
+		}
+	}
+	if !t.open {
+		if err := t.cl.BeginTransaction(); err != nil {
+			return err
+		}
+		t.open, t.inTxn = true, 0
+	}
+	t.inTxn++
+	return nil
+}
+
+// end commits the open transaction, or with --abort writes its records and aborts it.
+func (t *txnRun) end(ctx context.Context) error {
+	if !t.on || !t.open {
+		return nil
+	}
+	t.open = false
+	if t.abort {
+		// Written first, so that read_uncommitted readers see what read_committed ones must not.
+		if err := t.cl.Flush(ctx); err != nil {
+			return err
+		}
+		if err := t.cl.AbortTransaction(ctx); err != nil {
+			return err
+		}
+	} else if err := t.cl.CommitTransaction(ctx); err != nil {
+		if spool.TxnRequiresAbort(err) {
+			if aerr := t.cl.AbortTransaction(ctx); aerr != nil {
+				return fmt.Errorf("%w (and aborting the transaction: %v)", err, aerr)
+			}
+			return fmt.Errorf("%w (the transaction was aborted)", err)
+		}
+		return err
+	}
+	t.ended++
+	return nil
+}
+
+// abandon aborts the open transaction of a run that failed (or was interrupted), so that it
+// does not hold read_committed readers back until transaction.timeout.ms.
+func (t *txnRun) abandon(ctx context.Context) {
+	if !t.on || !t.open {
+		return
+	}
+	t.open = false
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := t.cl.AbortTransaction(actx); err != nil && !spool.IsFatal(err) {
+		fmt.Fprintf(t.stderr, "spool: aborting the open transaction: %v\n", err)
+	}
+}
+
+func (t *txnRun) summary() string {
+	switch {
+	case !t.on:
+		return ""
+	case t.abort && t.ended == 1:
+		return " in 1 aborted transaction"
+	case t.abort:
+		return fmt.Sprintf(" in %d aborted transactions", t.ended)
+	case t.ended == 1:
+		return " in 1 committed transaction"
+	}
+	return fmt.Sprintf(" in %d committed transactions", t.ended)
 }
 
 // clone copies a key or value out of the scanner's buffer; an empty one becomes null when

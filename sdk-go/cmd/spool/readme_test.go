@@ -26,6 +26,7 @@ func TestReadmeCommandsRunAsPasted(t *testing.T) {
 	}{
 		{"README.md", "## The `spool` CLI", false},
 		{"sdk-go/README.md", "## CLI", false},
+		{"sdk-go/README.md", "## Exactly-once (transactions)", false},
 		{"README.md", "### Using it with any Kafka client", true},
 	} {
 		t.Run(doc.file+" "+doc.heading, func(t *testing.T) {

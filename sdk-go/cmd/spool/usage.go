@@ -31,7 +31,9 @@ var docs = []doc{
 		about: "Each line is a record's value, or KEY<S>VALUE with --key-separator S. -Z sends an empty key or\n" +
 			"value as null (an empty value is then a tombstone), as kcat -Z does. On a terminal a run\n" +
 			"longer than a second shows a progress line (records and bytes acknowledged, rates),\n" +
-			"cleared for the summary; with stderr piped or in a file, only the summary is printed."},
+			"cleared for the summary; with stderr piped or in a file, only the summary is printed.\n" +
+			"--transactional-id ID produces exactly once: the whole input is one transaction, or one per\n" +
+			"--txn-size N records; a transaction that fails is aborted and the command exits 1."},
 	{name: "consume", args: "--topic T[,T2...]", summary: "print records until --count, the end (-e), Ctrl-C or SIGTERM",
 		about: "Without --group every partition (or those of --partition) is read from --offset, by default\n" +
 			"from the beginning (as kcat and rpk). With --group the offsets of the records printed are\n" +
@@ -40,7 +42,8 @@ var docs = []doc{
 			"offsets are committed and the member leaves the group, exit 0.\n" +
 			"FMT: %t topic, %p partition, %o offset, %k key, %v value, %h headers (k=v,...),\n" +
 			"%T timestamp (Unix ms), %K key size, %S value size (-1 for null), %% percent, \\n newline,\n" +
-			"\\t tab. A null key or value prints as --null."},
+			"\\t tab. A null key or value prints as --null. --isolation read_committed prints only the\n" +
+			"records of committed transactions (and records outside transactions)."},
 	{name: "group list", summary: "list the consumer groups with their state, members and total lag"},
 	{name: "group describe", args: "GROUP", summary: "show a group's members, committed offsets and lag"},
 	{name: "group delete", args: "GROUP...", summary: "delete groups that have no members"},

@@ -118,5 +118,11 @@ func checkedConf(h C.uintptr_t, what string, errstr *C.char, size C.size_t) *spo
 		setErrstr(errstr, size, what+": "+err.Error())
 		return nil
 	}
+	// The C ABI has no spool_init_transactions yet: a transactional producer made here could
+	// never send a record, so the key is refused at creation rather than on every record.
+	if id, set := sc.Get("transactional.id"); set && id != "" {
+		setErrstr(errstr, size, what+": transactional.id: transactions are not available through libspool yet (the Go SDK has them)")
+		return nil
+	}
 	return sc
 }

@@ -88,6 +88,13 @@ static void api(const char *broker) {
     CHECK(strstr(errstr, "HeartbeatInterval") != NULL);
     spool_conf_destroy(conf);
 
+    /* no transactions through the C ABI yet: refused at creation, not on every record */
+    conf = spool_conf_new();
+    CHECK(spool_conf_set(conf, "transactional.id", "tx", errstr, sizeof errstr) == SPOOL_CONF_OK);
+    CHECK(spool_producer_new(conf, errstr, sizeof errstr) == NULL);
+    CHECK(strstr(errstr, "transactional.id") != NULL);
+    spool_conf_destroy(conf);
+
     /* NULL handles and arguments */
     spool_conf_set_dr_cb(NULL, NULL);
     spool_conf_set_offset_commit_cb(NULL, NULL);

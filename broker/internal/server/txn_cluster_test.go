@@ -1,0 +1,282 @@
+package server_test
+
+// Transactions in a cluster (issue 29): franz-go's GroupTransactSession copies a topic with
+// the transaction coordinator, the group coordinator and the output partitions' leaders on
+// three different brokers, so every marker of a committed transaction crosses brokers
+// (WriteTxnMarkers to the output leader and to the group coordinator, whose pending
+// transactional offsets the marker settles), and every transactional produce is verified
+// with the coordinator across brokers (KIP-890 part 1). The output, read with
+// read_committed, holds each input record exactly once; the group's committed offsets are
+// the input's ends. The second test kills the transaction coordinator's broker with SIGKILL
+// while a commit is in flight and restarts it later: still exactly once.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spoolmq/spool/broker/brokertest"
+)
+
+func TestTxnClusterSessionAcrossBrokers(t *testing.T) {
+	heavy(t)
+	runTxnClusterETL(t, false)
+}
+
+func TestTxnClusterSessionCoordinatorKilled(t *testing.T) {
+	heavy(t)
+	runTxnClusterETL(t, true)
+}
+
+// txnRoles are the brokers of a cluster transaction test, and the ids chosen so.
+type txnRoles struct {
+	txnCoord, groupCoord, outLeader int32
+	txnID, groupID                  string
+}
+
+// pickTxnRoles picks a transactional id and a group id whose coordinators are different
+// brokers; the output topic is then led by the third.
+func pickTxnRoles(t *testing.T, adm *kadm.Client, prefix string) txnRoles {
+	t.Helper()
+	var txnIDs, groupIDs []string
+	for i := range 40 {
+		txnIDs = append(txnIDs, fmt.Sprintf("%s-tx-%d", prefix, i))
+		groupIDs = append(groupIDs, fmt.Sprintf("%s-group-%d", prefix, i))
+	}
+	var txnCo, groupCo map[string]int32
+	find := func(kind string, f func(context.Context, ...string) kadm.FindCoordinatorResponses, ids []string) (map[string]int32, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out := map[string]int32{}
+		for id, r := range f(ctx, ids...) {
+			if r.Err != nil {
+				return nil, fmt.Sprintf("%s coordinator of %s: %v", kind, id, r.Err)
+			}
+			out[id] = r.NodeID
+		}
+		return out, ""
+	}
+	brokertest.WaitForState(t, 90*time.Second, "coordinators for every candidate id", func() (bool, string) {
+		var why string
+		if txnCo, why = find("transaction", adm.FindTxnCoordinators, txnIDs); txnCo == nil {
+			return false, why
+		}
+		if groupCo, why = find("group", adm.FindGroupCoordinators, groupIDs); groupCo == nil {
+			return false, why
+		}
+		return true, ""
+	})
+	sort.Strings(txnIDs)
+	for _, tx := range txnIDs {
+		for _, g := range groupIDs {
+			if txnCo[tx] != groupCo[g] {
+				return txnRoles{txnCoord: txnCo[tx], groupCoord: groupCo[g], outLeader: 6 - txnCo[tx] - groupCo[g], txnID: tx, groupID: g}
+			}
+		}
+	}
+	t.Fatalf("every candidate transactional id and group id has the same coordinator: %v %v", txnCo, groupCo)
+	return txnRoles{}
+}
+
+// createAssigned creates a topic (replication factor 3, min.insync.replicas=2), reorders
+// each partition's replicas as given (the first is the preferred leader), elects the
+// preferred leaders, and waits until each partition is led by its first replica with at least
+// min.insync.replicas in its ISR.
+func createAssigned(t *testing.T, adm *kadm.Client, topic string, replicas [][]int32) {
+	t.Helper()
+	createReplicated(t, adm, topic, int32(len(replicas)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kadm.AlterPartitionAssignmentsReq{}
+	for i, rs := range replicas {
+		req.Assign(topic, int32(i), rs)
+	}
+	res, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatalf("reordering the replicas of %s: %v", topic, err)
+	}
+	for _, ps := range res {
+		for _, r := range ps {
+			if r.Err != nil {
+				t.Fatalf("reordering the replicas of %s-%d: %v", topic, r.Partition, r.Err)
+			}
+		}
+	}
+	waitMetadata(t, adm, topic, "replicas in the order given", func(td kadm.TopicDetail) bool {
+		for i, rs := range replicas {
+			if p, ok := td.Partitions[int32(i)]; !ok || fmt.Sprint(p.Replicas) != fmt.Sprint(rs) {
+				return false
+			}
+		}
+		return true
+	})
+	brokertest.WaitForState(t, 30*time.Second, "the preferred leaders of "+topic+" elected", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		set := kadm.TopicsSet{}
+		for i := range replicas {
+			set.Add(topic, int32(i))
+		}
+		if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set); err != nil {
+			return false, err.Error()
+		}
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		td := md.Topics[topic]
+		for i, rs := range replicas {
+			// An ISR of min.insync.replicas is enough: the old leader rejoins when it catches up.
+			if p, ok := td.Partitions[int32(i)]; !ok || p.Leader != rs[0] || len(p.ISR) < 2 {
+				return false, fmt.Sprintf("%+v", td.Partitions)
+			}
+		}
+		return true, ""
+	})
+}
+
+func runTxnClusterETL(t *testing.T, kill bool) {
+	zk := brokertest.SharedZooKeeper(t)
+	c := brokertest.StartCluster(t, 3, zk.Connect(""), withProps(map[string]string{
+		"group.initial.rebalance.delay.ms": "0",
+		"offsets.topic.num.partitions":     "6", "offsets.topic.replication.factor": "3",
+		"transaction.state.log.num.partitions": "6",
+		"auto.leader.rebalance.enable":         "false",
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
+	defer cancel()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	roles := pickTxnRoles(t, adm, "etl")
+	A, B, C := roles.txnCoord, roles.groupCoord, roles.outLeader
+	t.Logf("transaction coordinator %d (%s), group coordinator %d (%s), output leader %d", A, roles.txnID, B, roles.groupID, C)
+	if A == B || B == C || A == C || C < 1 || C > 3 {
+		t.Fatalf("roles are not three different brokers: %+v", roles)
+	}
+	createAssigned(t, adm, "etl-in", [][]int32{{B, C, A}, {C, A, B}})
+	createAssigned(t, adm, "etl-out", [][]int32{{C, A, B}, {C, B, A}})
+
+	const n = 300
+	in, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("etl-in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	for i := 0; i < n; i += 10 {
+		var recs []*kgo.Record
+		for j := i; j < i+10; j++ {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint(j)), Value: []byte(fmt.Sprintf("in-%03d", j))})
+		}
+		if err := in.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID(roles.txnID), kgo.ConsumerGroup(roles.groupID),
+		kgo.ConsumeTopics("etl-in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.DefaultProduceTopic("etl-out"), kgo.FetchMaxBytes(400), kgo.FetchMaxPartitionBytes(400), kgo.TransactionTimeout(60*time.Second),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	round, aborted, committedIn := 0, 0, 0
+	killed, restarted := false, false
+	for committedIn < n {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("after %d rounds (%d records committed, %d aborts): %v", round, committedIn, aborted, ctx.Err())
+		}
+		for _, e := range fs.Errors() {
+			t.Fatalf("fetch: %v", e.Err)
+		}
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		round++
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		count := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			count++
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("out-"), r.Value...)}, nil)
+		})
+		commit := round%3 != 0
+		var killDone chan struct{}
+		if kill && !killed && commit && committedIn >= n/3 {
+			// SIGKILL the transaction coordinator's broker while this commit is in flight.
+			killed, killDone = true, make(chan struct{})
+			go func() {
+				defer close(killDone)
+				c.Kill(t, A)
+			}()
+		}
+		committed, err := sess.End(ctx, kgo.TransactionEndTry(commit))
+		if killDone != nil {
+			<-killDone
+			t.Logf("round %d: broker %d killed during the commit (committed=%v)", round, A, committed)
+		}
+		if err != nil {
+			t.Fatalf("round %d: end: %v", round, err)
+		}
+		switch {
+		case committed:
+			committedIn += count
+		case commit:
+			t.Logf("round %d: the session aborted instead of committing (a rebalance)", round)
+		default:
+			aborted++
+		}
+		if killed && !restarted && committedIn >= 2*n/3 {
+			c.Restart(t, A)
+			restarted = true
+			t.Logf("round %d: broker %d restarted", round, A)
+		}
+	}
+	if kill && !restarted {
+		c.Restart(t, A)
+	}
+	if aborted == 0 {
+		t.Fatal("no transaction was aborted: the test proves nothing about aborts")
+	}
+	if kill {
+		c.WaitBrokers(t, 3)
+	}
+	out := readTxnTopic(ctx, t, c.Proxies[C].Addr, "etl-out", 2, true)
+	seen := map[string]int{}
+	for _, v := range out {
+		seen[v]++
+	}
+	for i := range n {
+		if v := fmt.Sprintf("out-in-%03d", i); seen[v] != 1 {
+			t.Errorf("%s is in the output %d times, want exactly once", v, seen[v])
+		}
+	}
+	if len(out) != n {
+		t.Errorf("the output holds %d records, want %d", len(out), n)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "etl-in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := adm.FetchOffsets(ctx, roles.groupID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, e := range ends["etl-in"] {
+		if o, ok := offs.Lookup("etl-in", p); !ok || o.At != e.Offset {
+			t.Errorf("etl-in-%d: committed offset %v, want the end %d", p, o.At, e.Offset)
+		}
+	}
+	t.Logf("%d rounds, %d aborted on purpose; output %d records", round, aborted, len(out))
+}

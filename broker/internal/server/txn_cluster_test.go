@@ -22,11 +22,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spoolmq/spool/broker/brokertest"
+	"github.com/spoolmq/spool/protocol-spec/wire"
+	"github.com/spoolmq/spool/protocol-spec/wire/batch"
 )
 
 func TestTxnClusterSessionAcrossBrokers(t *testing.T) {
 	heavy(t)
-	runTxnClusterETL(t, false)
+	c, roles := runTxnClusterETL(t, false)
+	t.Run("ProduceVerifiedWithRemoteCoordinator", func(t *testing.T) { testRemoteVerification(t, c, roles) })
 }
 
 func TestTxnClusterSessionCoordinatorKilled(t *testing.T) {
@@ -38,6 +41,10 @@ func TestTxnClusterSessionCoordinatorKilled(t *testing.T) {
 type txnRoles struct {
 	txnCoord, groupCoord, outLeader int32
 	txnID, groupID                  string
+	// verifyID is another transactional id coordinated away from the output leader, by
+	// verifyCoord.
+	verifyID    string
+	verifyCoord int32
 }
 
 // pickTxnRoles picks a transactional id and a group id whose coordinators are different
@@ -76,7 +83,13 @@ func pickTxnRoles(t *testing.T, adm *kadm.Client, prefix string, outLeader int32
 	for _, tx := range txnIDs {
 		for _, g := range groupIDs {
 			if txnCo[tx] != groupCo[g] && txnCo[tx] != outLeader && groupCo[g] != outLeader {
-				return txnRoles{txnCoord: txnCo[tx], groupCoord: groupCo[g], outLeader: outLeader, txnID: tx, groupID: g}
+				r := txnRoles{txnCoord: txnCo[tx], groupCoord: groupCo[g], outLeader: outLeader, txnID: tx, groupID: g}
+				for _, v := range txnIDs {
+					if v != tx && txnCo[v] != outLeader {
+						r.verifyID, r.verifyCoord = v, txnCo[v]
+						return r
+					}
+				}
 			}
 		}
 	}
@@ -84,7 +97,7 @@ func pickTxnRoles(t *testing.T, adm *kadm.Client, prefix string, outLeader int32
 	return txnRoles{}
 }
 
-func runTxnClusterETL(t *testing.T, kill bool) {
+func runTxnClusterETL(t *testing.T, kill bool) (*brokertest.Cluster, txnRoles) {
 	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), withProps(map[string]string{
 		"group.initial.rebalance.delay.ms": "0",
@@ -223,6 +236,66 @@ func runTxnClusterETL(t *testing.T, kill bool) {
 		}
 	}
 	t.Logf("%d rounds, %d aborted on purpose; output %d records", round, aborted, len(out))
+	return c, roles
+}
+
+// testRemoteVerification: KIP-890 part 1 across brokers. A transactional batch sent to the
+// output partition's leader, whose transaction coordinator is another broker, is refused with
+// INVALID_TXN_STATE until the partition is in the producer's open transaction, accepted then,
+// and refused again once the transaction has ended (a late write cannot reopen it).
+func testRemoteVerification(t *testing.T, c *brokertest.Cluster, roles txnRoles) {
+	if roles.verifyCoord == roles.outLeader {
+		t.Fatalf("the verifying id's coordinator %d leads the output partition", roles.verifyCoord)
+	}
+	id := roles.verifyID
+	co := dial(t, c.Proxies[roles.verifyCoord].Addr)
+	leader := dial(t, c.Proxies[roles.outLeader].Addr)
+	retriable := func(code int16) bool {
+		return code == wire.ErrConcurrentTransactions.Code || code == wire.ErrCoordinatorLoadInProgress.Code
+	}
+	init := &wire.InitProducerIdResponse{}
+	brokertest.WaitForState(t, 30*time.Second, "InitProducerId of "+id, func() (bool, string) {
+		init = &wire.InitProducerIdResponse{}
+		co.roundTrip(&wire.InitProducerIdRequest{TransactionalId: &id, TransactionTimeoutMs: 60000, ProducerId: -1, ProducerEpoch: -1}, init, 4)
+		return !retriable(init.ErrorCode), fmt.Sprint(wire.ErrorForCode(init.ErrorCode))
+	})
+	wantCode(t, "InitProducerId", init.ErrorCode, nil)
+	seq := int32(0)
+	produce := func(value string) int16 {
+		t.Helper()
+		b := batch.NewBuilder()
+		b.SetProducer(init.ProducerId, init.ProducerEpoch, seq)
+		b.SetTransactional(true)
+		b.Append(time.Now().UnixMilli(), nil, []byte(value), nil)
+		recs, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &wire.ProduceRequest{TransactionalId: &id, Acks: -1, TimeoutMs: 10000, TopicData: []wire.ProduceRequestTopicProduceData{{
+			Name: "etl-out", PartitionData: []wire.ProduceRequestPartitionProduceData{{Index: 0, Records: recs}}}}}
+		resp := &wire.ProduceResponse{}
+		leader.roundTrip(req, resp, 9)
+		code := resp.Responses[0].PartitionResponses[0].ErrorCode
+		if code == 0 {
+			seq++
+		}
+		return code
+	}
+	wantCode(t, "a transactional produce before AddPartitionsToTxn", produce("stray"), wire.ErrInvalidTxnState)
+	add := &wire.AddPartitionsToTxnResponse{}
+	brokertest.WaitForState(t, 30*time.Second, "AddPartitionsToTxn", func() (bool, string) {
+		add = &wire.AddPartitionsToTxnResponse{}
+		co.roundTrip(&wire.AddPartitionsToTxnRequest{V3AndBelowTransactionalId: id, V3AndBelowProducerId: init.ProducerId, V3AndBelowProducerEpoch: init.ProducerEpoch,
+			V3AndBelowTopics: []wire.AddPartitionsToTxnRequestV3Topic{{Name: "etl-out", Partitions: []int32{0}}}}, add, 3)
+		code := add.ResultsByTopicV3AndBelow[0].ResultsByPartition[0].PartitionErrorCode
+		return !retriable(code), fmt.Sprint(wire.ErrorForCode(code))
+	})
+	wantCode(t, "AddPartitionsToTxn", add.ResultsByTopicV3AndBelow[0].ResultsByPartition[0].PartitionErrorCode, nil)
+	wantCode(t, "a transactional produce in the transaction", produce("in-txn"), nil)
+	end := &wire.EndTxnResponse{}
+	co.roundTrip(&wire.EndTxnRequest{TransactionalId: id, ProducerId: init.ProducerId, ProducerEpoch: init.ProducerEpoch, Committed: false}, end, 3)
+	wantCode(t, "EndTxn (abort)", end.ErrorCode, nil)
+	wantCode(t, "a transactional produce after the transaction ended", produce("late"), wire.ErrInvalidTxnState)
 }
 
 // testLogWriter writes a client's log lines to the test's log.

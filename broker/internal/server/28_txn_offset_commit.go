@@ -3,8 +3,12 @@ package server
 // TxnOffsetCommit (key 28), versions 0-4; flexible from 3.
 //
 // Offsets a transactional producer commits for a group inside its transaction (after
-// AddOffsetsToTxn): the group coordinator keeps them pending and they become the group's
-// committed offsets only when the transaction commits (dropped when it aborts); meanwhile
+// AddOffsetsToTxn): the group coordinator appends them to the group's __consumer_offsets
+// partition as the producer's transactional batch, answers once that is committed, and keeps
+// them pending; they become the group's committed offsets only when the transaction's COMMIT
+// marker is committed in that partition (dropped at ABORT), also after a failover, whose load
+// replays both (group/txn_offsets.go). A producer with an older epoch than the log has seen
+// gets PRODUCER_FENCED. Meanwhile
 // OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for those partitions. v3+
 // (KIP-447) carries the member's generation, member id and instance id, checked as for
 // OffsetCommit (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID), so a zombie member
@@ -30,7 +34,7 @@ func handleTxnOffsetCommit(s *Server, ctx context.Context, req *request) *pendin
 	r := req.msg.(*wire.TxnOffsetCommitRequest)
 	resp := &wire.TxnOffsetCommitResponse{}
 	resp.Default()
-	cr := group.TxnCommitRequest{GroupID: r.GroupId, ProducerID: r.ProducerId, Generation: -1}
+	cr := group.TxnCommitRequest{GroupID: r.GroupId, ProducerID: r.ProducerId, ProducerEpoch: r.ProducerEpoch, Generation: -1}
 	if req.version >= 3 {
 		cr.Generation, cr.MemberID, cr.InstanceID = r.GenerationId, r.MemberId, r.GroupInstanceId
 	}
@@ -84,7 +88,11 @@ func handleTxnOffsetCommit(s *Server, ctx context.Context, req *request) *pendin
 	p := later()
 	s.groups.TxnCommit(cr, func(codes []int16) {
 		for i, sl := range slots {
-			resp.Topics[sl.t].Partitions[sl.p].ErrorCode = codes[i]
+			code := codes[i]
+			if code == wire.ErrProducerFenced.Code && req.version < 2 {
+				code = wire.ErrInvalidProducerEpoch.Code // what clients before PRODUCER_FENCED know
+			}
+			resp.Topics[sl.t].Partitions[sl.p].ErrorCode = code
 		}
 		p.complete(reply{msg: resp})
 	})

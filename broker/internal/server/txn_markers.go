@@ -16,9 +16,12 @@ package server
 // deleted is skipped, as Kafka does; one that answers INVALID_PRODUCER_EPOCH has seen a newer
 // epoch of the producer (the transaction was ended by a later coordinator) and is done.
 //
-// A __consumer_offsets partition in a transaction is where its group's pending transactional
-// offsets live (group/txn_offsets.go): its leader, the group coordinator, settles them after
-// the marker (writeMarkersHere), wherever the transaction coordinator runs.
+// A __consumer_offsets partition in a transaction holds the group's transactional offsets
+// (TxnOffsetCommit wrote them there as the producer's transactional batch): its leader, the
+// group coordinator, appends the marker like any other partition and, once it is committed,
+// settles the pending offsets (group/txn_offsets.go); if the group coordinator has not loaded
+// the partition yet, the answer is COORDINATOR_LOAD_IN_PROGRESS and the marker is retried (the
+// load replays the first one).
 
 import (
 	"context"
@@ -130,18 +133,7 @@ func (s *Server) writeMarkersHere(ctx context.Context, pid int64, epoch int16, c
 	now := time.Now()
 	var waits []partition.Appended
 	var slots []int
-	offsets := false
 	for i, tp := range parts {
-		if tp.Topic == group.Topic {
-			if _, err := s.leaderPart(tp.Topic, tp.Partition); err != nil {
-				errs[i] = fmt.Errorf("marker for %s-%d: %w", tp.Topic, tp.Partition, err)
-				continue
-			}
-			// The group coordinator keeps a transaction's offsets pending (see
-			// group/txn_offsets.go); they are settled below, with no marker in its log.
-			offsets = true
-			continue
-		}
 		part, err := s.leaderPart(tp.Topic, tp.Partition)
 		if err == nil {
 			var a partition.Appended
@@ -160,13 +152,13 @@ func (s *Server) writeMarkersHere(ctx context.Context, pid int64, epoch int16, c
 			errs[slots[i]] = fmt.Errorf("marker for %s-%d: %w", tp.Topic, tp.Partition, storageError(err))
 		}
 	})
-	if offsets {
-		if err := s.groups.CompleteTxn(pid, commit); err != nil {
-			err = fmt.Errorf("settling the transaction's offsets: %w", err)
-			for i, tp := range parts {
-				if tp.Topic == group.Topic && errs[i] == nil {
-					errs[i] = err
-				}
+	// The markers of __consumer_offsets partitions settle the group coordinator's pending
+	// transactional offsets, once committed (group/txn_offsets.go).
+	for i, tp := range parts {
+		if tp.Topic == group.Topic && errs[i] == nil {
+			if err := s.groups.CompleteTxn(pid, tp.Partition, commit); err != nil {
+				errs[i] = fmt.Errorf("settling the transaction's offsets in %s-%d: %w", tp.Topic, tp.Partition, wire.ErrCoordinatorLoadInProgress)
+				s.log.Debug("settling transactional offsets", "partition", tp.Partition, "producer_id", pid, "err", err)
 			}
 		}
 	}

@@ -7,8 +7,9 @@ package server_test
 // transactional offsets the marker settles), and every transactional produce is verified
 // with the coordinator across brokers (KIP-890 part 1). The output, read with
 // read_committed, holds each input record exactly once; the group's committed offsets are
-// the input's ends. The second test kills the transaction coordinator's broker with SIGKILL
-// while a commit is in flight and restarts it later: still exactly once.
+// the input's ends. The other tests kill the transaction coordinator's or the group
+// coordinator's broker with SIGKILL while a commit is in flight and restart it later: still
+// exactly once.
 
 import (
 	"context"
@@ -28,14 +29,31 @@ import (
 
 func TestTxnClusterSessionAcrossBrokers(t *testing.T) {
 	heavy(t)
-	c, roles := runTxnClusterETL(t, false)
+	c, roles := runTxnClusterETL(t, killNone)
 	t.Run("ProduceVerifiedWithRemoteCoordinator", func(t *testing.T) { testRemoteVerification(t, c, roles) })
 }
 
 func TestTxnClusterSessionCoordinatorKilled(t *testing.T) {
 	heavy(t)
-	runTxnClusterETL(t, true)
+	runTxnClusterETL(t, killTxnCoordinator)
 }
+
+// TestTxnClusterSessionGroupCoordinatorKilled: the group coordinator's broker is killed while
+// a commit is in flight; the new leader of the group's __consumer_offsets partition rebuilds
+// the pending transactional offsets from the log and the markers settle them there.
+func TestTxnClusterSessionGroupCoordinatorKilled(t *testing.T) {
+	heavy(t)
+	runTxnClusterETL(t, killGroupCoordinator)
+}
+
+// txnKill is which broker a cluster transaction test kills mid-stream.
+type txnKill int
+
+const (
+	killNone txnKill = iota
+	killTxnCoordinator
+	killGroupCoordinator
+)
 
 // txnRoles are the brokers of a cluster transaction test, and the ids chosen so.
 type txnRoles struct {
@@ -97,7 +115,7 @@ func pickTxnRoles(t *testing.T, adm *kadm.Client, prefix string, outLeader int32
 	return txnRoles{}
 }
 
-func runTxnClusterETL(t *testing.T, kill bool) (*brokertest.Cluster, txnRoles) {
+func runTxnClusterETL(t *testing.T, kill txnKill) (*brokertest.Cluster, txnRoles) {
 	zk := brokertest.SharedZooKeeper(t)
 	c := brokertest.StartCluster(t, 3, zk.Connect(""), withProps(map[string]string{
 		"group.initial.rebalance.delay.ms": "0",
@@ -121,6 +139,7 @@ func runTxnClusterETL(t *testing.T, kill bool) (*brokertest.Cluster, txnRoles) {
 	if A == B || B == C || A == C {
 		t.Fatalf("roles are not three different brokers: %+v", roles)
 	}
+	victim := map[txnKill]int32{killTxnCoordinator: A, killGroupCoordinator: B}[kill]
 
 	const n = 300
 	in, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("etl-in"))
@@ -170,18 +189,18 @@ func runTxnClusterETL(t *testing.T, kill bool) (*brokertest.Cluster, txnRoles) {
 		})
 		commit := round%3 != 0
 		var killDone chan struct{}
-		if kill && !killed && commit && committedIn >= n/3 {
-			// SIGKILL the transaction coordinator's broker while this commit is in flight.
+		if kill != killNone && !killed && commit && committedIn >= n/3 {
+			// SIGKILL the coordinator's broker while this commit is in flight.
 			killed, killDone = true, make(chan struct{})
 			go func() {
 				defer close(killDone)
-				c.Kill(t, A)
+				c.Kill(t, victim)
 			}()
 		}
 		committed, err := sess.End(ctx, kgo.TransactionEndTry(commit))
 		if killDone != nil {
 			<-killDone
-			t.Logf("round %d: broker %d killed during the commit (committed=%v)", round, A, committed)
+			t.Logf("round %d: broker %d killed during the commit (committed=%v)", round, victim, committed)
 		}
 		if err != nil {
 			t.Fatalf("round %d: end: %v", round, err)
@@ -195,19 +214,21 @@ func runTxnClusterETL(t *testing.T, kill bool) (*brokertest.Cluster, txnRoles) {
 			aborted++
 		}
 		if killed && !restarted && committedIn >= 2*n/3 {
-			c.Restart(t, A)
+			c.Restart(t, victim)
 			restarted = true
-			t.Logf("round %d: broker %d restarted", round, A)
+			t.Logf("round %d: broker %d restarted", round, victim)
 		}
 	}
-	if kill && !restarted {
-		c.Restart(t, A)
+	if killed && !restarted {
+		c.Restart(t, victim)
 	}
 	if aborted == 0 {
 		t.Fatal("no transaction was aborted: the test proves nothing about aborts")
 	}
-	if kill {
+	if killed {
 		c.WaitBrokers(t, 3)
+	} else if kill != killNone {
+		t.Fatal("the stream ended before the kill")
 	}
 	out := readTxnTopic(ctx, t, c.Proxies[C].Addr, "etl-out", 1, true)
 	seen := map[string]int{}

@@ -63,6 +63,10 @@ type txnRoles struct {
 	// verifyCoord.
 	verifyID    string
 	verifyCoord int32
+	// verifyGroup is a group coordinated by another broker than verifyCoord, by
+	// verifyGroupCoord.
+	verifyGroup      string
+	verifyGroupCoord int32
 }
 
 // pickTxnRoles picks a transactional id and a group id whose coordinators are different
@@ -103,9 +107,15 @@ func pickTxnRoles(t *testing.T, adm *kadm.Client, prefix string, outLeader int32
 			if txnCo[tx] != groupCo[g] && txnCo[tx] != outLeader && groupCo[g] != outLeader {
 				r := txnRoles{txnCoord: txnCo[tx], groupCoord: groupCo[g], outLeader: outLeader, txnID: tx, groupID: g}
 				for _, v := range txnIDs {
-					if v != tx && txnCo[v] != outLeader {
-						r.verifyID, r.verifyCoord = v, txnCo[v]
-						return r
+					if v == tx || txnCo[v] == outLeader {
+						continue
+					}
+					for _, vg := range groupIDs {
+						if vg != g && groupCo[vg] != txnCo[v] {
+							r.verifyID, r.verifyCoord = v, txnCo[v]
+							r.verifyGroup, r.verifyGroupCoord = vg, groupCo[vg]
+							return r
+						}
 					}
 				}
 			}
@@ -313,10 +323,55 @@ func testRemoteVerification(t *testing.T, c *brokertest.Cluster, roles txnRoles)
 	})
 	wantCode(t, "AddPartitionsToTxn", add.ResultsByTopicV3AndBelow[0].ResultsByPartition[0].PartitionErrorCode, nil)
 	wantCode(t, "a transactional produce in the transaction", produce("in-txn"), nil)
+
+	// TxnOffsetCommit to a group coordinator on a third broker is verified the same way, and
+	// its offsets stay pending (UNSTABLE_OFFSET_COMMIT for require_stable) until the marker.
+	if roles.verifyGroupCoord == roles.verifyCoord {
+		t.Fatalf("the verifying group's coordinator %d is the transaction coordinator", roles.verifyGroupCoord)
+	}
+	gc := dial(t, c.Proxies[roles.verifyGroupCoord].Addr)
+	offsetCommit := func() int16 {
+		t.Helper()
+		resp := &wire.TxnOffsetCommitResponse{}
+		gc.roundTrip(&wire.TxnOffsetCommitRequest{TransactionalId: id, GroupId: roles.verifyGroup, ProducerId: init.ProducerId, ProducerEpoch: init.ProducerEpoch,
+			GenerationId: -1, Topics: []wire.TxnOffsetCommitRequestTopic{{Name: "etl-in", Partitions: []wire.TxnOffsetCommitRequestPartition{{PartitionIndex: 0, CommittedOffset: 42, CommittedLeaderEpoch: -1}}}}}, resp, 3)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	fetchOffset := func() (int64, int16) {
+		t.Helper()
+		resp := &wire.OffsetFetchResponse{}
+		gc.roundTrip(&wire.OffsetFetchRequest{GroupId: roles.verifyGroup, RequireStable: true, Topics: []wire.OffsetFetchRequestTopic{{Name: "etl-in", PartitionIndexes: []int32{0}}}}, resp, 7)
+		if resp.ErrorCode != 0 {
+			return -1, resp.ErrorCode
+		}
+		p := resp.Topics[0].Partitions[0]
+		return p.CommittedOffset, p.ErrorCode
+	}
+	wantCode(t, "TxnOffsetCommit before AddOffsetsToTxn", offsetCommit(), wire.ErrInvalidTxnState)
+	addOffsets := &wire.AddOffsetsToTxnResponse{}
+	brokertest.WaitForState(t, 30*time.Second, "AddOffsetsToTxn", func() (bool, string) {
+		addOffsets = &wire.AddOffsetsToTxnResponse{}
+		co.roundTrip(&wire.AddOffsetsToTxnRequest{TransactionalId: id, ProducerId: init.ProducerId, ProducerEpoch: init.ProducerEpoch, GroupId: roles.verifyGroup}, addOffsets, 3)
+		return !retriable(addOffsets.ErrorCode), fmt.Sprint(wire.ErrorForCode(addOffsets.ErrorCode))
+	})
+	wantCode(t, "AddOffsetsToTxn", addOffsets.ErrorCode, nil)
+	wantCode(t, "TxnOffsetCommit in the transaction", offsetCommit(), nil)
+	if _, code := fetchOffset(); code != wire.ErrUnstableOffsetCommit.Code {
+		t.Fatalf("OffsetFetch require_stable during the transaction: %v, want UNSTABLE_OFFSET_COMMIT", wire.ErrorForCode(code))
+	}
 	end := &wire.EndTxnResponse{}
 	co.roundTrip(&wire.EndTxnRequest{TransactionalId: id, ProducerId: init.ProducerId, ProducerEpoch: init.ProducerEpoch, Committed: false}, end, 3)
 	wantCode(t, "EndTxn (abort)", end.ErrorCode, nil)
 	wantCode(t, "a transactional produce after the transaction ended", produce("late"), wire.ErrInvalidTxnState)
+	// The abort's marker reached the group coordinator's partition: the offset is dropped.
+	brokertest.WaitForState(t, 30*time.Second, "the aborted offset settled", func() (bool, string) {
+		off, code := fetchOffset()
+		return code == 0, fmt.Sprintf("offset %d, %v", off, wire.ErrorForCode(code))
+	})
+	if off, _ := fetchOffset(); off != -1 {
+		t.Fatalf("the aborted transaction's offset %d is the group's", off)
+	}
+	wantCode(t, "TxnOffsetCommit after the transaction ended", offsetCommit(), wire.ErrInvalidTxnState)
 }
 
 // testLogWriter writes a client's log lines to the test's log.

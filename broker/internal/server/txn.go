@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +54,9 @@ func (s *Server) txnElected(index, partitions int32, part *partition.Partition, 
 }
 
 // ensureTxnTopic creates __transaction_state on first use, as Kafka does: compacted,
-// transaction.state.log.num.partitions partitions, replication factor 1 on a single node.
+// transaction.state.log.num.partitions partitions, transaction.state.log.replication.factor
+// replicas (capped by the live brokers; 1 on a single node) and
+// transaction.state.log.min.isr as its min.insync.replicas (capped by the replicas).
 func (s *Server) ensureTxnTopic(ctx context.Context) error {
 	if s.txn.ready.Load() {
 		return nil
@@ -67,9 +70,16 @@ func (s *Server) ensureTxnTopic(ctx context.Context) error {
 	n := int32(s.conf.Int(config.TxnStateLogNumPartitions))
 	rf := int16(1)
 	if s.clustered {
-		rf = int16(min(3, len(s.md.Brokers())))
+		want := s.conf.Int(config.TxnStateLogReplication)
+		live := len(s.md.Brokers())
+		rf = int16(min(want, live))
+		if live < want {
+			s.log.Warn("creating "+txn.Topic+" with fewer replicas than transaction.state.log.replication.factor: not enough live brokers",
+				"replication_factor", rf, "transaction.state.log.replication.factor", want)
+		}
 	}
-	_, err := s.createTopic(ctx, txn.Topic, n, rf, map[string]string{"cleanup.policy": "compact"}, false)
+	minISR := min(s.conf.Int(config.TxnStateLogMinISR), int(rf))
+	_, err := s.createTopic(ctx, txn.Topic, n, rf, map[string]string{"cleanup.policy": "compact", "min.insync.replicas": strconv.Itoa(minISR)}, false)
 	if err != nil && !errors.Is(err, wire.ErrTopicAlreadyExists) {
 		return fmt.Errorf("creating %s: %w", txn.Topic, err)
 	}

@@ -253,14 +253,22 @@ func runTxnClusterETL(t *testing.T, kill txnKill) (*brokertest.Cluster, txnRoles
 	if len(out) != n {
 		t.Errorf("the output holds %d records, want %d", len(out), n)
 	}
-	ends, err := adm.ListEndOffsets(ctx, "etl-in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	offs, err := adm.FetchOffsets(ctx, roles.groupID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The admin client's connections may predate a kill: ask until an answer comes.
+	var ends kadm.ListedOffsets
+	var offs kadm.OffsetResponses
+	brokertest.WaitForState(t, 60*time.Second, "the input's ends and the group's offsets", func() (bool, string) {
+		var err error
+		if ends, err = adm.ListEndOffsets(ctx, "etl-in"); err == nil {
+			offs, err = adm.FetchOffsets(ctx, roles.groupID)
+		}
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			err = offs.Error()
+		}
+		return err == nil, fmt.Sprint(err)
+	})
 	for p, e := range ends["etl-in"] {
 		if o, ok := offs.Lookup("etl-in", p); !ok || o.At != e.Offset {
 			t.Errorf("etl-in-%d: committed offset %v, want the end %d", p, o.At, e.Offset)

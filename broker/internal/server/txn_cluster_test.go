@@ -281,7 +281,9 @@ func runTxnClusterETL(t *testing.T, kill txnKill) (*brokertest.Cluster, txnRoles
 // testRemoteVerification: KIP-890 part 1 across brokers. A transactional batch sent to the
 // output partition's leader, whose transaction coordinator is another broker, is refused with
 // INVALID_TXN_STATE until the partition is in the producer's open transaction, accepted then,
-// and refused again once the transaction has ended (a late write cannot reopen it).
+// refused again once the transaction has ended (a late write cannot reopen it), and refused
+// with INVALID_PRODUCER_EPOCH once a new instance of the id has fenced the producer. The same
+// holds for TxnOffsetCommit on a third broker.
 func testRemoteVerification(t *testing.T, c *brokertest.Cluster, roles txnRoles) {
 	if roles.verifyCoord == roles.outLeader {
 		t.Fatalf("the verifying id's coordinator %d leads the output partition", roles.verifyCoord)
@@ -380,6 +382,20 @@ func testRemoteVerification(t *testing.T, c *brokertest.Cluster, roles txnRoles)
 		t.Fatalf("the aborted transaction's offset %d is the group's", off)
 	}
 	wantCode(t, "TxnOffsetCommit after the transaction ended", offsetCommit(), wire.ErrInvalidTxnState)
+
+	// A new instance of the id fences the first: the zombie's write to the remote leader is
+	// refused for its epoch.
+	again := &wire.InitProducerIdResponse{}
+	brokertest.WaitForState(t, 30*time.Second, "the second InitProducerId of "+id, func() (bool, string) {
+		again = &wire.InitProducerIdResponse{}
+		co.roundTrip(&wire.InitProducerIdRequest{TransactionalId: &id, TransactionTimeoutMs: 60000, ProducerId: -1, ProducerEpoch: -1}, again, 4)
+		return !retriable(again.ErrorCode), fmt.Sprint(wire.ErrorForCode(again.ErrorCode))
+	})
+	wantCode(t, "the second InitProducerId", again.ErrorCode, nil)
+	if again.ProducerId != init.ProducerId || again.ProducerEpoch != init.ProducerEpoch+1 {
+		t.Fatalf("the second InitProducerId gave %d/%d, want %d/%d", again.ProducerId, again.ProducerEpoch, init.ProducerId, init.ProducerEpoch+1)
+	}
+	wantCode(t, "a transactional produce of the fenced epoch", produce("zombie"), wire.ErrInvalidProducerEpoch)
 }
 
 // testLogWriter writes a client's log lines to the test's log.

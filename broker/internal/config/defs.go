@@ -235,6 +235,8 @@ const (
 	TxnStateLogNumPartitions     = "transaction.state.log.num.partitions"
 	TxnMaxTimeoutMs              = "transaction.max.timeout.ms"
 	TxnAbortIntervalMs           = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+	TxnStateLogReplication       = "transaction.state.log.replication.factor"
+	TxnStateLogMinISR            = "transaction.state.log.min.isr"
 	GroupInitialRebalanceDelay   = "group.initial.rebalance.delay.ms"
 	OffsetsRetentionMinutes      = "offsets.retention.minutes"
 	PprofListener                = "spool.pprof.listener"
@@ -337,6 +339,8 @@ var BrokerDefs = []Def{
 	{Name: TxnStateLogNumPartitions, Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __transaction_state (compacted), created on the first transactional request."},
 	{Name: TxnMaxTimeoutMs, Type: Int, Default: "900000", Check: atLeast(1), Doc: "The longest transaction.timeout.ms a producer may ask for (else INVALID_TRANSACTION_TIMEOUT)."},
 	{Name: TxnAbortIntervalMs, Type: Int, Default: "10000", Check: atLeast(1), Doc: "How often the transaction coordinator aborts transactions past their timeout (fencing their producers)."},
+	{Name: TxnStateLogReplication, Type: Short, Default: "3", Check: atLeast(1), Doc: "Replication factor of __transaction_state, capped by the live brokers at its creation."},
+	{Name: TxnStateLogMinISR, Type: Int, Default: "2", Check: atLeast(1), Doc: "min.insync.replicas of __transaction_state (capped by its replication factor): a transaction's decision is written to at least this many replicas."},
 	{Name: GroupInitialRebalanceDelay, Type: Int, Default: "3000", Check: atLeast(0), Doc: "Delay before the first rebalance of a new group."},
 	{Name: OffsetsRetentionMinutes, Type: Int, Default: "10080", Check: atLeast(1), Doc: "How long committed offsets of an empty group are kept."},
 

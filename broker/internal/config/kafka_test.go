@@ -24,9 +24,9 @@ func TestKafkaStockServerProperties(t *testing.T) {
 	}{
 		{"kafka-3.9-zookeeper-server.properties", "127.0.0.1:9092", "", "0", "/tmp/kafka-logs", "localhost:2181",
 			[]string{"num.io.threads", "num.network.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
-				"num.recovery.threads.per.data.dir", "transaction.state.log.replication.factor", "transaction.state.log.min.isr"},
+				"num.recovery.threads.per.data.dir"},
 			[]string{"log.retention.hours", "group.initial.rebalance.delay.ms", "broker.id", "offsets.topic.replication.factor",
-				"zookeeper.connection.timeout.ms"}},
+				"zookeeper.connection.timeout.ms", "transaction.state.log.replication.factor", "transaction.state.log.min.isr"}},
 		{"kafka-3.9-kraft-server.properties", ":9092", "localhost:9092", "1", "/tmp/kraft-combined-logs", "",
 			[]string{"process.roles", "controller.quorum.voters", "num.io.threads"},
 			[]string{"listeners", "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map", "log.retention.hours"}},

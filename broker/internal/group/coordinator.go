@@ -91,8 +91,9 @@ type Partition interface {
 	// Wait returns once everything below end is committed: durable, and in a cluster on
 	// every in-sync replica.
 	Wait(ctx context.Context, end int64) error
-	// EachRecord replays the partition's log from its start, when the partition is loaded.
-	EachRecord(fn func(batch.Record)) error
+	// EachBatchRecord replays the partition's log from its start, when the partition is
+	// loaded, with each record's batch header (transactional offsets and their markers).
+	EachBatchRecord(fn func(batch.Header, batch.Record)) error
 }
 
 // LogPartition is a Partition on a log alone (one node, no replication).
@@ -104,8 +105,8 @@ func (p logPartition) Append(records []byte) (storage.AppendResult, error) {
 	return p.l.Append(records, storage.AppendOptions{AssignOffsets: true})
 }
 func (p logPartition) Wait(ctx context.Context, end int64) error { return p.l.WaitDurable(ctx, end) }
-func (p logPartition) EachRecord(fn func(batch.Record)) error {
-	return p.l.EachRecord(fn)
+func (p logPartition) EachBatchRecord(fn func(batch.Header, batch.Record)) error {
+	return p.l.EachBatchRecord(fn)
 }
 
 // Protocol is one protocol a member supports, with its opaque metadata.
@@ -337,7 +338,7 @@ func (c *Coordinator) WaitLoad(ctx context.Context, p int32) error {
 // goroutine.
 func (c *Coordinator) loadPartition(p, n int32, part Partition, token uint64) error {
 	start := c.clock.Now()
-	groups, err := c.load(part, func(id string) bool { return partitionFor(id, n) == p })
+	groups, pend, err := c.load(part, func(id string) bool { return partitionFor(id, n) == p })
 	c.mu.Lock()
 	if c.loading[p] != token || c.closed {
 		c.mu.Unlock()
@@ -351,6 +352,7 @@ func (c *Coordinator) loadPartition(p, n int32, part Partition, token uint64) er
 	for id, g := range groups {
 		c.groups[id] = g
 	}
+	c.installPending(p, n, pend) // txn.mu is a leaf under c.mu
 	c.owned[p] = part
 	c.mu.Unlock()
 	for _, g := range groups {
@@ -376,6 +378,7 @@ func (c *Coordinator) OnResignation(p int32) {
 		return
 	}
 	delete(c.owned, p)
+	c.dropPendingPartition(p, c.nparts)
 	var gone []*group
 	for id, g := range c.groups {
 		if partitionFor(id, c.nparts) == p {
@@ -1597,6 +1600,11 @@ var errNotOwned = errors.New("this broker does not coordinate the group")
 // append writes records to the group's partition of __consumer_offsets. Callers hold the
 // group lock, so a group's records keep their order.
 func (c *Coordinator) append(groupID string, kvs []kv) (written, error) {
+	return c.appendWith(groupID, kvs, nil)
+}
+
+// appendWith is append with the batch's producer fields set by setup (nil: none).
+func (c *Coordinator) appendWith(groupID string, kvs []kv, setup func(*batch.Builder)) (written, error) {
 	c.mu.Lock()
 	var part Partition
 	if c.nparts > 0 {
@@ -1607,6 +1615,9 @@ func (c *Coordinator) append(groupID string, kvs []kv) (written, error) {
 		return written{}, fmt.Errorf("%w: %s", errNotOwned, groupID)
 	}
 	b := batch.NewBuilder()
+	if setup != nil {
+		setup(b)
+	}
 	now := c.clock.Now().UnixMilli()
 	for _, r := range kvs {
 		b.Append(now, r.key, r.value, nil)
@@ -1665,10 +1676,18 @@ func (c *Coordinator) storeGroup(g *group, then func(error)) {
 // picks are read, and none of them is served until the load is installed. It returns the
 // groups that exist at the log's end, Stable when they have members (their session timers
 // are started by the caller).
-func (c *Coordinator) load(l Partition, mine func(string) bool) (map[string]*group, error) {
+func (c *Coordinator) load(l Partition, mine func(string) bool) (map[string]*group, map[int64][]pendingOffset, error) {
 	groups := map[string]*group{}
-	if err := l.EachRecord(func(r batch.Record) { c.replay(groups, r, mine) }); err != nil {
-		return nil, err
+	pend := map[int64][]pendingOffset{} // transactional offsets without a marker yet (txn_offsets.go)
+	err := l.EachBatchRecord(func(h batch.Header, r batch.Record) {
+		if h.Attributes.Transactional() {
+			c.replayTxn(groups, pend, h, r, mine)
+			return
+		}
+		c.replay(groups, r, mine)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	now := c.clock.Now()
 	for _, g := range groups {
@@ -1677,7 +1696,7 @@ func (c *Coordinator) load(l Partition, mine func(string) bool) (map[string]*gro
 		}
 		g.stateTime = now
 	}
-	return groups, nil
+	return groups, pend, nil
 }
 
 // replay applies one __consumer_offsets record of a group mine picks to groups; it returns

@@ -109,6 +109,11 @@ func (p *Partition) SegmentCount() int { return p.log.SegmentCount() }
 // topic's partition).
 func (p *Partition) EachRecord(fn func(batch.Record)) error { return p.log.EachRecord(fn) }
 
+// EachBatchRecord is EachRecord with each record's batch header.
+func (p *Partition) EachBatchRecord(fn func(batch.Header, batch.Record)) error {
+	return p.log.EachBatchRecord(fn)
+}
+
 // Parallel calls fn(0..n-1) on at most workers goroutines and returns when all calls have
 // (storage.Parallel): the reconciler opens logs and applies states with it.
 func Parallel(n, workers int, fn func(i int)) { storage.Parallel(n, workers, fn) }

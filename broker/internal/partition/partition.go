@@ -326,6 +326,11 @@ func (p *Partition) Producers() []ProducerInfo { return p.log.Producers() }
 // offset of each (a copy).
 func (p *Partition) OngoingTransactions() map[int64]int64 { return p.log.OngoingTransactions() }
 
+// HasOngoingTransaction reports whether the producer has an open transaction here.
+func (p *Partition) HasOngoingTransaction(producerID int64) bool {
+	return p.log.HasOngoingTransaction(producerID)
+}
+
 // CommitAsync is Commit of one append on a goroutine of its own: done gets nil once it
 // committed, or the error.
 func CommitAsync(ctx context.Context, a Appended, done func(error)) {

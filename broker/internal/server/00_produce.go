@@ -11,10 +11,12 @@ package server
 // OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch INVALID_PRODUCER_EPOCH). A transactional batch
 // needs the request's TransactionalId (else INVALID_RECORD) and Write on it
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and is verified with the transaction coordinator
-// when it runs here (KIP-890 part 1): the producer must be the id's current one
-// (INVALID_PRODUCER_EPOCH otherwise) with an open transaction holding the partition
+// (KIP-890 part 1; here or, through AddPartitionsToTxn verify-only, on the broker leading the
+// id's __transaction_state partition: txn_verify.go): the producer must be the id's current
+// one (INVALID_PRODUCER_EPOCH otherwise) with an open transaction holding the partition
 // (INVALID_TXN_STATE otherwise), so a stray or late write cannot open a transaction that holds
-// the last stable offset forever; zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). A
+// the last stable offset forever; a coordinator that cannot answer now is
+// NOT_ENOUGH_REPLICAS (retriable, as Kafka answers); zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). A
 // topic whose compression.type names another codec than the batch's gets the batch rebuilt in
 // that codec before the append (recompress.go); "producer" keeps it as sent. An
 // unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION: Produce never creates topics
@@ -168,7 +170,7 @@ func (s *Server) produceOne(ctx context.Context, req *request, r *wire.ProduceRe
 		return none, noWait, err
 	}
 	if raw := batch.Raw(rp.Records); raw.Attributes().Transactional() {
-		if err := s.verifyTransactional(req, r.TransactionalId, raw, topic, rp.Index); err != nil {
+		if err := s.verifyTransactional(ctx, req, r.TransactionalId, raw, part); err != nil {
 			return none, noWait, err
 		}
 	}
@@ -207,26 +209,6 @@ func checkProduceBatch(records []byte) error {
 		return fmt.Errorf("%w: batch length %d does not match the %d bytes sent", wire.ErrCorruptMessage, size, len(records))
 	}
 	return nil
-}
-
-// verifyTransactional applies the rules of a transactional batch (see the header).
-func (s *Server) verifyTransactional(req *request, id *string, raw batch.Raw, topic string, index int32) error {
-	if id == nil || *id == "" {
-		return fmt.Errorf("%w: a transactional batch without a transactional id", wire.ErrInvalidRecord)
-	}
-	if !s.allowed(req, security.OpWrite, security.ResourceTransactionalID, *id) {
-		return wire.ErrTransactionalIdAuthorizationFailed
-	}
-	switch e := s.txn.coord.Verify(*id, raw.ProducerID(), raw.ProducerEpoch(), txn.TopicPartition{Topic: topic, Partition: index}); e {
-	case nil, wire.ErrNotCoordinator, wire.ErrCoordinatorLoadInProgress:
-		// Coordinated elsewhere: verification through AddPartitionsToTxn v4 is the
-		// cluster's part; the log still fences older epochs.
-		return nil
-	case wire.ErrProducerFenced, wire.ErrInvalidProducerEpoch:
-		return fmt.Errorf("%w: producer %d epoch %d is not the transactional id's current one", wire.ErrInvalidProducerEpoch, raw.ProducerID(), raw.ProducerEpoch())
-	default:
-		return fmt.Errorf("%w: %s-%d is not in an open transaction of producer %d epoch %d (%s)", wire.ErrInvalidTxnState, topic, index, raw.ProducerID(), raw.ProducerEpoch(), e.Name)
-	}
 }
 
 // partitionForWrite finds a partition this broker leads. Produce never creates topics

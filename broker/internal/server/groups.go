@@ -93,6 +93,10 @@ func (o offsetsPartition) EachRecord(fn func(batch.Record)) error {
 	return o.part.EachRecord(fn)
 }
 
+func (o offsetsPartition) EachBatchRecord(fn func(batch.Header, batch.Record)) error {
+	return o.part.EachBatchRecord(fn)
+}
+
 // clientHost is the host a member connected from, as Kafka shows it ("/127.0.0.1").
 func clientHost(req *request) string {
 	if req.remote == nil {

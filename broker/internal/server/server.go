@@ -182,6 +182,7 @@ func New(conf *config.Config, log *slog.Logger) (*Server, error) {
 	_ = s.reconcile()
 	if err := s.initOps(); err != nil {
 		s.txn.coord.Close()
+		s.txn.peers.close()
 		s.groups.Close()
 		s.logs.Close()
 		s.md.Close()
@@ -447,6 +448,7 @@ func (s *Server) Close() error {
 		s.closeOps()
 		s.wg.Wait()
 		s.txn.coord.Close()
+		s.txn.peers.close()
 		s.groups.Close()
 		s.fetchers.Wait()
 		s.closeError = errors.Join(s.md.Close(), s.logs.Close())

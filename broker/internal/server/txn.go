@@ -8,12 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/broker/internal/config"
-	"github.com/spoolmq/spool/broker/internal/group"
 	"github.com/spoolmq/spool/broker/internal/partition"
 	"github.com/spoolmq/spool/broker/internal/txn"
 	"github.com/spoolmq/spool/protocol-spec/wire"
@@ -22,6 +22,7 @@ import (
 // txnSide is the server's transaction state: the coordinator and the creation of its topic.
 type txnSide struct {
 	coord *txn.Coordinator
+	peers *peerPool   // connections to the other brokers (markers, verification)
 	mu    sync.Mutex  // serialises the creation of __transaction_state
 	ready atomic.Bool // __transaction_state exists
 }
@@ -29,6 +30,13 @@ type txnSide struct {
 // startTxnCoordinator creates the coordinator; it serves the ids of the __transaction_state
 // partitions this broker leads, as reconcile hands them over.
 func (s *Server) startTxnCoordinator() {
+	sec, err := s.peerSecurity()
+	if err != nil {
+		// New checked it already; a failure now leaves the peers on PLAINTEXT, which the
+		// other brokers refuse (logged, retried by the coordinator).
+		s.log.Error("inter-broker security for transactions", "err", err)
+	}
+	s.txn.peers = newPeerPool(s, sec)
 	s.txn.coord = txn.New(txn.Config{
 		MaxTimeout:    time.Duration(s.conf.Int64(config.TxnMaxTimeoutMs)) * time.Millisecond,
 		AbortInterval: time.Duration(s.conf.Int64(config.TxnAbortIntervalMs)) * time.Millisecond,
@@ -46,7 +54,9 @@ func (s *Server) txnElected(index, partitions int32, part *partition.Partition, 
 }
 
 // ensureTxnTopic creates __transaction_state on first use, as Kafka does: compacted,
-// transaction.state.log.num.partitions partitions, replication factor 1 on a single node.
+// transaction.state.log.num.partitions partitions, transaction.state.log.replication.factor
+// replicas (capped by the live brokers; 1 on a single node) and
+// transaction.state.log.min.isr as its min.insync.replicas (capped by the replicas).
 func (s *Server) ensureTxnTopic(ctx context.Context) error {
 	if s.txn.ready.Load() {
 		return nil
@@ -60,9 +70,16 @@ func (s *Server) ensureTxnTopic(ctx context.Context) error {
 	n := int32(s.conf.Int(config.TxnStateLogNumPartitions))
 	rf := int16(1)
 	if s.clustered {
-		rf = int16(min(3, len(s.md.Brokers())))
+		want := s.conf.Int(config.TxnStateLogReplication)
+		live := len(s.md.Brokers())
+		rf = int16(min(want, live))
+		if live < want {
+			s.log.Warn("creating "+txn.Topic+" with fewer replicas than transaction.state.log.replication.factor: not enough live brokers",
+				"replication_factor", rf, "transaction.state.log.replication.factor", want)
+		}
 	}
-	_, err := s.createTopic(ctx, txn.Topic, n, rf, map[string]string{"cleanup.policy": "compact"}, false)
+	minISR := min(s.conf.Int(config.TxnStateLogMinISR), int(rf))
+	_, err := s.createTopic(ctx, txn.Topic, n, rf, map[string]string{"cleanup.policy": "compact", "min.insync.replicas": strconv.Itoa(minISR)}, false)
 	if err != nil && !errors.Is(err, wire.ErrTopicAlreadyExists) {
 		return fmt.Errorf("creating %s: %w", txn.Topic, err)
 	}
@@ -88,50 +105,4 @@ func (s *Server) txnCoordinatorFor(ctx context.Context, id string, listener stri
 		}
 	}
 	return -1, "", -1, fmt.Errorf("%s-%d has no live leader", txn.Topic, p.Index)
-}
-
-// markerWriter writes a transaction's markers for the coordinator. On a single node (and for
-// partitions led here) it appends them through the partition manager and waits for the
-// commit, all partitions in one round; a partition led by another broker is an error the
-// coordinator retries (sending WriteTxnMarkers to remote leaders is the cluster's part).
-// A __consumer_offsets partition in the transaction settles the group coordinator's pending
-// transactional offsets instead.
-type markerWriter struct{ s *Server }
-
-func (w markerWriter) WriteMarkers(ctx context.Context, m txn.Markers) error {
-	s := w.s
-	now := time.Now()
-	var waits []partition.Appended
-	var offsets []int32
-	for _, tp := range m.Partitions {
-		if tp.Topic == group.Topic {
-			// The group coordinator keeps a transaction's offsets pending in memory (see
-			// group/txn_offsets.go); they are settled below, with no marker in its log.
-			offsets = append(offsets, tp.Partition)
-			continue
-		}
-		if _, ok := s.md.Topic(tp.Topic); !ok {
-			continue // deleted meanwhile: nothing to mark (Kafka skips it too)
-		}
-		part, err := s.leaderPart(tp.Topic, tp.Partition)
-		if err != nil {
-			return fmt.Errorf("marker for %s-%d: %w", tp.Topic, tp.Partition, err)
-		}
-		_, a, err := part.AppendMarker(m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch, true, now)
-		if err != nil {
-			return fmt.Errorf("marker for %s-%d: %w", tp.Topic, tp.Partition, err)
-		}
-		waits = append(waits, a)
-	}
-	var failed error
-	partition.Commit(ctx, waits, func(i int, err error) { failed = errors.Join(failed, err) })
-	if failed != nil {
-		return failed
-	}
-	if len(offsets) > 0 {
-		if err := s.groups.CompleteTxn(m.ProducerID, m.Commit); err != nil {
-			return fmt.Errorf("settling the transaction's offsets: %w", err)
-		}
-	}
-	return nil
 }

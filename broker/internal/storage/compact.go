@@ -15,11 +15,14 @@ import (
 
 // Compaction (cleanup.policy=compact), after Kafka's log cleaner:
 //
-//  1. The cleanable range is the sealed segments wholly below the durable offset whose newest
+//  1. The cleanable range is the sealed segments wholly below the durable offset and the first
+//     unstable offset (an open transaction's records may still be aborted) whose newest
 //     timestamp is at least MinCompactionLagMs old, stopping at the first that is not.
 //  2. A key map (128-bit hash of the key → latest offset) is built from the dirty part of the
 //     range, from the cleaner checkpoint on, at most CompactionMaxKeys keys; where it fills
-//     up, the pass stops (mapEnd) and the next pass continues from there.
+//     up, the pass stops (mapEnd) and the next pass continues from there. Records of aborted
+//     transactions are left out of it, so they never shadow an earlier value of their key (as
+//     in Kafka's cleaner); they stay until a later value of their key does.
 //  3. Every segment holding records below mapEnd is rewritten: a record below mapEnd survives
 //     if no later record has its key, and a surviving tombstone is dropped once its batch's
 //     maxTimestamp is DeleteRetentionMs old; keyless records are dropped. Unchanged batches
@@ -127,11 +130,12 @@ func (l *Log) compact(now time.Time, force bool) (bool, error) {
 	// 1. The cleanable segments.
 	l.segMu.RLock()
 	durable := l.durable.Load()
+	unstable := l.FirstUnstableOffset() // an open transaction may still abort: not cleanable
 	var segs []*segment
 	cleanableEnd := int64(0)
 	for i := 0; i < len(l.segs)-1; i++ {
 		s, next := l.segs[i], l.segs[i+1]
-		if next.base > durable {
+		if next.base > durable || next.base > unstable {
 			break
 		}
 		if cfg.MinCompactionLagMs > 0 && s.maxTs.Load() > nowMs-cfg.MinCompactionLagMs {
@@ -250,6 +254,9 @@ func (l *Log) mapSegment(s *segment, km *keyMap, from int64, it *batch.Iterator,
 		if h.Attributes.Control() {
 			continue
 		}
+		if h.Attributes.Transactional() && l.abortedBatch(h) {
+			continue // aborted records never shadow an earlier value of their key
+		}
 		if err := it.Reset(b, int(cfg.MaxUncompressedBatchBytes)); err != nil {
 			return batchError(fmt.Sprintf("batch at %d of %s", c.pos-int64(len(b)), s), err)
 		}
@@ -282,6 +289,16 @@ type cleaner struct {
 	hdrs               []batch.RecordHeader
 	out                []byte
 	minTombstoneExpiry int64
+}
+
+// abortedBatch reports whether a transactional batch belongs to an aborted transaction.
+func (l *Log) abortedBatch(h batch.Header) bool {
+	for _, a := range l.producers.txn.collect(h.BaseOffset, h.LastOffset()+1) {
+		if a.ProducerID == h.ProducerID && a.FirstOffset <= h.BaseOffset && h.BaseOffset < a.LastOffset {
+			return true
+		}
+	}
+	return false
 }
 
 // keepRecord decides the fate of one record below mapEnd.

@@ -76,6 +76,9 @@ func newProducerStateManager(dir string, logger *slog.Logger) *producerStateMana
 }
 
 // incSeq adds delta to a sequence number, wrapping past MaxInt32 to 0 as Kafka does.
+// noSequence is a batch's base sequence when it has none (Kafka's RecordBatch.NO_SEQUENCE).
+const noSequence = -1
+
 func incSeq(seq, delta int32) int32 {
 	if seq > math.MaxInt32-delta {
 		return delta - (math.MaxInt32 - seq) - 1
@@ -108,6 +111,15 @@ func (m *producerStateManager) check(infos []batchInfo) (producerBatch, bool, er
 			// A marker carries no sequence; it must not come from an older epoch.
 			if e != nil && b.epoch < e.epoch {
 				return producerBatch{}, false, fmt.Errorf("%w: marker for producer %d epoch %d is older than the current epoch %d", ErrInvalidProducerEpoch, b.pid, b.epoch, e.epoch)
+			}
+			continue
+		}
+		if b.seq == noSequence {
+			// A coordinator's transactional records (TxnOffsetCommit offsets in
+			// __consumer_offsets, as Kafka writes them) carry no sequence: only the epoch
+			// is checked.
+			if e != nil && b.epoch < e.epoch {
+				return producerBatch{}, false, fmt.Errorf("%w: producer %d epoch %d is older than the current epoch %d", ErrInvalidProducerEpoch, b.pid, b.epoch, e.epoch)
 			}
 			continue
 		}

@@ -247,6 +247,12 @@ func (l *Log) LatestEpoch() int32 {
 // now: the coordinators' replay of their internal topics. A record's slices are valid only
 // during the call. A batch that does not decode ends the replay with an error.
 func (l *Log) EachRecord(fn func(batch.Record)) error {
+	return l.EachBatchRecord(func(_ batch.Header, r batch.Record) { fn(r) })
+}
+
+// EachBatchRecord is EachRecord with each record's batch header (producer, transactional and
+// control flags): a coordinator replaying transactional records and markers.
+func (l *Log) EachBatchRecord(fn func(batch.Header, batch.Record)) error {
 	var it batch.Iterator
 	off, end := l.LogStartOffset(), l.LogEndOffset()
 	for off < end {
@@ -263,7 +269,7 @@ func (l *Log) EachRecord(fn func(batch.Record)) error {
 				return fmt.Errorf("decoding the batch at offset %d: %w", off, err)
 			}
 			for it.Next() {
-				fn(it.Record())
+				fn(it.Header(), it.Record())
 			}
 			if err := it.Err(); err != nil {
 				return fmt.Errorf("decoding the batch at offset %d: %w", off, err)

@@ -174,6 +174,14 @@ func (l *Log) OngoingTransactions() map[int64]int64 {
 	return out
 }
 
+// HasOngoingTransaction reports whether the producer has an open transaction here.
+func (l *Log) HasOngoingTransaction(producerID int64) bool {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	_, ok := l.producers.txn.ongoing[producerID]
+	return ok
+}
+
 // ProducerInfo is one producer of a partition as DescribeProducers shows it.
 type ProducerInfo struct {
 	ProducerID    int64

@@ -21,10 +21,10 @@ func newGated(p Partition) *gatedPartition {
 	return &gatedPartition{Partition: p, gate: make(chan struct{}), started: make(chan struct{})}
 }
 
-func (g *gatedPartition) EachRecord(fn func(batch.Record)) error {
+func (g *gatedPartition) EachBatchRecord(fn func(batch.Header, batch.Record)) error {
 	close(g.started)
 	<-g.gate
-	return g.Partition.EachRecord(fn)
+	return g.Partition.EachBatchRecord(fn)
 }
 
 // groupIn is a group id that hashes to partition p of n.

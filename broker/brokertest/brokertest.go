@@ -50,6 +50,9 @@ type Broker struct {
 	// MetricsAddr is the HOST:PORT of /metrics, /healthz and /readyz when the broker was
 	// started with spool.metrics.listener (or --metrics-listen), else "".
 	MetricsAddr string
+	// StopTimeout is how long Stop waits after SIGTERM before it fails the test (30 s when
+	// zero); set it before the broker is stopped.
+	StopTimeout time.Duration
 	srv         *server.Server
 	cmd         *exec.Cmd
 	done        chan error
@@ -145,16 +148,27 @@ func (b *Broker) Stop(t testing.TB) {
 		}
 		return
 	}
+	grace := b.StopTimeout
+	if grace == 0 {
+		grace = 30 * time.Second
+	}
 	b.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-b.done:
 		if err != nil {
 			t.Errorf("brokertest: spoold exited with %v", err)
 		}
-	case <-time.After(30 * time.Second):
-		b.cmd.Process.Kill()
-		<-b.done
-		t.Errorf("brokertest: spoold did not stop within 30s of SIGTERM")
+	case <-time.After(grace):
+		// SIGQUIT makes the Go runtime write every goroutine's stack to stderr (the test's
+		// log) and exit: what the broker was waiting on is then in the failure.
+		b.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-b.done:
+		case <-time.After(10 * time.Second):
+			b.cmd.Process.Kill()
+			<-b.done
+		}
+		t.Errorf("brokertest: spoold did not stop within %v of SIGTERM (its goroutines are above)", grace)
 	}
 }
 

@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/broker/brokertest"
 	"github.com/spoolmq/spool/protocol-spec/wire"
@@ -44,12 +45,24 @@ func deleteCodes(t *testing.T, r *wire.OffsetDeleteResponse) map[string]int16 {
 	return out
 }
 
-// committed returns the committed offset of group g on topic/partition (-1: none).
+// committed returns the committed offset of group g on topic/partition (-1: none). A broker
+// that just started answers COORDINATOR_LOAD_IN_PROGRESS while it loads __consumer_offsets;
+// the fetch is retried then, as clients do.
 func committed(c *rawClient, g, topic string, partition int32) int64 {
 	c.t.Helper()
-	fr := &wire.OffsetFetchResponse{}
-	c.roundTrip(&wire.OffsetFetchRequest{GroupId: g, Topics: []wire.OffsetFetchRequestTopic{{Name: topic, PartitionIndexes: []int32{partition}}}}, fr, 7)
-	return fr.Topics[0].Partitions[0].CommittedOffset
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		fr := &wire.OffsetFetchResponse{}
+		c.roundTrip(&wire.OffsetFetchRequest{GroupId: g, Topics: []wire.OffsetFetchRequestTopic{{Name: topic, PartitionIndexes: []int32{partition}}}}, fr, 7)
+		if fr.ErrorCode == wire.ErrCoordinatorLoadInProgress.Code && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+			c.t.Fatalf("offset fetch of %s %s/%d: %v %+v", g, topic, partition, wire.ErrorForCode(fr.ErrorCode), fr)
+		}
+		return fr.Topics[0].Partitions[0].CommittedOffset
+	}
 }
 
 func TestOffsetDelete(t *testing.T) {
